@@ -1,0 +1,43 @@
+// What a checkpoint file records about itself (docs/FORMAT.md is the user's description).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "epochrun/blob.hpp"
+
+namespace epochrun {
+
+inline constexpr const char* kCheckpointFormatName = "epochrun-checkpoint";
+// Bumped on any change a reader of the previous version would misread.
+inline constexpr std::int64_t kCheckpointFormatVersion = 1;
+// Group under which each node's group of datasets lives: /nodes/<node>/<blob>.
+inline constexpr const char* kNodesGroup = "nodes";
+
+// One saved blob as recorded in the file.
+struct BlobRecord {
+  std::string name;
+  DType dtype = DType::kU8;
+  Shape shape;
+  std::uint64_t xxh64 = 0;  // of the blob's raw bytes, checked on every load
+  std::uint64_t byte_size() const { return element_count(shape) * element_size(dtype); }
+};
+
+// The root attributes plus every node's blob list.
+struct CheckpointHeader {
+  std::string format = kCheckpointFormatName;
+  std::int64_t format_version = kCheckpointFormatVersion;
+  std::int64_t epoch = 0;
+  std::string job;
+  std::vector<std::string> node_names;  // index = rank
+  std::string config_json;              // the run's effective configuration
+  // node name -> its blobs, in save order
+  std::map<std::string, std::vector<BlobRecord>> blobs;
+
+  std::int64_t num_ranks() const { return static_cast<std::int64_t>(node_names.size()); }
+  std::uint64_t total_blob_bytes() const;
+};
+
+}  // namespace epochrun

@@ -1,0 +1,68 @@
+// A small value type over an MPI communicator, so rank-0 logic reads as
+// `if (comm.rank() == 0)` and collective helpers carry their own error checks.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace epochrun {
+
+class Communicator {
+ public:
+  // Non-owning views of the predefined communicators.
+  static Communicator world() { return Communicator(MPI_COMM_WORLD); }
+  static Communicator self() { return Communicator(MPI_COMM_SELF); }
+  explicit Communicator(MPI_Comm comm) : comm_(comm) {}
+
+  // A private duplicate (MPI_Comm_dup), freed when the last copy goes away, so a library's
+  // messages can never match a user's.
+  Communicator duplicate() const;
+
+  int rank() const;
+  int size() const;
+  bool is_root() const { return rank() == 0; }
+  MPI_Comm raw() const { return comm_; }
+
+  void barrier() const;
+  // True on every rank when `value` is true on every rank / on at least one rank.
+  bool all_true(bool value) const;
+  bool any_true(bool value) const;
+
+  void broadcast(std::string& value, int root = 0) const;
+  void broadcast(std::int64_t& value, int root = 0) const;
+  void broadcast(std::vector<std::byte>& value, int root = 0) const;
+
+  // Element-wise sum over all ranks, in place on every rank.
+  void allreduce_sum(std::span<double> values) const;
+  std::int64_t allreduce_sum(std::int64_t value) const;
+  double allreduce_max(double value) const;
+
+  std::vector<std::string> allgather(const std::string& value) const;
+  // Every rank's bytes on `root`, in rank order; empty elsewhere.
+  std::vector<std::vector<std::byte>> gather(std::span<const std::byte> value, int root = 0) const;
+
+  // Collective error agreement: each rank passes its own failure (or nothing); every rank
+  // gets the message of the lowest failing rank (prefixed "rank N: " unless N is 0), or nothing
+  // when all succeeded. Call it at the end of every step that can fail on some ranks only, so that
+  // no rank enters the next collective call alone.
+  std::optional<std::string> first_error(const std::optional<std::string>& local_error) const;
+
+ private:
+  Communicator(MPI_Comm comm, std::shared_ptr<MPI_Comm> owned)
+      : comm_(comm), owned_(std::move(owned)) {}
+
+  MPI_Comm comm_;
+  std::shared_ptr<MPI_Comm> owned_;  // set only for duplicates; frees the communicator
+};
+
+// Throws MpiError with the MPI error string when `code` is not MPI_SUCCESS.
+void check_mpi(int code, const char* call);
+
+}  // namespace epochrun

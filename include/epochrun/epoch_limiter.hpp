@@ -1,0 +1,17 @@
+// The reference's epoch_limiter: a stop condition that holds after a fixed number of epochs,
+// counted in the workspace so that it survives a resume.
+#pragma once
+
+#include <cstdint>
+
+#include "epochrun/job.hpp"
+
+namespace epochrun {
+
+inline constexpr const char* kEpochsRemainingBlob = "epochs_remaining";
+
+// Adds to `job`: an init task creating the counter, an epoch task counting it down, and a
+// stop condition "epoch_limit" that holds once `num_epochs` epochs have run.
+void add_epoch_limiter(Job& job, std::int64_t num_epochs);
+
+}  // namespace epochrun

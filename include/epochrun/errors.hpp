@@ -1,0 +1,82 @@
+// The exceptions epochrun throws, and the process exit code each one maps to.
+//
+// The exit codes are part of the user-facing contract (README "Exit codes"): batch scripts
+// branch on them, so a code never changes meaning once published.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace epochrun {
+
+enum class ExitCode : int {
+  kSuccess = 0,
+  kJobFailed = 1,        // a task threw, MPI or the job itself failed
+  kUsageError = 2,       // bad flag, bad value, missing config file, unknown job
+  kCheckpointError = 3,  // asked-for checkpoint missing, unreadable or mismatched
+  kUploadFailed = 4,     // the job finished and checkpointed, but the upload failed
+};
+
+// Base of every epochrun error; `what()` is one line meant for a human.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+  virtual ExitCode exit_code() const { return ExitCode::kJobFailed; }
+};
+
+// Invalid input from the user: flags, config values, job or blob names.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+  ExitCode exit_code() const override { return ExitCode::kUsageError; }
+};
+
+// A checkpoint cannot be used: it does not exist, it is damaged, or it belongs to another
+// job or topology. Resuming must stop rather than continue from the wrong state.
+class CheckpointError : public Error {
+ public:
+  using Error::Error;
+  ExitCode exit_code() const override { return ExitCode::kCheckpointError; }
+};
+
+// The requested epoch has no committed checkpoint.
+class CheckpointNotFound : public CheckpointError {
+ public:
+  using CheckpointError::CheckpointError;
+};
+
+// The file exists but its bytes are not what was committed (checksum, truncation, HDF5
+// structure) -- the "latest" resume skips such epochs.
+class CorruptCheckpoint : public CheckpointError {
+ public:
+  using CheckpointError::CheckpointError;
+};
+
+// The checkpoint is intact but does not fit this run (job, rank count, format version).
+class CheckpointMismatch : public CheckpointError {
+ public:
+  using CheckpointError::CheckpointError;
+};
+
+// Writing a checkpoint failed. The runner logs it and goes on; it never escapes a run.
+class SaveError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An HDF5 call failed; the message carries HDF5's own error stack.
+class Hdf5Error : public Error {
+ public:
+  using Error::Error;
+};
+
+// An MPI call failed.
+class MpiError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Maps any exception to the exit code the program should return.
+ExitCode exit_code_for(const std::exception& error);
+
+}  // namespace epochrun

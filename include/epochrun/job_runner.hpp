@@ -1,0 +1,83 @@
+// The JobRunner: runs a Job on every rank in the reference's order, with a checkpoint after
+// init and after every epoch.
+//
+//   resume decision -> init (from scratch) or load -> checkpoint 0 (from scratch)
+//   -> loop { epoch group -> stop flags to rank 0, rank 0 decides, broadcast
+//             -> save this epoch -> stop? }
+//   -> upload -> gather declared outputs to rank 0 -> download group -> exit group
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/communicator.hpp"
+#include "epochrun/job.hpp"
+#include "epochrun/run_summary.hpp"
+#include "epochrun/uploader.hpp"
+
+namespace epochrun {
+
+// Where to start: from scratch, from an explicit epoch, or from the newest committed one
+// (from scratch when there is none).
+struct ResumeRequest {
+  enum class Kind { kFromScratch, kEpoch, kLatest };
+  Kind kind = Kind::kFromScratch;
+  std::int64_t epoch = 0;
+
+  static ResumeRequest from_scratch() { return {}; }
+  static ResumeRequest latest() { return {Kind::kLatest, 0}; }
+  static ResumeRequest at(std::int64_t epoch) { return {Kind::kEpoch, epoch}; }
+  // "latest" or a non-negative integer; UsageError otherwise.
+  static ResumeRequest parse(const std::string& text);
+};
+
+struct RunOptions {
+  std::filesystem::path checkpoint_dir;  // empty: no checkpoints at all
+  ResumeRequest resume;
+  // Stop after this absolute epoch number (a resumed run counts from where it resumed).
+  std::optional<std::int64_t> num_epochs;
+  std::shared_ptr<Uploader> uploader;  // null: no upload
+  std::string config_json = "{}";      // recorded in every checkpoint
+};
+
+class JobRunner {
+ public:
+  // `comm` is duplicated: the runner's collective calls never interfere with the job's.
+  JobRunner(Job job, const Communicator& comm, RunOptions options);
+
+  // Runs the whole job on this rank's `workspace`. Save failures do not throw (they are in
+  // the summary); a failing task, a failing load or a bad resume request does.
+  RunSummary run(Workspace& workspace);
+
+  // The reference's load_blobs_from_checkpoints: see CheckpointDirectory::load_blobs.
+  bool load_blobs_from_checkpoints(const std::vector<BlobAddress>& wanted, std::int64_t epoch,
+                                   Workspace& workspace) const;
+
+  const std::string& node_name() const { return node_name_; }
+
+ private:
+  struct StopDecision {
+    bool stop = false;
+    std::string reason;
+  };
+
+  std::optional<std::int64_t> decide_resume_epoch() const;
+  StopDecision decide_stop(const Workspace& workspace, std::int64_t epoch) const;
+  // Returns the log text for the checkpoint (committed, or failed).
+  std::string save(std::int64_t epoch, const Workspace& workspace, RunSummary& summary);
+  void upload(RunSummary& summary) const;
+  GatheredBlobs gather_outputs(const Workspace& workspace) const;
+
+  Job job_;
+  Communicator comm_;
+  RunOptions options_;
+  std::string node_name_;
+  std::vector<std::string> node_names_;
+  std::vector<std::string> checkpointed_blobs_;
+};
+
+}  // namespace epochrun

@@ -1,0 +1,46 @@
+// What a run reports: returned by JobRunner::run and written by `--summary-json`.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "epochrun/task.hpp"
+
+namespace epochrun {
+
+struct FailedSave {
+  std::int64_t epoch = 0;
+  std::string error;
+};
+
+struct RunSummary {
+  std::string job;
+  int num_ranks = 0;
+  std::optional<std::int64_t> resumed_from;  // nullopt: started from scratch
+  std::int64_t last_epoch = 0;               // the reference's return value
+  std::int64_t epochs_run = 0;               // epochs executed by this run
+  std::string stop_reason;
+  std::vector<std::int64_t> committed;  // epochs this run committed, in order
+  std::vector<FailedSave> failed_saves;
+  std::optional<std::string> uploaded_to;
+  std::optional<std::string> upload_error;
+  std::filesystem::path checkpoint_dir;
+  double seconds = 0;
+  GatheredBlobs outputs;  // rank 0: each node's declared outputs
+};
+
+// A blob in JSON: dtype, shape, xxh64, and its values when it has at most
+// `kSummaryMaxValues` elements (opaque bytes are never expanded).
+inline constexpr std::uint64_t kSummaryMaxValues = 1024;
+nlohmann::json blob_to_json(const Blob& blob);
+
+nlohmann::json to_json(const RunSummary& summary);
+// Written atomically (temporary file, fsync, rename).
+void write_summary_json(const RunSummary& summary, const std::filesystem::path& file);
+
+}  // namespace epochrun

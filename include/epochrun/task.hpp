@@ -1,0 +1,54 @@
+// Tasks and task groups: the units a Job is made of. A task is ordinary C++ that runs on
+// every rank (SPMD) against that rank's workspace.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "epochrun/communicator.hpp"
+#include "epochrun/workspace.hpp"
+
+namespace epochrun {
+
+// Blobs gathered to rank 0 by the download group: node name -> blob name -> blob.
+using GatheredBlobs = std::map<std::string, std::map<std::string, Blob>>;
+
+struct TaskContext {
+  Workspace& workspace;
+  const Communicator& comm;
+  const std::string& node_name;
+  // The epoch being run; 0 during init; the last epoch during download and exit.
+  std::int64_t epoch = 0;
+  // Rank 0 only, from the download phase on: every node's declared outputs.
+  const GatheredBlobs* downloaded = nullptr;
+};
+
+using TaskFunction = std::function<void(TaskContext&)>;
+
+struct Task {
+  std::string name;
+  TaskFunction run;
+};
+
+class TaskGroup {
+ public:
+  explicit TaskGroup(std::string name) : name_(std::move(name)) {}
+
+  void add(std::string task_name, TaskFunction run);
+  // Runs the tasks in order. A task's exception is rethrown as an Error naming the group,
+  // the task and the node.
+  void run(TaskContext& context) const;
+
+  const std::string& name() const { return name_; }
+  const std::vector<Task>& tasks() const { return tasks_; }
+  bool empty() const { return tasks_.empty(); }
+
+ private:
+  std::string name_;
+  std::vector<Task> tasks_;
+};
+
+}  // namespace epochrun

@@ -1,0 +1,26 @@
+// The reference pipeline (caffe2 checkpoint_test): every node reads the values 0..9, three an
+// epoch, into a total that starts at 100, and stops when its reader is exhausted. Totals after
+// epochs 1..4: 103, 115, 136, 145.
+#pragma once
+
+#include <cstdint>
+
+#include "epochrun/job.hpp"
+
+namespace epochrun::jobs {
+
+struct SumPipelineOptions {
+  std::int64_t num_items = 10;
+  std::int64_t items_per_epoch = 3;
+  std::int64_t initial_total = 100;
+};
+
+// Blob names, for tests and readers of the checkpoints.
+inline constexpr const char* kSumValues = "values";
+inline constexpr const char* kSumCursor = "cursor";
+inline constexpr const char* kSumTotal = "total";
+inline constexpr const char* kSumExhausted = "exhausted";
+
+Job make_sum_pipeline(const SumPipelineOptions& options = {});
+
+}  // namespace epochrun::jobs

@@ -1,0 +1,220 @@
+#include "epochrun/checkpoint_directory.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "collective_errors.hpp"
+#include "durable_file.hpp"
+#include "epochrun/errors.hpp"
+
+namespace epochrun {
+namespace {
+
+constexpr char kPrefix[] = "epoch-";
+constexpr char kSuffix[] = ".h5";
+
+std::string join_epochs(const std::vector<std::int64_t>& epochs) {
+  std::string text;
+  for (auto epoch : epochs) {
+    text += (text.empty() ? "" : ", ") + std::to_string(epoch);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string checkpoint_file_name(std::int64_t epoch) {
+  if (epoch < 0) {
+    throw UsageError("epoch must not be negative, got " + std::to_string(epoch));
+  }
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "%06lld", static_cast<long long>(epoch));
+  return kPrefix + std::string(digits) + kSuffix;
+}
+
+std::optional<std::int64_t> parse_checkpoint_file_name(const std::string& file_name) {
+  const std::string prefix = kPrefix;
+  const std::string suffix = kSuffix;
+  if (file_name.size() <= prefix.size() + suffix.size() || !file_name.starts_with(prefix) ||
+      !file_name.ends_with(suffix)) {
+    return std::nullopt;
+  }
+  auto digits = file_name.substr(prefix.size(), file_name.size() - prefix.size() - suffix.size());
+  if (digits.size() < 6 || digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  auto epoch = std::stoll(digits);
+  // Only the canonical spelling counts, so one epoch never has two files.
+  if (checkpoint_file_name(epoch) != file_name) {
+    return std::nullopt;
+  }
+  return epoch;
+}
+
+CheckpointDirectory::CheckpointDirectory(std::filesystem::path directory)
+    : directory_(std::move(directory)) {}
+
+std::filesystem::path CheckpointDirectory::file_for(std::int64_t epoch) const {
+  return directory_ / checkpoint_file_name(epoch);
+}
+
+std::vector<std::int64_t> CheckpointDirectory::committed_epochs() const {
+  std::vector<std::int64_t> epochs;
+  std::error_code error;
+  std::filesystem::directory_iterator entries(directory_, error);
+  if (error) {
+    return epochs;
+  }
+  for (const auto& entry : entries) {
+    auto epoch = parse_checkpoint_file_name(entry.path().filename().string());
+    // A symlink or directory under a checkpoint's name is never taken for a checkpoint.
+    if (epoch && entry.is_regular_file() && !entry.is_symlink()) {
+      epochs.push_back(*epoch);
+    }
+  }
+  std::sort(epochs.begin(), epochs.end());
+  return epochs;
+}
+
+std::optional<std::int64_t> CheckpointDirectory::latest_epoch() const {
+  auto epochs = committed_epochs();
+  if (epochs.empty()) {
+    return std::nullopt;
+  }
+  return epochs.back();
+}
+
+bool CheckpointDirectory::has_epoch(std::int64_t epoch) const {
+  auto epochs = committed_epochs();
+  return std::binary_search(epochs.begin(), epochs.end(), epoch);
+}
+
+std::string CheckpointDirectory::describe_missing(std::int64_t epoch) const {
+  auto epochs = committed_epochs();
+  return "no committed checkpoint for epoch " + std::to_string(epoch) + " in " +
+         directory_.string() +
+         (epochs.empty() ? " (it holds none)" : " (committed epochs: " + join_epochs(epochs) + ")");
+}
+
+SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHeader& header,
+                                    const Workspace& workspace,
+                                    const std::vector<std::string>& blob_names) const {
+  const auto started = std::chrono::steady_clock::now();
+  const auto final_path = file_for(header.epoch);
+  const std::string context = "save epoch " + std::to_string(header.epoch);
+
+  // Rank 0 prepares the directory and picks the temporary name everyone writes to.
+  std::string temporary;
+  std::exception_ptr error;
+  if (comm.is_root()) {
+    try {
+      create_private_directories(directory_);
+      temporary = temporary_sibling(final_path).string();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  raise_if_any_failed(comm, error, context);
+  comm.broadcast(temporary);
+
+  auto discard_temporary = [&] {
+    if (comm.is_root()) {
+      ::unlink(temporary.c_str());  // gives the space of a failed attempt back
+    }
+  };
+  try {
+    write_checkpoint_file(temporary, comm, header, workspace, blob_names);
+    // Every rank flushes what it wrote from its own client cache (on a parallel file system
+    // one rank's fsync does not flush another node's pages).
+    try {
+      fsync_file(temporary);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    raise_if_any_failed(comm, error, context + ": make durable");
+    // The commit point: rank 0 renames the complete, durable file to its final name
+    // (atomically replacing an older file of the same epoch) and makes the rename durable.
+    if (comm.is_root()) {
+      try {
+        if (::rename(temporary.c_str(), final_path.c_str()) != 0) {
+          throw Error(errno_message("rename to " + final_path.string()));
+        }
+        fsync_directory(directory_);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    raise_if_any_failed(comm, error, context + ": commit");
+  } catch (const std::exception& failure) {
+    discard_temporary();
+    throw SaveError(failure.what());
+  }
+
+  // The index is a catalogue written after the commit; a failure here loses nothing.
+  if (comm.is_root()) {
+    try {
+      write_index(header.job);
+    } catch (const std::exception&) {
+      // Rebuilt from the directory after the next commit.
+    }
+  }
+  SaveStats stats;
+  stats.file = final_path;
+  std::error_code ignored;
+  stats.file_bytes = std::filesystem::file_size(final_path, ignored);
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return stats;
+}
+
+std::vector<std::string> CheckpointDirectory::load(const Communicator& comm,
+                                                   const CheckpointExpectation& expected,
+                                                   Workspace& workspace) const {
+  std::exception_ptr error;
+  if (comm.is_root() && !has_epoch(expected.epoch)) {
+    error = std::make_exception_ptr(CheckpointNotFound(describe_missing(expected.epoch)));
+  }
+  raise_if_any_failed(comm, error, "load epoch " + std::to_string(expected.epoch));
+  return read_checkpoint_file(file_for(expected.epoch), comm, expected, workspace);
+}
+
+bool CheckpointDirectory::load_blobs(std::int64_t epoch, const std::vector<BlobAddress>& wanted,
+                                     Workspace& workspace) const {
+  if (!has_epoch(epoch)) {
+    return false;
+  }
+  CheckpointReader reader(file_for(epoch));
+  // Read everything first so that a missing blob leaves the workspace untouched.
+  std::vector<std::pair<std::string, Blob>> loaded;
+  for (const auto& address : wanted) {
+    loaded.emplace_back(address.as.empty() ? address.blob : address.as,
+                        reader.read_blob(address.node, address.blob));
+  }
+  for (auto& [name, blob] : loaded) {
+    workspace.put(name, std::move(blob));
+  }
+  return true;
+}
+
+void CheckpointDirectory::write_index(const std::string& job) const {
+  auto entries = nlohmann::json::array();
+  for (auto epoch : committed_epochs()) {
+    std::error_code ignored;
+    entries.push_back({{"epoch", epoch},
+                       {"file", checkpoint_file_name(epoch)},
+                       {"bytes", std::filesystem::file_size(file_for(epoch), ignored)}});
+  }
+  nlohmann::json index = {
+      {"format", "epochrun-index"},
+      {"format_version", 1},
+      {"job", job},
+      {"checkpoints", entries},
+      {"latest", entries.empty() ? nlohmann::json(nullptr) : entries.back()["epoch"]}};
+  write_file_atomically(directory_ / kIndexFileName, index.dump(2) + "\n");
+}
+
+}  // namespace epochrun

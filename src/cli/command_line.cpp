@@ -1,0 +1,30 @@
+#include "cli/command_line.hpp"
+
+#include <cstdlib>
+#include <iostream>
+
+namespace epochrun::cli {
+
+int launcher_rank() {
+  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(variable)) {
+      return std::atoi(value);
+    }
+  }
+  return 0;
+}
+
+void print_error(const std::string& message) {
+  if (launcher_rank() != 0) {
+    return;
+  }
+  std::string line = message;
+  for (auto& c : line) {
+    if (c == '\n' || c == '\r') {
+      c = ' ';
+    }
+  }
+  std::cerr << "epochrun: error: " << line << std::endl;
+}
+
+}  // namespace epochrun::cli

@@ -1,0 +1,142 @@
+// `epochrun inspect DIR`: the committed checkpoints, their nodes and blobs; with --verify,
+// every blob is read back and checked against its checksum. Needs no MPI.
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command_line.hpp"
+#include "epochrun/epochrun.hpp"
+
+namespace epochrun::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+nlohmann::json describe_epoch(const CheckpointDirectory& directory, std::int64_t epoch,
+                              bool verify) {
+  const auto file = directory.file_for(epoch);
+  std::error_code ignored;
+  nlohmann::json entry = {{"epoch", epoch},
+                          {"file", file.filename().string()},
+                          {"bytes", std::filesystem::file_size(file, ignored)}};
+  try {
+    CheckpointReader reader(file);
+    const auto& header = reader.header();
+    entry["job"] = header.job;
+    entry["num_ranks"] = header.num_ranks();
+    entry["format_version"] = header.format_version;
+    if (header.epoch != epoch) {
+      throw CorruptCheckpoint("checkpoint " + file.string() + " records epoch " +
+                              std::to_string(header.epoch));
+    }
+    auto nodes = nlohmann::json::object();
+    for (const auto& node : header.node_names) {
+      auto blobs = nlohmann::json::array();
+      for (const auto& record : header.blobs.at(node)) {
+        blobs.push_back({{"name", record.name},
+                         {"dtype", dtype_name(record.dtype)},
+                         {"shape", record.shape},
+                         {"bytes", record.byte_size()}});
+        if (verify) {
+          (void)reader.read_blob(node, record.name);
+        }
+      }
+      nodes[node] = blobs;
+    }
+    entry["nodes"] = nodes;
+    entry["valid"] = true;
+  } catch (const std::exception& error) {
+    entry["valid"] = false;
+    entry["error"] = error.what();
+  }
+  return entry;
+}
+
+void print_text(const std::filesystem::path& directory, const nlohmann::json& epochs) {
+  std::cout << "committed checkpoints in " << directory.string() << ": " << epochs.size() << "\n";
+  for (const auto& entry : epochs) {
+    std::cout << "epoch " << entry["epoch"] << "  " << entry["file"].get<std::string>() << "  "
+              << entry["bytes"] << " bytes";
+    if (!entry["valid"].get<bool>()) {
+      std::cout << "  CORRUPT: " << entry["error"].get<std::string>() << "\n";
+      continue;
+    }
+    std::cout << "  job " << entry["job"].get<std::string>() << "  " << entry["num_ranks"]
+              << " ranks\n";
+    for (const auto& [node, blobs] : entry["nodes"].items()) {
+      std::cout << "  " << node << ":";
+      for (const auto& blob : blobs) {
+        std::cout << " " << blob["name"].get<std::string>() << " "
+                  << blob["dtype"].get<std::string>()
+                  << shape_to_string(blob["shape"].get<Shape>());
+      }
+      std::cout << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+int inspect_command(int argc, char** argv) {
+  std::string directory_name;
+  bool json = false;
+  bool verify = false;
+  po::options_description options("epochrun inspect DIR [options]");
+  options.add_options()("help,h", "print this help")("json", po::bool_switch(&json), "print JSON")(
+      "verify", po::bool_switch(&verify), "read every blob and check its checksum")(
+      "dir", po::value(&directory_name), "checkpoint directory");
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  try {
+    po::variables_map values;
+    po::store(po::command_line_parser(argc, argv).options(options).positional(positional).run(),
+              values);
+    po::notify(values);
+    if (values.count("help")) {
+      std::cout << options << "\n";
+      return 0;
+    }
+    if (directory_name.empty()) {
+      throw UsageError("inspect needs a checkpoint directory: epochrun inspect DIR");
+    }
+    if (!std::filesystem::is_directory(directory_name)) {
+      throw UsageError("'" + directory_name + "' is not a directory");
+    }
+  } catch (const po::error& error) {
+    print_error(error.what());
+    return static_cast<int>(ExitCode::kUsageError);
+  } catch (const std::exception& error) {
+    print_error(error.what());
+    return static_cast<int>(exit_code_for(error));
+  }
+
+  CheckpointDirectory directory(directory_name);
+  auto epochs = nlohmann::json::array();
+  bool all_valid = true;
+  for (auto epoch : directory.committed_epochs()) {
+    epochs.push_back(describe_epoch(directory, epoch, verify));
+    all_valid = all_valid && epochs.back()["valid"].get<bool>();
+  }
+  if (json) {
+    std::cout << nlohmann::json{{"directory", directory_name}, {"checkpoints", epochs}}.dump(2)
+              << "\n";
+  } else {
+    print_text(directory_name, epochs);
+  }
+  return static_cast<int>(all_valid ? ExitCode::kSuccess : ExitCode::kCheckpointError);
+}
+
+int list_jobs_command(int argc, char** argv) {
+  (void)argv;
+  if (argc > 1) {
+    print_error("list-jobs takes no arguments");
+    return static_cast<int>(ExitCode::kUsageError);
+  }
+  for (const auto* entry : JobRegistry::instance().all()) {
+    std::cout << entry->name << "  " << entry->summary << "\n";
+  }
+  return 0;
+}
+
+}  // namespace epochrun::cli

@@ -1,0 +1,50 @@
+// epochrun: run checkpointed epoch jobs over MPI, and inspect their checkpoints.
+#include <iostream>
+#include <string>
+
+#include "cli/command_line.hpp"
+#include "epochrun/errors.hpp"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: epochrun <command> [options]
+
+commands:
+  run        run a job (mpirun -np N epochrun run --job NAME ...); see 'epochrun run --help'
+  inspect    list the committed checkpoints of a directory; see 'epochrun inspect --help'
+  list-jobs  list the jobs this program can run
+
+exit codes: 0 success, 1 job failed, 2 usage or config error, 3 checkpoint error,
+            4 finished but the upload failed
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using epochrun::ExitCode;
+  if (argc < 2) {
+    epochrun::cli::print_error(
+        "missing command (run, inspect or list-jobs); see 'epochrun --help'");
+    return static_cast<int>(ExitCode::kUsageError);
+  }
+  const std::string command = argv[1];
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (command == "--version") {
+    std::cout << "epochrun 0.1.0\n";
+    return 0;
+  }
+  if (command == "run") {
+    return epochrun::cli::run_command(argc - 1, argv + 1);
+  }
+  if (command == "inspect") {
+    return epochrun::cli::inspect_command(argc - 1, argv + 1);
+  }
+  if (command == "list-jobs") {
+    return epochrun::cli::list_jobs_command(argc - 1, argv + 1);
+  }
+  epochrun::cli::print_error("unknown command '" + command + "' (run, inspect or list-jobs)");
+  return static_cast<int>(ExitCode::kUsageError);
+}

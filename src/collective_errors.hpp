@@ -1,0 +1,24 @@
+// Failures that happen on some ranks only, turned into the same exception on every rank.
+//
+// MPI collectives and parallel HDF5 need every rank to make the same calls in the same order.
+// A rank that throws alone would leave the others waiting forever, so every step that can fail
+// locally ends with raise_if_any_failed: all ranks then throw an exception of the class the
+// lowest failing rank threw, with its message, or all go on.
+#pragma once
+
+#include <exception>
+#include <string>
+
+#include "epochrun/communicator.hpp"
+
+namespace epochrun {
+
+// Collective. `local_error` is this rank's captured exception, or null. `context` is prefixed
+// to the message ("save epoch 3: ...").
+void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
+                         const std::string& context);
+
+// Rethrows `error` as the same epochrun class with `context` prefixed to its message.
+[[noreturn]] void rethrow_with_context(std::exception_ptr error, const std::string& context);
+
+}  // namespace epochrun

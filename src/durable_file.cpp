@@ -1,0 +1,161 @@
+#include "durable_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "epochrun/errors.hpp"
+
+namespace epochrun {
+namespace {
+
+// Closes a POSIX descriptor on scope exit.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+  // close(2) can report a deferred write error; it is not ignored.
+  void close(const std::string& what) {
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) {
+      throw Error(errno_message("close " + what));
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+void write_all(int fd, const char* data, std::size_t size, const std::string& what) {
+  while (size > 0) {
+    ssize_t written = ::write(fd, data, size);
+    if (written < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw Error(errno_message("write " + what));
+    }
+    data += written;
+    size -= static_cast<std::size_t>(written);
+  }
+}
+
+// Runs `fill(fd)` on a new temporary sibling of `target`, then commits it by rename.
+template <typename Fill>
+void replace_atomically(const std::filesystem::path& target, Fill fill) {
+  const auto temporary = temporary_sibling(target);
+  try {
+    FileDescriptor fd(
+        ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (fd.get() < 0) {
+      throw Error(errno_message("create " + temporary.string()));
+    }
+    fill(fd.get(), temporary.string());
+    if (::fsync(fd.get()) != 0) {
+      throw Error(errno_message("fsync " + temporary.string()));
+    }
+    fd.close(temporary.string());
+    if (::rename(temporary.c_str(), target.c_str()) != 0) {
+      throw Error(errno_message("rename to " + target.string()));
+    }
+  } catch (...) {
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  fsync_directory(target.parent_path().empty() ? "." : target.parent_path());
+}
+
+}  // namespace
+
+std::string errno_message(std::string_view what) {
+  return std::string(what) + ": " + std::strerror(errno);
+}
+
+void fsync_file(const std::filesystem::path& file) {
+  FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0) {
+    throw Error(errno_message("open " + file.string() + " for fsync"));
+  }
+  if (::fsync(fd.get()) != 0) {
+    throw Error(errno_message("fsync " + file.string()));
+  }
+  fd.close(file.string());
+}
+
+void fsync_directory(const std::filesystem::path& directory) {
+  FileDescriptor fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    throw Error(errno_message("open directory " + directory.string() + " for fsync"));
+  }
+  if (::fsync(fd.get()) != 0) {
+    throw Error(errno_message("fsync directory " + directory.string()));
+  }
+}
+
+void create_private_directories(const std::filesystem::path& directory) {
+  std::filesystem::path partial;
+  for (const auto& component : directory) {
+    partial /= component;
+    if (::mkdir(partial.c_str(), 0755) == 0) {
+      continue;
+    }
+    if (errno != EEXIST) {
+      throw Error(errno_message("create directory " + partial.string()));
+    }
+    struct stat status {};
+    if (::stat(partial.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
+      throw Error("create directory " + partial.string() + ": a non-directory is in the way");
+    }
+  }
+}
+
+std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
+  static thread_local std::mt19937_64 generator{std::random_device{}()};
+  return target.parent_path() /
+         ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+          std::to_string(generator() % 1000000000));
+}
+
+void write_file_atomically(const std::filesystem::path& target, std::string_view content) {
+  replace_atomically(target, [&](int fd, const std::string& what) {
+    write_all(fd, content.data(), content.size(), what);
+  });
+}
+
+void copy_file_atomically(const std::filesystem::path& source,
+                          const std::filesystem::path& target) {
+  FileDescriptor in(::open(source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (in.get() < 0) {
+    throw Error(errno_message("open " + source.string()));
+  }
+  replace_atomically(target, [&](int out, const std::string& what) {
+    std::vector<char> buffer(1 << 20);
+    while (true) {
+      ssize_t got = ::read(in.get(), buffer.data(), buffer.size());
+      if (got < 0) {
+        if (errno == EINTR) {
+          continue;
+        }
+        throw Error(errno_message("read " + source.string()));
+      }
+      if (got == 0) {
+        break;
+      }
+      write_all(out, buffer.data(), static_cast<std::size_t>(got), what);
+    }
+  });
+}
+
+}  // namespace epochrun

@@ -1,0 +1,35 @@
+// Files that are either wholly there or not there at all: fsync, directory fsync, and
+// write-to-temporary-then-rename. Internal to the library.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace epochrun {
+
+// "what: strerror(errno)" for the current errno.
+std::string errno_message(std::string_view what);
+
+// Flushes a file's data and metadata to stable storage (fsync through a read-only descriptor,
+// which also works on a file another process wrote). Throws Error.
+void fsync_file(const std::filesystem::path& file);
+// Makes a rename or unlink in `directory` durable. Throws Error.
+void fsync_directory(const std::filesystem::path& directory);
+
+// mkdir -p with mode 0755 for every directory it creates, whatever the umask: checkpoint
+// directories are never group- or world-writable. Throws Error.
+void create_private_directories(const std::filesystem::path& directory);
+
+// A temporary name beside `target` that no committed file ever has:
+// ".<target name>.tmp.<pid>.<random>".
+std::filesystem::path temporary_sibling(const std::filesystem::path& target);
+
+// Writes `content` to `target` atomically: temporary sibling (O_EXCL, O_NOFOLLOW, 0644),
+// fsync, rename, directory fsync. Throws Error and leaves no temporary file behind.
+void write_file_atomically(const std::filesystem::path& target, std::string_view content);
+
+// Copies `source` to `target` with the same guarantees as write_file_atomically.
+void copy_file_atomically(const std::filesystem::path& source, const std::filesystem::path& target);
+
+}  // namespace epochrun

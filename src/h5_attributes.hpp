@@ -1,0 +1,27 @@
+// Reading and writing the attributes a checkpoint carries. Readers treat the file as
+// untrusted: wrong types, shapes or sizes become CorruptCheckpoint errors, never crashes.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace epochrun::h5 {
+
+// Writers (collective in a parallel file: every rank passes the same value).
+void write_string_attribute(hid_t object, const std::string& name, const std::string& value);
+void write_int_attribute(hid_t object, const std::string& name, std::int64_t value);
+void write_uint_attribute(hid_t object, const std::string& name, std::uint64_t value);
+void write_string_list_attribute(hid_t object, const std::string& name,
+                                 const std::vector<std::string>& values);
+
+// Readers; `max_bytes` bounds what a crafted file can make us allocate.
+std::string read_string_attribute(hid_t object, const std::string& name, std::uint64_t max_bytes);
+std::int64_t read_int_attribute(hid_t object, const std::string& name);
+std::uint64_t read_uint_attribute(hid_t object, const std::string& name);
+std::vector<std::string> read_string_list_attribute(hid_t object, const std::string& name,
+                                                    std::uint64_t max_bytes);
+
+}  // namespace epochrun::h5

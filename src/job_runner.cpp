@@ -1,0 +1,302 @@
+#include "epochrun/job_runner.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "blob_codec.hpp"
+#include "collective_errors.hpp"
+#include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/errors.hpp"
+
+namespace epochrun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
+  return text;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string text;
+  for (const auto& part : parts) {
+    text += (text.empty() ? "" : separator) + part;
+  }
+  return text;
+}
+
+// Runs a task group on every rank; a failure on any rank fails the group on all of them.
+void run_group(const TaskGroup& group, TaskContext& context, const Communicator& comm) {
+  std::exception_ptr error;
+  try {
+    group.run(context);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  raise_if_any_failed(comm, error, group.name() + " group");
+}
+
+}  // namespace
+
+ResumeRequest ResumeRequest::parse(const std::string& text) {
+  if (text == "latest") {
+    return latest();
+  }
+  const bool digits_only =
+      !text.empty() && text.size() <= 18 &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits_only) {
+    throw UsageError("invalid --resume-from-epoch '" + text +
+                     "': expected a non-negative epoch number or 'latest'");
+  }
+  return at(std::stoll(text));
+}
+
+JobRunner::JobRunner(Job job, const Communicator& comm, RunOptions options)
+    : job_(std::move(job)),
+      comm_(comm.duplicate()),
+      options_(std::move(options)),
+      node_name_(Job::node_name(comm_.rank())) {
+  for (int rank = 0; rank < comm_.size(); ++rank) {
+    node_names_.push_back(Job::node_name(rank));
+  }
+}
+
+std::optional<std::int64_t> JobRunner::decide_resume_epoch() const {
+  // Rank 0 looks at the directory and decides; everyone follows, so that ranks with different
+  // views of a shared file system can never start from different epochs.
+  std::int64_t epoch = -1;
+  std::exception_ptr error;
+  if (comm_.is_root()) {
+    try {
+      const auto& request = options_.resume;
+      CheckpointDirectory directory(options_.checkpoint_dir);
+      if (request.kind != ResumeRequest::Kind::kFromScratch && options_.checkpoint_dir.empty()) {
+        throw UsageError("resuming needs a checkpoint directory (--checkpoint-dir)");
+      }
+      if (request.kind == ResumeRequest::Kind::kEpoch) {
+        if (!directory.has_epoch(request.epoch)) {
+          throw CheckpointNotFound(directory.describe_missing(request.epoch));
+        }
+        epoch = request.epoch;
+      } else if (request.kind == ResumeRequest::Kind::kLatest) {
+        epoch = directory.latest_epoch().value_or(-1);
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  raise_if_any_failed(comm_, error, "resume");
+  comm_.broadcast(epoch);
+  return epoch < 0 ? std::nullopt : std::optional<std::int64_t>(epoch);
+}
+
+RunSummary JobRunner::run(Workspace& workspace) {
+  const auto started = Clock::now();
+  RunSummary summary;
+  summary.job = job_.name();
+  summary.num_ranks = comm_.size();
+  summary.checkpoint_dir = options_.checkpoint_dir;
+
+  const auto resume_epoch = decide_resume_epoch();
+  TaskContext context{workspace, comm_, node_name_, 0, nullptr};
+  if (!resume_epoch) {
+    run_group(job_.init_group, context, comm_);
+    // As in the reference: what init created is what every checkpoint of this run holds.
+    checkpointed_blobs_ = workspace.names();
+    spdlog::info("job {} initialized on {} ranks ({} blobs, {} on rank 0)", job_.name(),
+                 comm_.size(), checkpointed_blobs_.size(),
+                 human_bytes(double(workspace.byte_size())));
+    spdlog::info("epoch 0 (init) {}", save(0, workspace, summary));
+  } else {
+    const auto load_started = Clock::now();
+    CheckpointDirectory directory(options_.checkpoint_dir);
+    checkpointed_blobs_ = directory.load(
+        comm_, CheckpointExpectation{*resume_epoch, job_.name(), node_names_}, workspace);
+    summary.resumed_from = resume_epoch;
+    spdlog::info("resumed job {} from epoch {} ({}) in {:.3f} s", job_.name(), *resume_epoch,
+                 directory.file_for(*resume_epoch).string(), seconds_since(load_started));
+  }
+
+  std::int64_t epoch = resume_epoch ? *resume_epoch + 1 : 1;
+  StopDecision decision;
+  if (options_.num_epochs && epoch > *options_.num_epochs) {
+    decision = {true, "epoch limit " + std::to_string(*options_.num_epochs) +
+                          " (--num-epochs) already reached by the resumed checkpoint"};
+    epoch -= 1;
+  } else {
+    while (true) {
+      const auto epoch_started = Clock::now();
+      context.epoch = epoch;
+      run_group(job_.epoch_group, context, comm_);
+      decision = decide_stop(workspace, epoch);
+      const double epoch_seconds = seconds_since(epoch_started);
+      const auto checkpoint = save(epoch, workspace, summary);
+      ++summary.epochs_run;
+      spdlog::info("epoch {} done in {:.3f} s; {}{}", epoch, epoch_seconds, checkpoint,
+                   decision.stop ? "; stopping: " + decision.reason : "");
+      if (decision.stop) {
+        break;
+      }
+      ++epoch;
+    }
+  }
+  summary.last_epoch = epoch;
+  summary.stop_reason = decision.reason;
+
+  upload(summary);
+  context.epoch = epoch;
+  auto outputs = gather_outputs(workspace);
+  context.downloaded = comm_.is_root() ? &outputs : nullptr;
+  run_group(job_.download_group, context, comm_);
+  run_group(job_.exit_group, context, comm_);
+  summary.outputs = std::move(outputs);
+  summary.seconds = seconds_since(started);
+  spdlog::info("job {} finished after epoch {} in {:.3f} s", job_.name(), epoch, summary.seconds);
+  return summary;
+}
+
+JobRunner::StopDecision JobRunner::decide_stop(const Workspace& workspace,
+                                               std::int64_t epoch) const {
+  // Every node evaluates its own conditions and sends the names of those that hold to rank 0.
+  std::vector<std::string> holding;
+  std::exception_ptr error;
+  try {
+    for (const auto& condition : job_.stop_conditions()) {
+      if (condition.holds(workspace)) {
+        holding.push_back(condition.name);
+      }
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  raise_if_any_failed(comm_, error, "stop conditions after epoch " + std::to_string(epoch));
+  const std::string mine = join(holding, "\n");
+  auto reports = comm_.gather(std::as_bytes(std::span(mine.data(), mine.size())));
+
+  // Rank 0 decides for everyone and broadcasts the reason; an empty reason means go on.
+  std::string reason;
+  if (comm_.is_root()) {
+    std::map<std::string, std::vector<std::string>> nodes_by_condition;
+    for (std::size_t rank = 0; rank < reports.size(); ++rank) {
+      std::string text(reinterpret_cast<const char*>(reports[rank].data()), reports[rank].size());
+      std::size_t begin = 0;
+      while (begin < text.size()) {
+        auto end = std::min(text.find('\n', begin), text.size());
+        nodes_by_condition[text.substr(begin, end - begin)].push_back(node_names_[rank]);
+        begin = end + 1;
+      }
+    }
+    std::vector<std::string> reasons;
+    for (const auto& [condition, nodes] : nodes_by_condition) {
+      reasons.push_back("stop condition '" + condition + "' on " +
+                        (nodes.size() == node_names_.size() ? "every node" : join(nodes, ", ")));
+    }
+    if (options_.num_epochs && epoch >= *options_.num_epochs) {
+      reasons.push_back("epoch limit " + std::to_string(*options_.num_epochs) + " (--num-epochs)");
+    }
+    reason = join(reasons, "; ");
+  }
+  comm_.broadcast(reason);
+  return StopDecision{!reason.empty(), reason};
+}
+
+std::string JobRunner::save(std::int64_t epoch, const Workspace& workspace, RunSummary& summary) {
+  if (options_.checkpoint_dir.empty()) {
+    return "no checkpoint directory";
+  }
+  CheckpointHeader header;
+  header.epoch = epoch;
+  header.job = job_.name();
+  header.node_names = node_names_;
+  header.config_json = options_.config_json;
+  try {
+    auto stats = CheckpointDirectory(options_.checkpoint_dir)
+                     .save(comm_, header, workspace, checkpointed_blobs_);
+    summary.committed.push_back(epoch);
+    return fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
+                       human_bytes(double(stats.file_bytes)), stats.seconds,
+                       human_bytes(double(stats.file_bytes) / std::max(stats.seconds, 1e-9)));
+  } catch (const std::exception& error) {
+    // The reference's contract: a checkpoint that cannot be written does not stop the job.
+    // Every rank gets the same agreed error; rank 0 reports it once.
+    if (comm_.is_root()) {
+      spdlog::warn("checkpoint for epoch {} failed, the job goes on: {}", epoch, error.what());
+    }
+    summary.failed_saves.push_back(FailedSave{epoch, error.what()});
+    return "checkpoint FAILED (see warning)";
+  }
+}
+
+void JobRunner::upload(RunSummary& summary) const {
+  if (!options_.uploader) {
+    return;
+  }
+  std::string destination;
+  std::string failure;
+  if (comm_.is_root()) {
+    try {
+      if (summary.committed.empty()) {
+        throw Error("this run committed no checkpoint to upload");
+      }
+      const auto file =
+          CheckpointDirectory(options_.checkpoint_dir).file_for(summary.committed.back());
+      destination = options_.uploader->upload(file);
+      spdlog::info("uploaded {} to {}", file.filename().string(), destination);
+    } catch (const std::exception& error) {
+      failure = error.what();
+      spdlog::warn("upload failed: {}", failure);
+    }
+  }
+  comm_.broadcast(destination);
+  comm_.broadcast(failure);
+  if (!failure.empty()) {
+    summary.upload_error = failure;
+  } else {
+    summary.uploaded_to = destination;
+  }
+}
+
+GatheredBlobs JobRunner::gather_outputs(const Workspace& workspace) const {
+  std::map<std::string, Blob> mine;
+  std::exception_ptr error;
+  try {
+    for (const auto& name : job_.outputs()) {
+      mine.emplace(name, workspace.get(name));
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  raise_if_any_failed(comm_, error, "gather declared outputs");
+  auto buffers = comm_.gather(encode_blobs(mine));
+  GatheredBlobs gathered;
+  for (std::size_t rank = 0; rank < buffers.size(); ++rank) {
+    gathered[node_names_[rank]] = decode_blobs(buffers[rank]);
+  }
+  return gathered;
+}
+
+bool JobRunner::load_blobs_from_checkpoints(const std::vector<BlobAddress>& wanted,
+                                            std::int64_t epoch, Workspace& workspace) const {
+  if (options_.checkpoint_dir.empty()) {
+    throw UsageError("partial load needs a checkpoint directory");
+  }
+  return CheckpointDirectory(options_.checkpoint_dir).load_blobs(epoch, wanted, workspace);
+}
+
+}  // namespace epochrun

@@ -1,0 +1,36 @@
+#include "epochrun/mpi_session.hpp"
+
+#include <mpi.h>
+
+#include <cstdlib>
+
+#include "epochrun/communicator.hpp"
+
+namespace epochrun {
+
+void prefer_romio_for_mpi_io() {
+  // overwrite = 0: an explicit OMPI_MCA_io (or `mpirun --mca io ...`, which sets it) wins.
+  setenv("OMPI_MCA_io", "romio321", 0);
+}
+
+MpiSession::MpiSession(int& argc, char**& argv) {
+  prefer_romio_for_mpi_io();
+  int provided = 0;
+  check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    MPI_Finalize();
+  }
+}
+
+bool MpiSession::is_initialized() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  return initialized != 0;
+}
+
+}  // namespace epochrun

@@ -1,0 +1,81 @@
+#include "epochrun/run_summary.hpp"
+
+#include <xxhash.h>
+
+#include "durable_file.hpp"
+
+namespace epochrun {
+namespace {
+
+template <typename T>
+nlohmann::json values_of(const Blob& blob) {
+  auto values = blob.as<T>();
+  return nlohmann::json(std::vector<T>(values.begin(), values.end()));
+}
+
+}  // namespace
+
+nlohmann::json blob_to_json(const Blob& blob) {
+  nlohmann::json json = {{"dtype", dtype_name(blob.dtype())},
+                         {"shape", blob.shape()},
+                         {"xxh64", XXH64(blob.raw().data(), blob.byte_size(), 0)}};
+  if (blob.size() > kSummaryMaxValues) {
+    return json;
+  }
+  switch (blob.dtype()) {
+    case DType::kF32:
+      json["values"] = values_of<float>(blob);
+      break;
+    case DType::kF64:
+      json["values"] = values_of<double>(blob);
+      break;
+    case DType::kI32:
+      json["values"] = values_of<std::int32_t>(blob);
+      break;
+    case DType::kI64:
+      json["values"] = values_of<std::int64_t>(blob);
+      break;
+    case DType::kU8:
+      json["values"] = values_of<std::uint8_t>(blob);
+      break;
+    case DType::kBytes:
+      break;
+  }
+  return json;
+}
+
+nlohmann::json to_json(const RunSummary& summary) {
+  auto failed = nlohmann::json::array();
+  for (const auto& failure : summary.failed_saves) {
+    failed.push_back({{"epoch", failure.epoch}, {"error", failure.error}});
+  }
+  auto outputs = nlohmann::json::object();
+  for (const auto& [node, blobs] : summary.outputs) {
+    auto& node_json = outputs[node] = nlohmann::json::object();
+    for (const auto& [name, blob] : blobs) {
+      node_json[name] = blob_to_json(blob);
+    }
+  }
+  auto optional_json = [](const auto& value) {
+    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+  };
+  return {{"job", summary.job},
+          {"num_ranks", summary.num_ranks},
+          {"resumed_from", optional_json(summary.resumed_from)},
+          {"last_epoch", summary.last_epoch},
+          {"epochs_run", summary.epochs_run},
+          {"stop_reason", summary.stop_reason},
+          {"checkpoint_dir", summary.checkpoint_dir.string()},
+          {"committed_checkpoints", summary.committed},
+          {"failed_saves", failed},
+          {"uploaded_to", optional_json(summary.uploaded_to)},
+          {"upload_error", optional_json(summary.upload_error)},
+          {"seconds", summary.seconds},
+          {"outputs", outputs}};
+}
+
+void write_summary_json(const RunSummary& summary, const std::filesystem::path& file) {
+  write_file_atomically(file, to_json(summary).dump(2) + "\n");
+}
+
+}  // namespace epochrun
