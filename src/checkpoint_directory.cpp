@@ -152,7 +152,7 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
     raise_if_any_failed(comm, error, context + ": commit");
   } catch (const std::exception& failure) {
     discard_temporary();
-    throw SaveError(failure.what());
+    throw SaveError(context + ": " + failure.what());
   }
 
   // The index is a catalogue written after the commit; a failure here loses nothing.

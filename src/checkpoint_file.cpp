@@ -1,5 +1,7 @@
 #include "epochrun/checkpoint_file.hpp"
 
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <xxhash.h>
 
 #include <nlohmann/json.hpp>
@@ -52,12 +54,6 @@ Handle file_access(const Communicator* comm) {
   // parallel file systems (HDF5_USE_FILE_LOCKING=FALSE is the usual workaround).
   h5::check(H5Pset_file_locking(fapl.get(), false, true), "disable file locking");
   return fapl;
-}
-
-Handle collective_transfer() {
-  Handle dxpl(H5Pcreate(H5P_DATASET_XFER), "create transfer list");
-  h5::check(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), "select collective transfer");
-  return dxpl;
 }
 
 // Opens a child that must be a hard link: a soft or external link could point anywhere.
@@ -163,29 +159,17 @@ std::string dataset_path(const std::string& node, const std::string& blob) {
   return "/" + std::string(kNodesGroup) + "/" + node + "/" + blob;
 }
 
-// One collective transfer of a dataset that belongs to one rank: the owner moves its blob,
-// every other rank takes part with an empty selection.
-void transfer(hid_t dataset, const BlobRecord& record, Blob* owned, hid_t dxpl, bool write) {
+// Moves one blob between memory and its dataset, on its owner rank only. Each dataset has a
+// single writer, so the transfer is independent: collective transfers would cost one
+// synchronisation of all ranks per dataset and route the bytes through aggregators, and an I/O
+// error striking one rank inside a collective transfer leaves the others waiting in it forever.
+// Everything else -- creating the file and its objects, and writing metadata -- is collective.
+void transfer(hid_t dataset, const BlobRecord& record, Blob& blob, bool write) {
   auto memory_type = memory_type_for(record.dtype);
-  const std::string what = (write ? "write " : "read ") + record.name;
-  if (owned != nullptr) {
-    herr_t status =
-        write ? H5Dwrite(dataset, memory_type.get(), H5S_ALL, H5S_ALL, dxpl, owned->raw().data())
-              : H5Dread(dataset, memory_type.get(), H5S_ALL, H5S_ALL, dxpl, owned->raw().data());
-    h5::check(status, what);
-    return;
-  }
-  Handle file_space(H5Dget_space(dataset), "get space");
-  h5::check(H5Sselect_none(file_space.get()), "select none");
-  hsize_t one = 1;
-  Handle memory_space(H5Screate_simple(1, &one, nullptr), "create space");
-  h5::check(H5Sselect_none(memory_space.get()), "select none");
-  std::byte unused{};
-  herr_t status = write ? H5Dwrite(dataset, memory_type.get(), memory_space.get(), file_space.get(),
-                                   dxpl, &unused)
-                        : H5Dread(dataset, memory_type.get(), memory_space.get(), file_space.get(),
-                                  dxpl, &unused);
-  h5::check(status, what);
+  herr_t status =
+      write ? H5Dwrite(dataset, memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, blob.raw().data())
+            : H5Dread(dataset, memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, blob.raw().data());
+  h5::check(status, (write ? "write " : "read ") + record.name);
 }
 
 nlohmann::json records_to_json(const std::vector<BlobRecord>& records) {
@@ -243,6 +227,50 @@ void check_expectation(const CheckpointHeader& header, const CheckpointExpectati
   }
 }
 
+// An upper bound of the file's size: the data plus a generous allowance for HDF5's metadata
+// (measured: under 1 KiB per dataset and group; the allowance is about twice that).
+std::uint64_t estimated_file_bytes(const CheckpointHeader& header) {
+  std::uint64_t bytes = 8192 + 2 * header.config_json.size();
+  for (const auto& [node, records] : header.blobs) {
+    bytes += 1024 + 2 * node.size();
+    for (const auto& record : records) {
+      bytes += 1024 + 2 * record.name.size() + record.byte_size();
+    }
+  }
+  return bytes;
+}
+
+// Collective. Refuses a write that cannot fit before HDF5 touches the disk. Parallel HDF5 1.10
+// cannot report an I/O error that strikes only some ranks inside a collective metadata flush
+// (the others wait in it forever), so a full disk or a file size limit must be found here.
+void check_space_for(const std::filesystem::path& file, const CheckpointHeader& header,
+                     const Communicator& comm) {
+  const auto needed = estimated_file_bytes(header);
+  std::exception_ptr error;
+  try {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+        limit.rlim_cur < needed) {
+      throw Error("the file size limit (ulimit -f) of " + std::to_string(limit.rlim_cur) +
+                  " bytes is below the checkpoint's estimated " + std::to_string(needed) +
+                  " bytes");
+    }
+    // The directory is shared: rank 0 looks for everyone.
+    struct statvfs space {};
+    if (comm.is_root() &&
+        statvfs(file.parent_path().empty() ? "." : file.parent_path().c_str(), &space) == 0) {
+      const std::uint64_t available = std::uint64_t(space.f_bavail) * space.f_frsize;
+      if (available < needed) {
+        throw Error("not enough space: the checkpoint needs about " + std::to_string(needed) +
+                    " bytes, " + std::to_string(available) + " are available");
+      }
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  raise_if_any_failed(comm, error, "space check");
+}
+
 }  // namespace
 
 std::uint64_t CheckpointHeader::total_blob_bytes() const {
@@ -288,8 +316,11 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
     header.blobs[header.node_names[i]] = records_from_json(manifests[i]);
   }
 
-  // 3. Create, describe and write. After a failure a rank keeps making the remaining collective
-  //    calls so that no other rank waits on it; the failure is reported at the end.
+  check_space_for(file, header, comm);
+
+  // 3. Create and describe collectively, then write. After a failure a rank keeps making the
+  //    remaining collective calls so that no other rank waits on it; the failure is reported
+  //    at the end.
   try {
     auto fapl = file_access(&comm);
     Handle h5file(H5Fcreate(file.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), "create file");
@@ -300,7 +331,7 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
     // Space is allocated at creation in parallel files; writing fill values there first
     // would write every byte twice.
     h5::check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "disable fill values");
-    auto dxpl = collective_transfer();
+    std::vector<std::pair<Handle, const BlobRecord*>> my_datasets;
     for (std::size_t node_index = 0; node_index < header.node_names.size(); ++node_index) {
       const auto& node = header.node_names[node_index];
       const auto& records = header.blobs[node];
@@ -318,20 +349,21 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
                                   H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
                        "create dataset " + dataset_path(node, record.name));
         h5::write_uint_attribute(dataset.get(), kChecksumAttr, record.xxh64);
-        if (record.byte_size() == 0) {
-          continue;
-        }
-        try {
-          auto* owned =
-              node_index == rank ? const_cast<Blob*>(&workspace.get(record.name)) : nullptr;
-          transfer(dataset.get(), record, owned, dxpl.get(), true);
-        } catch (...) {
-          if (!error) {
-            error = std::current_exception();
-          }
+        if (node_index == rank && record.byte_size() > 0) {
+          my_datasets.emplace_back(std::move(dataset), &record);
         }
       }
     }
+    // Raw data: each rank its own datasets. A failure stays on this rank until the agreement
+    // below; the collective flush and close still happen on every rank.
+    try {
+      for (auto& [dataset, record] : my_datasets) {
+        transfer(dataset.get(), *record, const_cast<Blob&>(workspace.get(record->name)), true);
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    my_datasets.clear();
     h5::check(H5Fflush(h5file.get(), H5F_SCOPE_GLOBAL), "flush file");
     nodes.close("close group nodes");
     h5file.close("close file");
@@ -366,35 +398,32 @@ std::vector<std::string> read_checkpoint_file(const std::filesystem::path& file,
   }
   raise_if_any_failed(comm, error, context);
 
+  // Each rank reads its own node's datasets (independently, see transfer()).
   std::vector<std::pair<std::string, Blob>> loaded;
   try {
-    auto dxpl = collective_transfer();
-    for (std::size_t node_index = 0; node_index < header.node_names.size(); ++node_index) {
-      const auto& node = header.node_names[node_index];
-      for (const auto& record : header.blobs.at(node)) {
-        if (record.byte_size() == 0) {
-          if (node_index == rank) {
-            loaded.emplace_back(record.name, Blob(record.dtype, record.shape));
-          }
-          continue;
-        }
+    const auto& node = header.node_names[rank];
+    for (const auto& record : header.blobs.at(node)) {
+      Blob blob(record.dtype, record.shape);
+      if (record.byte_size() > 0) {
         Handle dataset(H5Dopen2(h5file.get(), dataset_path(node, record.name).c_str(), H5P_DEFAULT),
                        "open " + dataset_path(node, record.name));
-        if (node_index == rank) {
-          Blob blob(record.dtype, record.shape);
-          transfer(dataset.get(), record, &blob, dxpl.get(), false);
-          verify_checksum(blob, record, "dataset " + dataset_path(node, record.name));
-          loaded.emplace_back(record.name, std::move(blob));
-        } else {
-          transfer(dataset.get(), record, nullptr, dxpl.get(), false);
-        }
+        transfer(dataset.get(), record, blob, false);
       }
+      verify_checksum(blob, record, "dataset " + dataset_path(node, record.name));
+      loaded.emplace_back(record.name, std::move(blob));
     }
-    h5file.close("close");
   } catch (const Hdf5Error& e) {
     error = std::make_exception_ptr(CorruptCheckpoint(e.what()));
   } catch (...) {
     error = std::current_exception();
+  }
+  try {
+    h5file.close("close");
+  } catch (...) {
+    if (!error) {
+      error = std::make_exception_ptr(
+          CorruptCheckpoint(std::string("close: ") + h5::take_error_stack()));
+    }
   }
   raise_if_any_failed(comm, error, context);
 

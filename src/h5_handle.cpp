@@ -50,6 +50,12 @@ std::string take_error_stack() {
   std::string text;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &text);
   H5Eclear2(H5E_DEFAULT);
+  // HDF5's descriptions can hold newlines; our errors are one line.
+  for (auto& c : text) {
+    if (c == '\n' || c == '\r') {
+      c = ' ';
+    }
+  }
   return text.empty() ? "no HDF5 error detail" : text;
 }
 

@@ -136,7 +136,12 @@ std::optional<Invocation> parse(int argc, char** argv) {
 
   // Pass 2, strict: the command line first, so that it wins over the file.
   po::variables_map values;
-  po::store(po::command_line_parser(argc, argv).options(all).run(), values);
+  auto parsed = po::command_line_parser(argc, argv).options(all).run();
+  // Boost keeps positional words aside silently; `run` takes none, so a stray word is a typo.
+  for (const auto& stray : po::collect_unrecognized(parsed.options, po::include_positional)) {
+    throw UsageError("unexpected argument '" + stray + "'");
+  }
+  po::store(parsed, values);
   if (!config.empty()) {
     auto in = open_config(config);
     po::store(po::parse_config_file(in, all, false), values);
