@@ -1,0 +1,47 @@
+#include <gtest/gtest.h>
+
+#include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/errors.hpp"
+#include "epochrun/job_runner.hpp"
+
+namespace epochrun {
+namespace {
+
+// The reference's test_ckpt_name: each epoch has one predictable file name.
+TEST(CheckpointNaming, EachEpochHasItsOwnFile) {
+  CheckpointDirectory directory("/data/run");
+  EXPECT_EQ(directory.file_for(5), std::filesystem::path("/data/run/epoch-000005.h5"));
+  EXPECT_EQ(directory.file_for(0), std::filesystem::path("/data/run/epoch-000000.h5"));
+  EXPECT_EQ(checkpoint_file_name(1234567), "epoch-1234567.h5");
+  EXPECT_THROW(checkpoint_file_name(-1), UsageError);
+}
+
+TEST(CheckpointNaming, OnlyCanonicalNamesParse) {
+  EXPECT_EQ(parse_checkpoint_file_name("epoch-000005.h5"), 5);
+  EXPECT_EQ(parse_checkpoint_file_name("epoch-1234567.h5"), 1234567);
+  for (const char* other :
+       {"epoch-5.h5", "epoch-0000005.h5", ".epoch-000005.h5.tmp.1.2", "epoch-000005.h5.tmp",
+        "epoch--00005.h5", "index.json", "epoch-00000a.h5"}) {
+    EXPECT_FALSE(parse_checkpoint_file_name(other).has_value()) << other;
+  }
+}
+
+TEST(ResumeRequest, ParsesEpochsAndLatestOnly) {
+  EXPECT_EQ(ResumeRequest::parse("latest").kind, ResumeRequest::Kind::kLatest);
+  auto explicit_epoch = ResumeRequest::parse("12");
+  EXPECT_EQ(explicit_epoch.kind, ResumeRequest::Kind::kEpoch);
+  EXPECT_EQ(explicit_epoch.epoch, 12);
+  for (const char* bad : {"", "-1", "1.5", "last", "12abc", "99999999999999999999"}) {
+    EXPECT_THROW(ResumeRequest::parse(bad), UsageError) << bad;
+  }
+}
+
+TEST(CheckpointDirectory, AMissingDirectoryHasNoEpochs) {
+  CheckpointDirectory directory("/nonexistent/epochrun/dir");
+  EXPECT_TRUE(directory.committed_epochs().empty());
+  EXPECT_FALSE(directory.latest_epoch().has_value());
+  EXPECT_NE(directory.describe_missing(3).find("holds none"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace epochrun

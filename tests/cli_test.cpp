@@ -1,0 +1,320 @@
+// The program as a user runs it: `mpiexec -n 3 epochrun ...` in a fresh directory, its exit
+// codes, its one-line errors, its summary, and its files read back by h5py and h5dump.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "epochrun/checkpoint_file.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+const std::map<std::string, std::string> kMpiEnvironment = {
+    {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+    {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+    {"OMPI_MCA_rmaps_base_oversubscribe", "1"}};
+
+// `epochrun args...` on `ranks` ranks (1: run directly, as on a login node).
+ProcessResult epochrun(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                       int ranks = 1) {
+  std::vector<std::string> argv;
+  if (ranks > 1) {
+    argv = {MPIEXEC_BINARY, "-n", std::to_string(ranks), "--oversubscribe"};
+  }
+  argv.push_back(EPOCHRUN_BINARY);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, cwd, kMpiEnvironment);
+}
+
+nlohmann::json read_json(const std::filesystem::path& file) {
+  return nlohmann::json::parse(read_file(file));
+}
+
+std::vector<std::string> error_lines(const ProcessResult& result) {
+  std::vector<std::string> lines;
+  for (const auto& line : result.err_lines()) {
+    if (line.rfind("epochrun: error:", 0) == 0) {
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+std::string source_file(const std::string& relative) {
+  return std::string(EPOCHRUN_SOURCE_DIR) + "/" + relative;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  ScratchDir cwd_;
+};
+
+// The issue's "done when": 4 epochs, 145 on every node, and each epoch's file, read with h5py,
+// holds that epoch's totals; h5dump reads every file.
+TEST_F(Cli, SumPipelineOnThreeRanksIsReadableByH5pyAndH5dump) {
+  auto result =
+      epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D", "--summary-json", "S"},
+               cwd_.path(), 3);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto summary = read_json(cwd_ / "S");
+  EXPECT_EQ(summary["last_epoch"], 4);
+  EXPECT_EQ(summary["epochs_run"], 4);
+  EXPECT_EQ(summary["num_ranks"], 3);
+  EXPECT_TRUE(summary["resumed_from"].is_null());
+  EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({0, 1, 2, 3, 4}));
+  EXPECT_EQ(summary["failed_saves"], nlohmann::json::array());
+  EXPECT_NE(summary["stop_reason"].get<std::string>().find("reader_exhausted"), std::string::npos);
+  ASSERT_EQ(summary["outputs"].size(), 3u);
+  for (const auto& [node, outputs] : summary["outputs"].items()) {
+    EXPECT_EQ(outputs["total"]["values"], nlohmann::json({145})) << node;
+  }
+
+  const char* script = R"(
+import h5py, sys
+for epoch in range(5):
+    with h5py.File("D/epoch-%06d.h5" % epoch, "r") as f:
+        assert f.attrs["format"] == "epochrun-checkpoint", f.attrs["format"]
+        assert int(f.attrs["epoch"]) == epoch
+        totals = [int(f["nodes/%s/total" % node][0]) for node in f.attrs["node_names"]]
+        print(epoch, *totals)
+)";
+  auto h5py = run_process({SYSTEM_PYTHON, "-c", script}, cwd_.path());
+  ASSERT_EQ(h5py.exit_code, 0) << h5py.err;
+  EXPECT_EQ(h5py.out,
+            "0 100 100 100\n1 103 103 103\n2 115 115 115\n3 136 136 136\n4 145 145 145\n");
+
+  for (int epoch = 0; epoch <= 4; ++epoch) {
+    char name[32];
+    std::snprintf(name, sizeof name, "D/epoch-%06d.h5", epoch);
+    auto dump = run_process({H5DUMP_BINARY, name}, cwd_.path());
+    EXPECT_EQ(dump.exit_code, 0) << name << ": " << dump.err;
+    EXPECT_NE(dump.out.find("\"total\""), std::string::npos);
+  }
+  // One progress line per epoch, from rank 0 only.
+  int epoch_lines = 0;
+  for (const auto& line : result.err_lines()) {
+    if (line.find("] epoch ") != std::string::npos && line.find(" done in ") != std::string::npos) {
+      ++epoch_lines;
+      EXPECT_NE(line.find("[rank 0]"), std::string::npos) << line;
+      EXPECT_NE(line.find("/s)"), std::string::npos) << "no bandwidth: " << line;
+    }
+  }
+  EXPECT_EQ(epoch_lines, 4);
+}
+
+TEST_F(Cli, ResumesFromAnEpochOrTheLatestAndRefusesAMissingOne) {
+  ASSERT_EQ(
+      epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D"}, cwd_.path(), 3).exit_code,
+      0);
+
+  auto from_two = epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D",
+                            "--resume-from-epoch", "2", "--summary-json", "two.json"},
+                           cwd_.path(), 3);
+  ASSERT_EQ(from_two.exit_code, 0) << from_two.err;
+  auto two = read_json(cwd_ / "two.json");
+  EXPECT_EQ(two["resumed_from"], 2);
+  EXPECT_EQ(two["epochs_run"], 2);
+  EXPECT_EQ(two["outputs"]["trainer_1"]["total"]["values"], nlohmann::json({145}));
+
+  auto latest = epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D",
+                          "--resume-from-epoch", "latest", "--summary-json", "latest.json"},
+                         cwd_.path(), 3);
+  ASSERT_EQ(latest.exit_code, 0) << latest.err;
+  EXPECT_EQ(read_json(cwd_ / "latest.json")["resumed_from"], 4);
+
+  auto missing = epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D",
+                           "--resume-from-epoch", "9", "--summary-json", "missing.json"},
+                          cwd_.path(), 3);
+  EXPECT_EQ(missing.exit_code, 3);
+  auto lines = error_lines(missing);
+  ASSERT_EQ(lines.size(), 1u) << missing.err;
+  EXPECT_NE(lines[0].find("epoch 9"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("0, 1, 2, 3, 4, 5"), std::string::npos) << lines[0];
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "missing.json"));
+}
+
+struct BadInput {
+  std::vector<std::string> args;
+  std::string expected_in_message;
+  std::string ini = "";  // written to bad.ini first when not empty
+};
+
+TEST_F(Cli, EachBadInputIsOneLineExitTwoAndWritesNothing) {
+  const std::vector<BadInput> cases = {
+      {{}, "missing command"},
+      {{"frobnicate"}, "unknown command"},
+      {{"run"}, "no job given"},
+      {{"run", "--job", "nope"}, "unknown job 'nope'"},
+      {{"run", "--job", "sum_pipeline", "--bogus"}, "--bogus"},
+      {{"run", "--job", "sum_pipeline", "stray"}, "stray"},
+      {{"run", "--job", "sum_pipeline", "--num-epochs", "abc"}, "num-epochs"},
+      {{"run", "--job", "sum_pipeline", "--num-epochs", "0"}, "--num-epochs must be at least 1"},
+      {{"run", "--job", "sum_pipeline", "--resume-from-epoch", "soon"}, "resume-from-epoch"},
+      {{"run", "--job", "sum_pipeline", "--log-level", "loud"}, "log level"},
+      {{"run", "--job", "sum_pipeline", "--upload-dir", "s3://bucket/x"},
+       "unsupported upload destination"},
+      {{"run", "--job", "sum_pipeline", "--summary-json", "no/such/dir/s.json"}, "summary-json"},
+      {{"run", "--job", "sum_pipeline", "--checkpoint-dir", ""}, "checkpoint-dir"},
+      {{"run", "--job", "sgd_regression", "--sgd_regression.learning_rate", "-1"}, "learning_rate"},
+      {{"run", "--job", "sgd_regression", "--sgd_regression.learning_rate", "fast"},
+       "learning_rate"},
+      {{"run", "--job", "sum_pipeline", "--sum_pipeline.items_per_epoch", "0"}, "items_per_epoch"},
+      {{"run", "--config", "missing.ini"}, "missing.ini"},
+      {{"run", "--config", "bad.ini"}, "typo", "job = sum_pipeline\ntypo = 1\n"},
+      {{"run", "--config", "bad.ini"},
+       "momentum",
+       "job = sgd_regression\n[sgd_regression]\nmomentum = 2\n"},
+      {{"run", "--config", "bad.ini"}, "unknown job", "job = missing_job\n"},
+      {{"inspect"}, "checkpoint directory"},
+      {{"inspect", "no_such_dir"}, "not a directory"},
+      {{"list-jobs", "extra"}, "no arguments"},
+  };
+  for (const auto& bad : cases) {
+    ScratchDir cwd;
+    if (!bad.ini.empty()) {
+      std::ofstream(cwd / "bad.ini") << bad.ini;
+    }
+    const auto before = list_directory(cwd.path());
+    auto result = epochrun(bad.args, cwd.path());
+    std::string shown;
+    for (const auto& arg : bad.args) {
+      shown += arg + " ";
+    }
+    EXPECT_EQ(result.exit_code, 2) << shown << "\n" << result.err;
+    auto lines = result.err_lines();
+    ASSERT_EQ(lines.size(), 1u) << shown << "\n" << result.err;
+    EXPECT_EQ(lines[0].rfind("epochrun: error: ", 0), 0u) << lines[0];
+    EXPECT_NE(lines[0].find(bad.expected_in_message), std::string::npos) << shown << "\n"
+                                                                         << lines[0];
+    EXPECT_EQ(list_directory(cwd.path()), before) << shown << " wrote a file";
+  }
+}
+
+TEST_F(Cli, UnderMpiexecAUsageErrorIsPrintedOnceNotOncePerRank) {
+  auto result = epochrun({"run", "--job", "nope"}, cwd_.path(), 3);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(error_lines(result).size(), 1u) << result.err;
+  EXPECT_TRUE(list_directory(cwd_.path()).empty());
+}
+
+TEST_F(Cli, TheIniFileConfiguresTheRunAndTheCommandLineWins) {
+  auto result = epochrun(
+      {"run", "--config", source_file("config/sgd_regression.ini"), "--sgd_regression.max_epochs",
+       "2", "--sgd_regression.loss_threshold", "0", "--summary-json", "s.json"},
+      cwd_.path(), 3);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto summary = read_json(cwd_ / "s.json");
+  EXPECT_EQ(summary["job"], "sgd_regression");
+  EXPECT_EQ(summary["last_epoch"], 2);
+  EXPECT_NE(summary["stop_reason"].get<std::string>().find("epoch_limit"), std::string::npos);
+  EXPECT_EQ(summary["checkpoint_dir"], "checkpoints/sgd_regression");  // from the INI file
+  EXPECT_TRUE(std::filesystem::exists(cwd_ / "checkpoints/sgd_regression/epoch-000002.h5"));
+  EXPECT_TRUE(std::filesystem::exists(cwd_ / "sgd_model.h5"));
+  // The run's effective configuration is recorded in the checkpoint.
+  CheckpointReader reader(cwd_ / "checkpoints/sgd_regression/epoch-000002.h5");
+  auto config = nlohmann::json::parse(reader.header().config_json);
+  EXPECT_EQ(config["sgd_regression.max_epochs"], 2);
+  EXPECT_EQ(config["sgd_regression.learning_rate"], 0.02);
+}
+
+TEST_F(Cli, TheShippedIniFileHoldsTheBuiltInDefaults) {
+  auto with_file =
+      epochrun({"run", "--config", source_file("config/sgd_regression.ini"), "--num-epochs", "1",
+                "--checkpoint-dir", "a", "--sgd_regression.model_file", ""},
+               cwd_.path());
+  ASSERT_EQ(with_file.exit_code, 0) << with_file.err;
+  auto built_in = epochrun({"run", "--job", "sgd_regression", "--num-epochs", "1",
+                            "--checkpoint-dir", "b", "--sgd_regression.model_file", ""},
+                           cwd_.path());
+  ASSERT_EQ(built_in.exit_code, 0) << built_in.err;
+  auto job_keys = [](const std::filesystem::path& file) {
+    auto config = nlohmann::json::parse(CheckpointReader(file).header().config_json);
+    nlohmann::json keys;
+    for (const auto& [key, value] : config.items()) {
+      if (key.rfind("sgd_regression.", 0) == 0) {
+        keys[key] = value;
+      }
+    }
+    return keys;
+  };
+  EXPECT_EQ(job_keys(cwd_ / "a/epoch-000001.h5"), job_keys(cwd_ / "b/epoch-000001.h5"));
+}
+
+TEST_F(Cli, InspectListsCheckpointsAndVerifyFindsDamage) {
+  ASSERT_EQ(
+      epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D"}, cwd_.path(), 3).exit_code,
+      0);
+  auto listing = epochrun({"inspect", "D", "--json"}, cwd_.path());
+  ASSERT_EQ(listing.exit_code, 0) << listing.err;
+  auto json = nlohmann::json::parse(listing.out);
+  ASSERT_EQ(json["checkpoints"].size(), 5u);
+  const auto& last = json["checkpoints"][4];
+  EXPECT_EQ(last["epoch"], 4);
+  EXPECT_EQ(last["job"], "sum_pipeline");
+  EXPECT_EQ(last["num_ranks"], 3);
+  EXPECT_EQ(last["nodes"]["trainer_2"].size(), 4u);
+
+  auto text = epochrun({"inspect", "D"}, cwd_.path());
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("trainer_1: cursor i64[] exhausted i32[] total i64[1] values i64[10]"),
+            std::string::npos)
+      << text.out;
+
+  // Flip one byte of trainer_0's values in epoch 2.
+  auto bytes = read_file(cwd_ / "D/epoch-000002.h5");
+  std::string pattern;
+  for (std::int64_t value = 0; value < 10; ++value) {
+    pattern.append(reinterpret_cast<const char*>(&value), sizeof value);
+  }
+  auto at = bytes.find(pattern);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 3 * 8] ^= 1;
+  std::ofstream(cwd_ / "D/epoch-000002.h5", std::ios::binary | std::ios::trunc) << bytes;
+  auto verify = epochrun({"inspect", "D", "--verify"}, cwd_.path());
+  EXPECT_EQ(verify.exit_code, 3);
+  EXPECT_NE(verify.out.find("epoch 2  epoch-000002.h5"), std::string::npos);
+  EXPECT_NE(verify.out.find("CORRUPT"), std::string::npos) << verify.out;
+  EXPECT_NE(verify.out.find("checksum mismatch"), std::string::npos) << verify.out;
+}
+
+TEST_F(Cli, UploadAndSaveFailureAreReportedInTheSummary) {
+  auto uploaded = epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D", "--upload-dir",
+                            "U", "--summary-json", "s.json"},
+                           cwd_.path(), 3);
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+  EXPECT_EQ(list_directory(cwd_ / "U"), (std::vector<std::string>{"epoch-000004.h5"}));
+  EXPECT_EQ(read_json(cwd_ / "s.json")["uploaded_to"], "U/epoch-000004.h5");
+
+  auto failing = epochrun(
+      {"run", "--job", "sum_pipeline", "--checkpoint-dir", "/proc", "--summary-json", "f.json"},
+      cwd_.path(), 3);
+  ASSERT_EQ(failing.exit_code, 0) << failing.err;
+  auto summary = read_json(cwd_ / "f.json");
+  EXPECT_EQ(summary["last_epoch"], 4);
+  EXPECT_EQ(summary["failed_saves"].size(), 5u);
+  EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json::array());
+  EXPECT_NE(failing.err.find("checkpoint for epoch 3 failed, the job goes on"), std::string::npos)
+      << failing.err;
+
+  auto no_checkpoint_to_upload =
+      epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "/proc", "--upload-dir", "U2"},
+               cwd_.path(), 3);
+  EXPECT_EQ(no_checkpoint_to_upload.exit_code, 4) << no_checkpoint_to_upload.err;
+}
+
+TEST_F(Cli, ListJobsAndHelp) {
+  auto jobs = epochrun({"list-jobs"}, cwd_.path());
+  EXPECT_EQ(jobs.exit_code, 0);
+  EXPECT_NE(jobs.out.find("sgd_regression"), std::string::npos);
+  EXPECT_NE(jobs.out.find("sum_pipeline"), std::string::npos);
+  auto help = epochrun({"run", "--job", "sgd_regression", "--help"}, cwd_.path());
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--resume-from-epoch"), std::string::npos);
+  EXPECT_NE(help.out.find("--sgd_regression.learning_rate"), std::string::npos);
+  EXPECT_EQ(epochrun({"--help"}, cwd_.path()).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace epochrun::testing

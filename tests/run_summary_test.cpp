@@ -1,0 +1,44 @@
+#include <gtest/gtest.h>
+
+#include "epochrun/run_summary.hpp"
+
+namespace epochrun {
+namespace {
+
+TEST(RunSummary, JsonHoldsWhatABatchScriptNeeds) {
+  RunSummary summary;
+  summary.job = "sum_pipeline";
+  summary.num_ranks = 3;
+  summary.resumed_from = 2;
+  summary.last_epoch = 4;
+  summary.epochs_run = 2;
+  summary.stop_reason = "stop condition 'reader_exhausted' on every node";
+  summary.committed = {3, 4};
+  summary.failed_saves = {{5, "disk full"}};
+  const std::int64_t total[] = {145};
+  summary.outputs["trainer_0"]["total"] = Blob::of<std::int64_t>({1}, total);
+  auto json = to_json(summary);
+  EXPECT_EQ(json["resumed_from"], 2);
+  EXPECT_EQ(json["last_epoch"], 4);
+  EXPECT_EQ(json["epochs_run"], 2);
+  EXPECT_EQ(json["committed_checkpoints"], nlohmann::json({3, 4}));
+  EXPECT_EQ(json["failed_saves"][0]["epoch"], 5);
+  EXPECT_EQ(json["failed_saves"][0]["error"], "disk full");
+  EXPECT_EQ(json["outputs"]["trainer_0"]["total"]["values"], nlohmann::json({145}));
+  EXPECT_TRUE(json["uploaded_to"].is_null());
+}
+
+TEST(RunSummary, LargeAndOpaqueBlobsAreSummarizedNotExpanded) {
+  auto large = blob_to_json(Blob(DType::kF32, {kSummaryMaxValues + 1}));
+  EXPECT_FALSE(large.contains("values"));
+  EXPECT_TRUE(large.contains("xxh64"));
+  const std::byte raw[] = {std::byte{1}};
+  EXPECT_FALSE(blob_to_json(Blob::bytes(raw)).contains("values"));
+}
+
+TEST(RunSummary, FromScratchIsNull) {
+  EXPECT_TRUE(to_json(RunSummary{})["resumed_from"].is_null());
+}
+
+}  // namespace
+}  // namespace epochrun

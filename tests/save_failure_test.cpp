@@ -1,0 +1,179 @@
+// The reference's test_ckpt_save_failure and more: a checkpoint that cannot be written never
+// stops the job, never touches a committed checkpoint and leaves no temporary file behind.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+
+#include <csignal>
+#include <fstream>
+
+#include "epochrun/checkpoint_directory.hpp"
+#include "sum_pipeline_fixture.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+void expect_all_saves_failed_but_job_finished(const RunSummary& summary,
+                                              const Workspace& workspace) {
+  EXPECT_EQ(summary.last_epoch, 4);
+  EXPECT_EQ(total_of(workspace), 145);
+  EXPECT_TRUE(summary.committed.empty());
+  ASSERT_EQ(summary.failed_saves.size(), 5u);
+  for (std::int64_t epoch = 0; epoch <= 4; ++epoch) {
+    const auto& failure = summary.failed_saves[static_cast<std::size_t>(epoch)];
+    EXPECT_EQ(failure.epoch, epoch);
+    EXPECT_NE(failure.error.find("save epoch " + std::to_string(epoch)), std::string::npos)
+        << failure.error;
+  }
+}
+
+TEST(SaveFailure, ADirectoryThatCannotBeCreatedDoesNotStopTheJob) {
+  const auto world = Communicator::world();
+  ScratchDir scratch(world);
+  const auto blocker = scratch / "a_file";
+  if (world.is_root()) {
+    std::ofstream(blocker) << "not a directory";
+  }
+  world.barrier();
+  Workspace workspace;
+  auto summary = run_sum_pipeline(world, options_for(blocker / "checkpoints"), workspace);
+  expect_all_saves_failed_but_job_finished(summary, workspace);
+  EXPECT_NE(summary.failed_saves[0].error.find("create directory"), std::string::npos)
+      << summary.failed_saves[0].error;
+}
+
+TEST(SaveFailure, AnUnwritableDirectoryDoesNotStopTheJob) {
+  // /proc exists and refuses new files even to root, where chmod would not.
+  const auto world = Communicator::world();
+  Workspace workspace;
+  auto summary = run_sum_pipeline(world, options_for("/proc"), workspace);
+  expect_all_saves_failed_but_job_finished(summary, workspace);
+}
+
+// RAII: a per-process file size limit (ulimit -f) far below a checkpoint's size.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    std::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead of killing us
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    rlimit limited = saved_;
+    limited.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &limited);
+  }
+  ~FileSizeLimit() { setrlimit(RLIMIT_FSIZE, &saved_); }
+
+ private:
+  rlimit saved_{};
+};
+
+TEST(SaveFailure, AFileSizeLimitFailsTheSaveAndLeavesCommittedCheckpointsIntact) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  Workspace first;
+  run_sum_pipeline(world, options_for(directory.path()), first);
+  std::vector<std::string> committed_bytes;
+  for (std::int64_t epoch = 0; epoch <= 4; ++epoch) {
+    committed_bytes.push_back(read_file(CheckpointDirectory(directory.path()).file_for(epoch)));
+  }
+  const auto files_before = list_directory(directory.path());
+
+  // Resume from epoch 2 with writes capped far below a checkpoint's size: the saves of
+  // epochs 3 and 4 must fail, and would replace committed files if they completed.
+  RunSummary summary;
+  Workspace resumed;
+  {
+    FileSizeLimit limit(2048);
+    summary = run_sum_pipeline(world, options_for(directory.path(), ResumeRequest::at(2)), resumed);
+  }
+  EXPECT_EQ(total_of(resumed), 145);
+  EXPECT_TRUE(summary.committed.empty());
+  ASSERT_EQ(summary.failed_saves.size(), 2u);
+  EXPECT_EQ(summary.failed_saves[0].epoch, 3);
+  EXPECT_EQ(summary.failed_saves[1].epoch, 4);
+  EXPECT_NE(summary.failed_saves[0].error.find("file size limit"), std::string::npos)
+      << summary.failed_saves[0].error;
+
+  world.barrier();
+  EXPECT_EQ(list_directory(directory.path()), files_before);  // no temporary file left
+  for (std::int64_t epoch = 0; epoch <= 4; ++epoch) {
+    EXPECT_EQ(read_file(CheckpointDirectory(directory.path()).file_for(epoch)),
+              committed_bytes[static_cast<std::size_t>(epoch)])
+        << "committed epoch " << epoch << " was changed";
+  }
+  // And the untouched epoch 4 still loads as the first run left it.
+  Workspace loaded;
+  CheckpointDirectory(directory.path()).load(world, sum_pipeline_expectation(world, 4), loaded);
+  EXPECT_EQ(total_of(loaded), 145);
+}
+
+// RAII: a real size-limited file system (tmpfs, size=...), mounted by rank 0 in a shared
+// directory. Needs root, as the test suite runs here and in CI.
+class SmallFileSystem {
+ public:
+  SmallFileSystem(const Communicator& comm, const std::filesystem::path& where,
+                  const std::string& size)
+      : comm_(comm), where_(where) {
+    std::int64_t ok = 1;
+    if (comm.is_root()) {
+      std::filesystem::create_directories(where);
+      ok =
+          ::mount("tmpfs", where.c_str(), "tmpfs", 0, ("size=" + size + ",mode=0755").c_str()) == 0;
+    }
+    comm.broadcast(ok);
+    mounted_ = ok != 0;
+  }
+  ~SmallFileSystem() {
+    comm_.barrier();
+    if (mounted_ && comm_.is_root()) {
+      ::umount2(where_.c_str(), MNT_DETACH);
+    }
+  }
+  bool mounted() const { return mounted_; }
+
+ private:
+  Communicator comm_;
+  std::filesystem::path where_;
+  bool mounted_ = false;
+};
+
+TEST(SaveFailure, AFullDiskFailsLaterSavesButTheJobGoesOnAndEarlierOnesStayValid) {
+  const auto world = Communicator::world();
+  ScratchDir scratch(world);
+  const auto disk = scratch / "small_disk";
+  SmallFileSystem file_system(world, disk, "64k");
+  if (!file_system.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+  }
+  Workspace workspace;
+  auto summary = run_sum_pipeline(world, options_for(disk / "checkpoints"), workspace);
+  EXPECT_EQ(summary.last_epoch, 4);
+  EXPECT_EQ(total_of(workspace), 145);
+  ASSERT_FALSE(summary.committed.empty()) << "the disk should hold the first checkpoints";
+  ASSERT_FALSE(summary.failed_saves.empty()) << "64 KiB cannot hold five checkpoints";
+  EXPECT_EQ(summary.committed.size() + summary.failed_saves.size(), 5u);
+  for (const auto& failure : summary.failed_saves) {
+    EXPECT_GT(failure.epoch, summary.committed.back());
+    EXPECT_NE(failure.error.find("not enough space"), std::string::npos) << failure.error;
+  }
+  world.barrier();
+  // Only committed checkpoints (and the index) are on the disk, and each one loads.
+  std::vector<std::string> expected_files;
+  for (auto epoch : summary.committed) {
+    expected_files.push_back(checkpoint_file_name(epoch));
+  }
+  expected_files.push_back(kIndexFileName);
+  EXPECT_EQ(list_directory(disk / "checkpoints"), expected_files);
+  for (auto epoch : summary.committed) {
+    if (epoch == 0) {
+      continue;
+    }
+    Workspace loaded;
+    CheckpointDirectory(disk / "checkpoints")
+        .load(world, sum_pipeline_expectation(world, epoch), loaded);
+    EXPECT_EQ(total_of(loaded), kExpectedTotals[static_cast<std::size_t>(epoch - 1)]);
+  }
+}
+
+}  // namespace
+}  // namespace epochrun::testing

@@ -1,0 +1,113 @@
+#include "test_support.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace epochrun::testing {
+namespace {
+
+std::filesystem::path make_temporary_directory() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "epochrun-test-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw std::runtime_error("mkdtemp failed");
+  }
+  return pattern;
+}
+
+}  // namespace
+
+ScratchDir::ScratchDir(const Communicator& comm) : comm_(comm) {
+  std::string name;
+  if (comm.is_root()) {
+    name = make_temporary_directory().string();
+  }
+  comm.broadcast(name);
+  path_ = name;
+}
+
+ScratchDir::ScratchDir() : path_(make_temporary_directory()) {}
+
+ScratchDir::~ScratchDir() {
+  if (comm_) {
+    comm_->barrier();
+    if (!comm_->is_root()) {
+      return;
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::add, ignored);
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::vector<std::string> ProcessResult::err_lines() const {
+  std::vector<std::string> lines;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                          const std::map<std::string, std::string>& extra_env) {
+  ScratchDir capture;
+  const auto out_file = capture / "stdout";
+  const auto err_file = capture / "stderr";
+  pid_t child = ::fork();
+  if (child < 0) {
+    throw std::runtime_error("fork failed");
+  }
+  if (child == 0) {
+    int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int null_in = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || err < 0 || null_in < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0 ||
+        ::dup2(null_in, 0) < 0 || ::chdir(cwd.c_str()) != 0) {
+      ::_exit(127);
+    }
+    for (const auto& [key, value] : extra_env) {
+      ::setenv(key.c_str(), value.c_str(), 1);
+    }
+    std::vector<char*> args;
+    for (const auto& arg : argv) {
+      args.push_back(const_cast<char*>(arg.c_str()));
+    }
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ProcessResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_file(out_file);
+  result.err = read_file(err_file);
+  return result;
+}
+
+std::string read_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+std::vector<std::string> list_directory(const std::filesystem::path& directory) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace epochrun::testing

@@ -1,0 +1,50 @@
+// Helpers shared by the test suites: scratch directories (shared by all ranks or private to
+// one), and running a program as a separate process.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "epochrun/communicator.hpp"
+
+namespace epochrun::testing {
+
+// A fresh directory under /tmp, removed on destruction.
+class ScratchDir {
+ public:
+  // One directory for every rank of `comm` (rank 0 creates it and broadcasts the name); the
+  // constructor and destructor are collective.
+  explicit ScratchDir(const Communicator& comm);
+  // A directory of this process alone.
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+  std::optional<Communicator> comm_;
+};
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  std::vector<std::string> err_lines() const;
+};
+
+// Runs `argv` in `cwd` with `extra_env` added to this process's environment; waits for it.
+ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                          const std::map<std::string, std::string>& extra_env = {});
+
+std::string read_file(const std::filesystem::path& file);
+// Names of the entries of a directory, sorted (empty when it does not exist).
+std::vector<std::string> list_directory(const std::filesystem::path& directory);
+
+}  // namespace epochrun::testing
