@@ -77,6 +77,19 @@ void replace_atomically(const std::filesystem::path& target, Fill fill) {
   fsync_directory(target.parent_path().empty() ? "." : target.parent_path());
 }
 
+// fsync through a read-only descriptor: works for directories, and for a file that another
+// process (another rank) wrote.
+void fsync_path(const std::filesystem::path& path, int open_flags, const std::string& what) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | open_flags));
+  if (fd.get() < 0) {
+    throw Error(errno_message("open " + what + " " + path.string() + " for fsync"));
+  }
+  if (::fsync(fd.get()) != 0) {
+    throw Error(errno_message("fsync " + what + " " + path.string()));
+  }
+  fd.close(path.string());
+}
+
 }  // namespace
 
 std::string errno_message(std::string_view what) {
@@ -84,24 +97,11 @@ std::string errno_message(std::string_view what) {
 }
 
 void fsync_file(const std::filesystem::path& file) {
-  FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) {
-    throw Error(errno_message("open " + file.string() + " for fsync"));
-  }
-  if (::fsync(fd.get()) != 0) {
-    throw Error(errno_message("fsync " + file.string()));
-  }
-  fd.close(file.string());
+  fsync_path(file, O_NOFOLLOW, "file");
 }
 
 void fsync_directory(const std::filesystem::path& directory) {
-  FileDescriptor fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    throw Error(errno_message("open directory " + directory.string() + " for fsync"));
-  }
-  if (::fsync(fd.get()) != 0) {
-    throw Error(errno_message("fsync directory " + directory.string()));
-  }
+  fsync_path(directory, O_DIRECTORY, "directory");
 }
 
 void create_private_directories(const std::filesystem::path& directory) {

@@ -96,6 +96,19 @@ std::vector<std::string> read_strings(hid_t attribute, const std::string& name, 
   return values;
 }
 
+// A single integer, converted by HDF5 to `memory_type` (which range-checks it).
+template <typename T>
+T read_integer_attribute(hid_t object, const std::string& name, hid_t memory_type) {
+  auto attribute = open_attribute(object, name);
+  require_class(attribute.get(), name, H5T_INTEGER);
+  if (attribute_elements(attribute.get(), name, false) != 1) {
+    throw CorruptCheckpoint("attribute '" + name + "' is not a single integer");
+  }
+  T value = 0;
+  check(H5Aread(attribute.get(), memory_type, &value), "read attribute " + name);
+  return value;
+}
+
 }  // namespace
 
 void write_string_attribute(hid_t object, const std::string& name, const std::string& value) {
@@ -137,25 +150,11 @@ std::string read_string_attribute(hid_t object, const std::string& name, std::ui
 }
 
 std::int64_t read_int_attribute(hid_t object, const std::string& name) {
-  auto attribute = open_attribute(object, name);
-  require_class(attribute.get(), name, H5T_INTEGER);
-  if (attribute_elements(attribute.get(), name, false) != 1) {
-    throw CorruptCheckpoint("attribute '" + name + "' is not a single integer");
-  }
-  std::int64_t value = 0;
-  check(H5Aread(attribute.get(), H5T_NATIVE_INT64, &value), "read attribute " + name);
-  return value;
+  return read_integer_attribute<std::int64_t>(object, name, H5T_NATIVE_INT64);
 }
 
 std::uint64_t read_uint_attribute(hid_t object, const std::string& name) {
-  auto attribute = open_attribute(object, name);
-  require_class(attribute.get(), name, H5T_INTEGER);
-  if (attribute_elements(attribute.get(), name, false) != 1) {
-    throw CorruptCheckpoint("attribute '" + name + "' is not a single integer");
-  }
-  std::uint64_t value = 0;
-  check(H5Aread(attribute.get(), H5T_NATIVE_UINT64, &value), "read attribute " + name);
-  return value;
+  return read_integer_attribute<std::uint64_t>(object, name, H5T_NATIVE_UINT64);
 }
 
 std::vector<std::string> read_string_list_attribute(hid_t object, const std::string& name,

@@ -2,8 +2,6 @@
 // or damaged bytes are refused with an error that names what is wrong.
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
 #include "sum_pipeline_fixture.hpp"
@@ -12,8 +10,19 @@
 namespace epochrun::testing {
 namespace {
 
-void write_file(const std::filesystem::path& file, const std::string& content) {
-  std::ofstream(file, std::ios::binary | std::ios::trunc) << content;
+// Runs sum_pipeline to its end in `directory`, then lets rank 0 damage one committed file.
+template <typename Damage>
+std::filesystem::path run_then_damage(const Communicator& comm,
+                                      const std::filesystem::path& directory, std::int64_t epoch,
+                                      Damage damage) {
+  Workspace workspace;
+  run_sum_pipeline(comm, options_for(directory), workspace);
+  const auto file = CheckpointDirectory(directory).file_for(epoch);
+  if (comm.is_root()) {
+    damage(file);
+  }
+  comm.barrier();
+  return file;
 }
 
 template <typename Exception>
@@ -60,23 +69,11 @@ TEST(CheckpointValidation, AnotherRankCountIsRefused) {
 TEST(CheckpointValidation, AFlippedDataByteIsReportedWithFileAndDataset) {
   const auto world = Communicator::world();
   ScratchDir directory(world);
-  Workspace workspace;
-  run_sum_pipeline(world, options_for(directory.path()), workspace);
-  const auto file = CheckpointDirectory(directory.path()).file_for(3);
-  if (world.is_root()) {
-    // trainer_1's reader values 0..9 as little-endian int64: find them and flip one bit.
-    auto bytes = read_file(file);
-    std::string pattern;
-    for (std::int64_t value = 0; value < 10; ++value) {
-      pattern.append(reinterpret_cast<const char*>(&value), sizeof value);
-    }
-    auto first = bytes.find(pattern);
-    auto second = bytes.find(pattern, first + 1);
-    ASSERT_NE(second, std::string::npos);
-    bytes[second + 8 * 5] ^= 0x10;
-    write_file(file, bytes);
-  }
-  world.barrier();
+  // The second copy of the reader values 0..9 in the file is trainer_1's.
+  const auto file =
+      run_then_damage(world, directory.path(), 3, [](const std::filesystem::path& damaged) {
+        ASSERT_TRUE(flip_bit_in_pattern(damaged, int64_bytes(0, 10), 1, 8 * 5));
+      });
   auto message =
       expect_resume_fails<CorruptCheckpoint>(world, jobs::make_sum_pipeline(), directory.path(), 3);
   EXPECT_NE(message.find(file.string()), std::string::npos) << message;
@@ -87,14 +84,11 @@ TEST(CheckpointValidation, AFlippedDataByteIsReportedWithFileAndDataset) {
 TEST(CheckpointValidation, ATruncatedFileIsReportedAsCorrupt) {
   const auto world = Communicator::world();
   ScratchDir directory(world);
-  Workspace workspace;
-  run_sum_pipeline(world, options_for(directory.path()), workspace);
-  const auto file = CheckpointDirectory(directory.path()).file_for(2);
-  if (world.is_root()) {
-    auto bytes = read_file(file);
-    write_file(file, bytes.substr(0, bytes.size() / 3));
-  }
-  world.barrier();
+  const auto file =
+      run_then_damage(world, directory.path(), 2, [](const std::filesystem::path& damaged) {
+        auto bytes = read_file(damaged);
+        write_file(damaged, bytes.substr(0, bytes.size() / 3));
+      });
   auto message =
       expect_resume_fails<CorruptCheckpoint>(world, jobs::make_sum_pipeline(), directory.path(), 2);
   EXPECT_NE(message.find(file.string()), std::string::npos) << message;

@@ -262,16 +262,8 @@ TEST_F(Cli, InspectListsCheckpointsAndVerifyFindsDamage) {
             std::string::npos)
       << text.out;
 
-  // Flip one byte of trainer_0's values in epoch 2.
-  auto bytes = read_file(cwd_ / "D/epoch-000002.h5");
-  std::string pattern;
-  for (std::int64_t value = 0; value < 10; ++value) {
-    pattern.append(reinterpret_cast<const char*>(&value), sizeof value);
-  }
-  auto at = bytes.find(pattern);
-  ASSERT_NE(at, std::string::npos);
-  bytes[at + 3 * 8] ^= 1;
-  std::ofstream(cwd_ / "D/epoch-000002.h5", std::ios::binary | std::ios::trunc) << bytes;
+  // Flip one bit of trainer_0's reader values in epoch 2.
+  ASSERT_TRUE(flip_bit_in_pattern(cwd_ / "D/epoch-000002.h5", int64_bytes(0, 10), 0, 3 * 8));
   auto verify = epochrun({"inspect", "D", "--verify"}, cwd_.path());
   EXPECT_EQ(verify.exit_code, 3);
   EXPECT_NE(verify.out.find("epoch 2  epoch-000002.h5"), std::string::npos);

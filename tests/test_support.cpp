@@ -100,6 +100,33 @@ std::string read_file(const std::filesystem::path& file) {
   return content.str();
 }
 
+void write_file(const std::filesystem::path& file, const std::string& content) {
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << content;
+}
+
+std::string int64_bytes(std::int64_t first, std::int64_t count) {
+  std::string bytes;
+  for (std::int64_t value = first; value < first + count; ++value) {
+    bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
+  }
+  return bytes;
+}
+
+bool flip_bit_in_pattern(const std::filesystem::path& file, const std::string& pattern,
+                         int occurrence, std::size_t offset) {
+  auto bytes = read_file(file);
+  auto at = bytes.find(pattern);
+  for (int seen = 0; seen < occurrence && at != std::string::npos; ++seen) {
+    at = bytes.find(pattern, at + 1);
+  }
+  if (at == std::string::npos) {
+    return false;
+  }
+  bytes[at + offset] = static_cast<char>(bytes[at + offset] ^ 0x10);
+  write_file(file, bytes);
+  return true;
+}
+
 std::vector<std::string> list_directory(const std::filesystem::path& directory) {
   std::vector<std::string> names;
   std::error_code error;

@@ -44,6 +44,15 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
                           const std::map<std::string, std::string>& extra_env = {});
 
 std::string read_file(const std::filesystem::path& file);
+void write_file(const std::filesystem::path& file, const std::string& content);
+
+// The bytes of the int64 values first, first+1, ... (count of them), little-endian: how an
+// i64 blob's data lies in a checkpoint file, so a test can find and damage it.
+std::string int64_bytes(std::int64_t first, std::int64_t count);
+// Flips one bit `offset` bytes into the `occurrence`-th (0-based) place `pattern` occurs in
+// `file`; returns false when there is no such place.
+bool flip_bit_in_pattern(const std::filesystem::path& file, const std::string& pattern,
+                         int occurrence, std::size_t offset);
 // Names of the entries of a directory, sorted (empty when it does not exist).
 std::vector<std::string> list_directory(const std::filesystem::path& directory);
 

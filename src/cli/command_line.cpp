@@ -1,7 +1,10 @@
 #include "cli/command_line.hpp"
 
+#include <boost/program_options/errors.hpp>
 #include <cstdlib>
 #include <iostream>
+
+#include "epochrun/errors.hpp"
 
 namespace epochrun::cli {
 
@@ -25,6 +28,14 @@ void print_error(const std::string& message) {
     }
   }
   std::cerr << "epochrun: error: " << line << std::endl;
+}
+
+int report_failure(const std::exception& error) {
+  print_error(error.what());
+  if (dynamic_cast<const boost::program_options::error*>(&error) != nullptr) {
+    return static_cast<int>(ExitCode::kUsageError);
+  }
+  return static_cast<int>(exit_code_for(error));
 }
 
 }  // namespace epochrun::cli

@@ -103,12 +103,8 @@ int inspect_command(int argc, char** argv) {
     if (!std::filesystem::is_directory(directory_name)) {
       throw UsageError("'" + directory_name + "' is not a directory");
     }
-  } catch (const po::error& error) {
-    print_error(error.what());
-    return static_cast<int>(ExitCode::kUsageError);
   } catch (const std::exception& error) {
-    print_error(error.what());
-    return static_cast<int>(exit_code_for(error));
+    return report_failure(error);
   }
 
   CheckpointDirectory directory(directory_name);

@@ -190,12 +190,8 @@ int run_command(int argc, char** argv) {
   std::optional<Invocation> invocation;
   try {
     invocation = parse(argc, argv);
-  } catch (const po::error& error) {
-    print_error(error.what());
-    return static_cast<int>(ExitCode::kUsageError);
   } catch (const std::exception& error) {
-    print_error(error.what());
-    return static_cast<int>(exit_code_for(error));
+    return report_failure(error);
   }
   if (!invocation) {
     return 0;
