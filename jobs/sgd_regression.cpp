@@ -241,6 +241,12 @@ Job make_sgd_regression(const SgdRegressionOptions& options) {
   job.add_stop_condition("loss_below_threshold", [threshold](const Workspace& workspace) {
     return workspace.get(kSgdLoss).item<double>() < threshold;
   });
+  job.expect_blob(kSgdWeights, DType::kF64, {features});
+  job.expect_blob(kSgdBias, DType::kF64, {});
+  job.expect_blob(kSgdOptimizerState, DType::kBytes,
+                  {sizeof(std::uint64_t) + (features + 1) * sizeof(double)});
+  job.expect_blob(kSgdDataCursor, DType::kI64, {});
+  job.expect_blob(kSgdLoss, DType::kF64, {});
   job.declare_output(kSgdWeights);
   job.declare_output(kSgdBias);
   job.declare_output(kSgdLoss);

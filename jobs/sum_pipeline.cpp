@@ -47,6 +47,10 @@ Job make_sum_pipeline(const SumPipelineOptions& options) {
   job.add_stop_condition("reader_exhausted", [](const Workspace& workspace) {
     return workspace.get(kSumExhausted).item<std::int32_t>() != 0;
   });
+  job.expect_blob(kSumValues, DType::kI64, {static_cast<std::uint64_t>(options.num_items)});
+  job.expect_blob(kSumCursor, DType::kI64, {});
+  job.expect_blob(kSumTotal, DType::kI64, {1});
+  job.expect_blob(kSumExhausted, DType::kI32, {});
   job.declare_output(kSumTotal);
   return job;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <sstream>
 
 #include "blob_codec.hpp"
 #include "collective_errors.hpp"
@@ -77,10 +78,10 @@ JobRunner::JobRunner(Job job, const Communicator& comm, RunOptions options)
   }
 }
 
-std::optional<std::int64_t> JobRunner::decide_resume_epoch() const {
+std::vector<std::int64_t> JobRunner::resume_candidates() const {
   // Rank 0 looks at the directory and decides; everyone follows, so that ranks with different
   // views of a shared file system can never start from different epochs.
-  std::int64_t epoch = -1;
+  std::string decided;
   std::exception_ptr error;
   if (comm_.is_root()) {
     try {
@@ -89,21 +90,85 @@ std::optional<std::int64_t> JobRunner::decide_resume_epoch() const {
       if (request.kind != ResumeRequest::Kind::kFromScratch && options_.checkpoint_dir.empty()) {
         throw UsageError("resuming needs a checkpoint directory (--checkpoint-dir)");
       }
+      std::vector<std::int64_t> candidates;
       if (request.kind == ResumeRequest::Kind::kEpoch) {
         if (!directory.has_epoch(request.epoch)) {
           throw CheckpointNotFound(directory.describe_missing(request.epoch));
         }
-        epoch = request.epoch;
+        candidates.push_back(request.epoch);
       } else if (request.kind == ResumeRequest::Kind::kLatest) {
-        epoch = directory.latest_epoch().value_or(-1);
+        candidates = directory.committed_epochs();
+        std::reverse(candidates.begin(), candidates.end());  // newest first
+      }
+      for (auto epoch : candidates) {
+        decided += std::to_string(epoch) + " ";
       }
     } catch (...) {
       error = std::current_exception();
     }
   }
   raise_if_any_failed(comm_, error, "resume");
-  comm_.broadcast(epoch);
-  return epoch < 0 ? std::nullopt : std::optional<std::int64_t>(epoch);
+  comm_.broadcast(decided);
+  std::vector<std::int64_t> candidates;
+  std::istringstream in(decided);
+  for (std::int64_t epoch = 0; in >> epoch;) {
+    candidates.push_back(epoch);
+  }
+  return candidates;
+}
+
+std::optional<std::int64_t> JobRunner::load_newest_valid(
+    const std::vector<std::int64_t>& candidates, Workspace& workspace, RunSummary& summary) {
+  CheckpointDirectory directory(options_.checkpoint_dir);
+  for (auto epoch : candidates) {
+    const auto load_started = Clock::now();
+    try {
+      checkpointed_blobs_ =
+          directory.load(comm_, CheckpointExpectation{epoch, job_.name(), node_names_}, workspace);
+    } catch (const CorruptCheckpoint& error) {
+      // An explicit epoch must load or fail; `latest` falls back to the previous valid one.
+      if (options_.resume.kind != ResumeRequest::Kind::kLatest) {
+        throw;
+      }
+      if (comm_.is_root()) {
+        spdlog::warn("skipping corrupt checkpoint of epoch {}: {}", epoch, error.what());
+      }
+      summary.skipped_corrupt.push_back(FailedSave{epoch, error.what()});
+      continue;
+    }
+    check_loaded_blobs(workspace, directory.file_for(epoch));
+    spdlog::info("resumed job {} from epoch {} ({}) in {:.3f} s", job_.name(), epoch,
+                 directory.file_for(epoch).string(), seconds_since(load_started));
+    return epoch;
+  }
+  if (!candidates.empty() && comm_.is_root()) {
+    spdlog::warn("no valid checkpoint in {}: starting from scratch",
+                 options_.checkpoint_dir.string());
+  }
+  return std::nullopt;
+}
+
+void JobRunner::check_loaded_blobs(const Workspace& workspace,
+                                   const std::filesystem::path& file) const {
+  std::exception_ptr error;
+  try {
+    for (const auto& expected : job_.expected_blobs()) {
+      if (!workspace.has(expected.name)) {
+        throw CheckpointMismatch("it has no blob '" + expected.name + "', which the job needs");
+      }
+      const auto& blob = workspace.get(expected.name);
+      if (blob.dtype() != expected.dtype || blob.shape() != expected.shape) {
+        throw CheckpointMismatch(
+            "blob '" + expected.name + "' is " + std::string(dtype_name(blob.dtype())) +
+            shape_to_string(blob.shape()) + " there, but the job now expects " +
+            std::string(dtype_name(expected.dtype)) + shape_to_string(expected.shape) +
+            " (was the configuration changed?)");
+      }
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  raise_if_any_failed(comm_, error, "checkpoint " + file.string());
 }
 
 RunSummary JobRunner::run(Workspace& workspace) {
@@ -113,7 +178,8 @@ RunSummary JobRunner::run(Workspace& workspace) {
   summary.num_ranks = comm_.size();
   summary.checkpoint_dir = options_.checkpoint_dir;
 
-  const auto resume_epoch = decide_resume_epoch();
+  const auto resume_epoch = load_newest_valid(resume_candidates(), workspace, summary);
+  summary.resumed_from = resume_epoch;
   TaskContext context{workspace, comm_, node_name_, 0, nullptr};
   if (!resume_epoch) {
     run_group(job_.init_group, context, comm_);
@@ -123,14 +189,6 @@ RunSummary JobRunner::run(Workspace& workspace) {
                  comm_.size(), checkpointed_blobs_.size(),
                  human_bytes(double(workspace.byte_size())));
     spdlog::info("epoch 0 (init) {}", save(0, workspace, summary));
-  } else {
-    const auto load_started = Clock::now();
-    CheckpointDirectory directory(options_.checkpoint_dir);
-    checkpointed_blobs_ = directory.load(
-        comm_, CheckpointExpectation{*resume_epoch, job_.name(), node_names_}, workspace);
-    summary.resumed_from = resume_epoch;
-    spdlog::info("resumed job {} from epoch {} ({}) in {:.3f} s", job_.name(), *resume_epoch,
-                 directory.file_for(*resume_epoch).string(), seconds_since(load_started));
   }
 
   std::int64_t epoch = resume_epoch ? *resume_epoch + 1 : 1;

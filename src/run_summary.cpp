@@ -45,10 +45,13 @@ nlohmann::json blob_to_json(const Blob& blob) {
 }
 
 nlohmann::json to_json(const RunSummary& summary) {
-  auto failed = nlohmann::json::array();
-  for (const auto& failure : summary.failed_saves) {
-    failed.push_back({{"epoch", failure.epoch}, {"error", failure.error}});
-  }
+  auto epochs_with_errors = [](const std::vector<FailedSave>& failures) {
+    auto list = nlohmann::json::array();
+    for (const auto& failure : failures) {
+      list.push_back({{"epoch", failure.epoch}, {"error", failure.error}});
+    }
+    return list;
+  };
   auto outputs = nlohmann::json::object();
   for (const auto& [node, blobs] : summary.outputs) {
     auto& node_json = outputs[node] = nlohmann::json::object();
@@ -67,7 +70,8 @@ nlohmann::json to_json(const RunSummary& summary) {
           {"stop_reason", summary.stop_reason},
           {"checkpoint_dir", summary.checkpoint_dir.string()},
           {"committed_checkpoints", summary.committed},
-          {"failed_saves", failed},
+          {"failed_saves", epochs_with_errors(summary.failed_saves)},
+          {"skipped_corrupt_checkpoints", epochs_with_errors(summary.skipped_corrupt)},
           {"uploaded_to", optional_json(summary.uploaded_to)},
           {"upload_error", optional_json(summary.upload_error)},
           {"seconds", summary.seconds},

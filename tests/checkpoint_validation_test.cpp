@@ -106,5 +106,58 @@ TEST(CheckpointValidation, AForeignHdf5OrTextFileIsNotACheckpoint) {
   expect_resume_fails<CorruptCheckpoint>(world, jobs::make_sum_pipeline(), directory.path(), 1);
 }
 
+TEST(CheckpointValidation, LatestSkipsACorruptNewestEpochAndRecommitsIt) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  run_then_damage(world, directory.path(), 4, [](const std::filesystem::path& damaged) {
+    ASSERT_TRUE(flip_bit_in_pattern(damaged, int64_bytes(0, 10), 2, 8));
+  });
+  Workspace workspace;
+  auto summary =
+      run_sum_pipeline(world, options_for(directory.path(), ResumeRequest::latest()), workspace);
+  EXPECT_EQ(summary.resumed_from, 3);
+  ASSERT_EQ(summary.skipped_corrupt.size(), 1u);
+  EXPECT_EQ(summary.skipped_corrupt[0].epoch, 4);
+  EXPECT_NE(summary.skipped_corrupt[0].error.find("checksum mismatch"), std::string::npos);
+  EXPECT_EQ(total_of(workspace), 145);
+  // Epoch 4 was run again and its checkpoint replaced by a good one.
+  Workspace reloaded;
+  CheckpointDirectory(directory.path()).load(world, sum_pipeline_expectation(world, 4), reloaded);
+  EXPECT_EQ(total_of(reloaded), 145);
+}
+
+TEST(CheckpointValidation, LatestStartsFromScratchWhenEveryEpochIsCorrupt) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  Workspace first;
+  run_sum_pipeline(world, options_for(directory.path()), first);
+  if (world.is_root()) {
+    for (std::int64_t epoch = 0; epoch <= 4; ++epoch) {
+      write_file(CheckpointDirectory(directory.path()).file_for(epoch), "garbage");
+    }
+  }
+  world.barrier();
+  Workspace workspace;
+  auto summary =
+      run_sum_pipeline(world, options_for(directory.path(), ResumeRequest::latest()), workspace);
+  EXPECT_FALSE(summary.resumed_from.has_value());
+  EXPECT_EQ(summary.skipped_corrupt.size(), 5u);
+  EXPECT_EQ(total_of(workspace), 145);
+}
+
+TEST(CheckpointValidation, AChangedBlobShapeIsRefusedAndNamed) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  Workspace first;
+  run_sum_pipeline(world, options_for(directory.path()), first);
+  jobs::SumPipelineOptions changed;
+  changed.num_items = 12;
+  auto message = expect_resume_fails<CheckpointMismatch>(world, jobs::make_sum_pipeline(changed),
+                                                         directory.path(), 2);
+  EXPECT_NE(message.find("'values' is i64[10] there, but the job now expects i64[12]"),
+            std::string::npos)
+      << message;
+}
+
 }  // namespace
 }  // namespace epochrun::testing

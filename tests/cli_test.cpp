@@ -265,6 +265,14 @@ TEST_F(Cli, InspectListsCheckpointsAndVerifyFindsDamage) {
   // Flip one bit of trainer_0's reader values in epoch 2.
   ASSERT_TRUE(flip_bit_in_pattern(cwd_ / "D/epoch-000002.h5", int64_bytes(0, 10), 0, 3 * 8));
   auto verify = epochrun({"inspect", "D", "--verify"}, cwd_.path());
+  auto explicit_resume = epochrun(
+      {"run", "--job", "sum_pipeline", "--checkpoint-dir", "D", "--resume-from-epoch", "2"},
+      cwd_.path(), 3);
+  EXPECT_EQ(explicit_resume.exit_code, 3) << explicit_resume.err;
+  ASSERT_EQ(error_lines(explicit_resume).size(), 1u) << explicit_resume.err;
+  EXPECT_NE(error_lines(explicit_resume)[0].find("/nodes/trainer_0/values: checksum mismatch"),
+            std::string::npos)
+      << explicit_resume.err;
   EXPECT_EQ(verify.exit_code, 3);
   EXPECT_NE(verify.out.find("epoch 2  epoch-000002.h5"), std::string::npos);
   EXPECT_NE(verify.out.find("CORRUPT"), std::string::npos) << verify.out;

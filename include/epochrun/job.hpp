@@ -17,6 +17,14 @@ struct StopCondition {
   std::function<bool(const Workspace&)> holds;
 };
 
+// What a job expects a blob to be after a resume: a checkpoint written with another
+// configuration (a changed shape or dtype) is refused instead of misread.
+struct BlobSpec {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+
 class Job {
  public:
   explicit Job(std::string name);
@@ -38,10 +46,15 @@ class Job {
   void declare_output(std::string blob_name);
   const std::vector<std::string>& outputs() const { return outputs_; }
 
+  // Declares a blob's dtype and shape; a loaded checkpoint must match (CheckpointMismatch).
+  void expect_blob(std::string blob_name, DType dtype, Shape shape);
+  const std::vector<BlobSpec>& expected_blobs() const { return expected_blobs_; }
+
  private:
   std::string name_;
   std::vector<StopCondition> stop_conditions_;
   std::vector<std::string> outputs_;
+  std::vector<BlobSpec> expected_blobs_;
 };
 
 }  // namespace epochrun

@@ -65,7 +65,14 @@ class JobRunner {
     std::string reason;
   };
 
-  std::optional<std::int64_t> decide_resume_epoch() const;
+  // The epochs to try, in order: none (from scratch), the explicit one, or every committed
+  // epoch newest first (`latest`).
+  std::vector<std::int64_t> resume_candidates() const;
+  // Loads the first candidate that is not corrupt; nullopt when none is (start from scratch).
+  std::optional<std::int64_t> load_newest_valid(const std::vector<std::int64_t>& candidates,
+                                                Workspace& workspace, RunSummary& summary);
+  // CheckpointMismatch when a loaded blob is not what the job now declares.
+  void check_loaded_blobs(const Workspace& workspace, const std::filesystem::path& file) const;
   StopDecision decide_stop(const Workspace& workspace, std::int64_t epoch) const;
   // Returns the log text for the checkpoint (committed, or failed).
   std::string save(std::int64_t epoch, const Workspace& workspace, RunSummary& summary);

@@ -27,6 +27,7 @@ struct RunSummary {
   std::string stop_reason;
   std::vector<std::int64_t> committed;  // epochs this run committed, in order
   std::vector<FailedSave> failed_saves;
+  std::vector<FailedSave> skipped_corrupt;  // `latest` passed over these damaged epochs
   std::optional<std::string> uploaded_to;
   std::optional<std::string> upload_error;
   std::filesystem::path checkpoint_dir;
