@@ -49,6 +49,7 @@ void write_blob_file(const std::filesystem::path& file, const std::map<std::stri
       }
       h5file.close("close " + temporary.string());
     }
+    make_read_only_for_others(temporary);
     fsync_file(temporary);
     if (::rename(temporary.c_str(), file.c_str()) != 0) {
       throw Error(errno_message("rename to " + file.string()));

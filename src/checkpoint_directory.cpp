@@ -132,6 +132,9 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
     // Every rank flushes what it wrote from its own client cache (on a parallel file system
     // one rank's fsync does not flush another node's pages).
     try {
+      if (comm.is_root()) {
+        make_read_only_for_others(temporary);
+      }
       fsync_file(temporary);
     } catch (...) {
       error = std::current_exception();

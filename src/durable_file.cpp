@@ -121,6 +121,13 @@ void create_private_directories(const std::filesystem::path& directory) {
   }
 }
 
+void make_read_only_for_others(const std::filesystem::path& file) {
+  FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0 || ::fchmod(fd.get(), 0644) != 0) {
+    throw Error(errno_message("set the mode of " + file.string()));
+  }
+}
+
 std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
   static thread_local std::mt19937_64 generator{std::random_device{}()};
   return target.parent_path() /

@@ -1,0 +1,82 @@
+// Checkpoints are never group- or world-writable, and nothing is ever written through a symlink
+// planted in the checkpoint or the upload directory.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "epochrun/checkpoint_directory.hpp"
+#include "sum_pipeline_fixture.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+bool writable_by_group_or_others(const std::filesystem::path& path) {
+  struct stat status {};
+  EXPECT_EQ(::lstat(path.c_str(), &status), 0) << path;
+  return (status.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+}
+
+TEST(Security, FilesAndDirectoriesAreNotGroupOrWorldWritableWhateverTheUmask) {
+  const auto world = Communicator::world();
+  ScratchDir scratch(world);
+  const mode_t saved = ::umask(0);
+  auto options = options_for(scratch / "deep/checkpoints");
+  options.uploader = make_uploader((scratch / "upload").string());
+  Workspace workspace;
+  run_sum_pipeline(world, options, workspace);
+  ::umask(saved);
+  world.barrier();
+  if (world.is_root()) {
+    for (const auto& directory :
+         {scratch / "deep", scratch / "deep/checkpoints", scratch / "upload"}) {
+      EXPECT_FALSE(writable_by_group_or_others(directory)) << directory;
+    }
+    for (const auto& name : list_directory(scratch / "deep/checkpoints")) {
+      EXPECT_FALSE(writable_by_group_or_others(scratch / "deep/checkpoints" / name)) << name;
+    }
+    EXPECT_FALSE(writable_by_group_or_others(scratch / "upload" / checkpoint_file_name(4)));
+  }
+}
+
+TEST(Security, PlantedSymlinksAreReplacedNeverWrittenThrough) {
+  const auto world = Communicator::world();
+  ScratchDir scratch(world);
+  const auto checkpoints = scratch / "checkpoints";
+  const auto upload = scratch / "upload";
+  const std::vector<std::pair<std::filesystem::path, std::filesystem::path>> planted = {
+      {checkpoints / kIndexFileName, scratch / "victim_index"},
+      {checkpoints / checkpoint_file_name(2), scratch / "victim_epoch"},
+      {upload / checkpoint_file_name(4), scratch / "victim_upload"},
+  };
+  if (world.is_root()) {
+    std::filesystem::create_directories(checkpoints);
+    std::filesystem::create_directories(upload);
+    for (const auto& [link, victim] : planted) {
+      write_file(victim, "precious");
+      std::filesystem::create_symlink(victim, link);
+    }
+    // A symlink under a checkpoint's name is never taken for a committed checkpoint.
+    std::filesystem::create_symlink(scratch / "victim_epoch",
+                                    checkpoints / checkpoint_file_name(9));
+  }
+  world.barrier();
+  EXPECT_EQ(CheckpointDirectory(checkpoints).committed_epochs(), std::vector<std::int64_t>{});
+
+  auto options = options_for(checkpoints, ResumeRequest::latest());
+  options.uploader = make_uploader(upload.string());
+  Workspace workspace;
+  auto summary = run_sum_pipeline(world, options, workspace);
+  EXPECT_FALSE(summary.resumed_from.has_value());
+  EXPECT_TRUE(summary.uploaded_to.has_value());
+  world.barrier();
+  if (world.is_root()) {
+    for (const auto& [link, victim] : planted) {
+      EXPECT_EQ(read_file(victim), "precious") << "written through " << link;
+      EXPECT_FALSE(std::filesystem::is_symlink(link)) << link;
+      EXPECT_TRUE(std::filesystem::is_regular_file(link)) << link;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace epochrun::testing
