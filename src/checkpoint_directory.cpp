@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -201,6 +203,14 @@ bool CheckpointDirectory::load_blobs(std::int64_t epoch, const std::vector<BlobA
     workspace.put(name, std::move(blob));
   }
   return true;
+}
+
+void CheckpointDirectory::remove(std::int64_t epoch) const {
+  const auto file = file_for(epoch);
+  if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
+    throw Error(errno_message("delete " + file.string()));
+  }
+  fsync_directory(directory_);
 }
 
 void CheckpointDirectory::write_index(const std::string& job) const {

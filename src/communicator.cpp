@@ -83,6 +83,15 @@ void Communicator::broadcast(std::vector<std::byte>& value, int root) const {
             "MPI_Bcast");
 }
 
+void Communicator::broadcast(std::vector<std::int64_t>& values, int root) const {
+  auto size = static_cast<std::int64_t>(values.size());
+  broadcast(size, root);
+  values.resize(static_cast<std::size_t>(size));
+  check_mpi(
+      MPI_Bcast(values.data(), to_count(values.size(), "MPI_Bcast"), MPI_INT64_T, root, comm_),
+      "MPI_Bcast");
+}
+
 void Communicator::broadcast(std::string& value, int root) const {
   auto size = static_cast<std::int64_t>(value.size());
   broadcast(size, root);

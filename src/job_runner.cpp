@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
-#include <sstream>
 
 #include "blob_codec.hpp"
 #include "collective_errors.hpp"
@@ -81,7 +81,7 @@ JobRunner::JobRunner(Job job, const Communicator& comm, RunOptions options)
 std::vector<std::int64_t> JobRunner::resume_candidates() const {
   // Rank 0 looks at the directory and decides; everyone follows, so that ranks with different
   // views of a shared file system can never start from different epochs.
-  std::string decided;
+  std::vector<std::int64_t> candidates;
   std::exception_ptr error;
   if (comm_.is_root()) {
     try {
@@ -90,7 +90,6 @@ std::vector<std::int64_t> JobRunner::resume_candidates() const {
       if (request.kind != ResumeRequest::Kind::kFromScratch && options_.checkpoint_dir.empty()) {
         throw UsageError("resuming needs a checkpoint directory (--checkpoint-dir)");
       }
-      std::vector<std::int64_t> candidates;
       if (request.kind == ResumeRequest::Kind::kEpoch) {
         if (!directory.has_epoch(request.epoch)) {
           throw CheckpointNotFound(directory.describe_missing(request.epoch));
@@ -100,20 +99,12 @@ std::vector<std::int64_t> JobRunner::resume_candidates() const {
         candidates = directory.committed_epochs();
         std::reverse(candidates.begin(), candidates.end());  // newest first
       }
-      for (auto epoch : candidates) {
-        decided += std::to_string(epoch) + " ";
-      }
     } catch (...) {
       error = std::current_exception();
     }
   }
   raise_if_any_failed(comm_, error, "resume");
-  comm_.broadcast(decided);
-  std::vector<std::int64_t> candidates;
-  std::istringstream in(decided);
-  for (std::int64_t epoch = 0; in >> epoch;) {
-    candidates.push_back(epoch);
-  }
+  comm_.broadcast(candidates);
   return candidates;
 }
 
@@ -223,6 +214,9 @@ RunSummary JobRunner::run(Workspace& workspace) {
   context.downloaded = comm_.is_root() ? &outputs : nullptr;
   run_group(job_.download_group, context, comm_);
   run_group(job_.exit_group, context, comm_);
+  if (options_.delete_checkpoints_on_success) {
+    delete_all_checkpoints(summary);
+  }
   summary.outputs = std::move(outputs);
   summary.seconds = seconds_since(started);
   spdlog::info("job {} finished after epoch {} in {:.3f} s", job_.name(), epoch, summary.seconds);
@@ -287,6 +281,7 @@ std::string JobRunner::save(std::int64_t epoch, const Workspace& workspace, RunS
     auto stats = CheckpointDirectory(options_.checkpoint_dir)
                      .save(comm_, header, workspace, checkpointed_blobs_);
     summary.committed.push_back(epoch);
+    apply_retention(epoch, summary);
     return fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
                        human_bytes(double(stats.file_bytes)), stats.seconds,
                        human_bytes(double(stats.file_bytes) / std::max(stats.seconds, 1e-9)));
@@ -328,6 +323,54 @@ void JobRunner::upload(RunSummary& summary) const {
   } else {
     summary.uploaded_to = destination;
   }
+}
+
+void JobRunner::apply_retention(std::int64_t just_committed, RunSummary& summary) const {
+  if (options_.retention.keeps_everything()) {
+    return;
+  }
+  delete_checkpoints(
+      [&](const CheckpointDirectory& directory) {
+        return options_.retention.epochs_to_delete(directory.committed_epochs(), just_committed);
+      },
+      "retention after epoch " + std::to_string(just_committed), summary);
+}
+
+void JobRunner::delete_all_checkpoints(RunSummary& summary) const {
+  delete_checkpoints(
+      [](const CheckpointDirectory& directory) { return directory.committed_epochs(); },
+      "deletion after success", summary);
+  if (comm_.is_root()) {
+    std::error_code ignored;
+    std::filesystem::remove(std::filesystem::path(options_.checkpoint_dir) / kIndexFileName,
+                            ignored);
+    spdlog::info("the job succeeded: its checkpoints in {} were deleted",
+                 options_.checkpoint_dir.string());
+  }
+}
+
+void JobRunner::delete_checkpoints(
+    const std::function<std::vector<std::int64_t>(const CheckpointDirectory&)>& choose,
+    const std::string& why, RunSummary& summary) const {
+  // Rank 0 chooses from the directory and deletes; every rank records what went. A failure
+  // here loses nothing (the checkpoints stay), so it is a warning.
+  std::vector<std::int64_t> deleted;
+  if (comm_.is_root()) {
+    CheckpointDirectory directory(options_.checkpoint_dir);
+    try {
+      for (auto epoch : choose(directory)) {
+        directory.remove(epoch);
+        deleted.push_back(epoch);
+      }
+      if (!deleted.empty()) {
+        directory.write_index(job_.name());
+      }
+    } catch (const std::exception& error) {
+      spdlog::warn("{}: {}", why, error.what());
+    }
+  }
+  comm_.broadcast(deleted);
+  summary.deleted.insert(summary.deleted.end(), deleted.begin(), deleted.end());
 }
 
 GatheredBlobs JobRunner::gather_outputs(const Workspace& workspace) const {

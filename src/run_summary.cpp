@@ -72,6 +72,7 @@ nlohmann::json to_json(const RunSummary& summary) {
           {"committed_checkpoints", summary.committed},
           {"failed_saves", epochs_with_errors(summary.failed_saves)},
           {"skipped_corrupt_checkpoints", epochs_with_errors(summary.skipped_corrupt)},
+          {"deleted_checkpoints", summary.deleted},
           {"uploaded_to", optional_json(summary.uploaded_to)},
           {"upload_error", optional_json(summary.upload_error)},
           {"seconds", summary.seconds},

@@ -157,6 +157,8 @@ TEST_F(Cli, EachBadInputIsOneLineExitTwoAndWritesNothing) {
        "unsupported upload destination"},
       {{"run", "--job", "sum_pipeline", "--summary-json", "no/such/dir/s.json"}, "summary-json"},
       {{"run", "--job", "sum_pipeline", "--checkpoint-dir", ""}, "checkpoint-dir"},
+      {{"run", "--job", "sum_pipeline", "--keep-last", "0"}, "--keep-last must be at least 1"},
+      {{"run", "--job", "sum_pipeline", "--keep-every", "-2"}, "keep-every"},
       {{"run", "--job", "sgd_regression", "--sgd_regression.learning_rate", "-1"}, "learning_rate"},
       {{"run", "--job", "sgd_regression", "--sgd_regression.learning_rate", "fast"},
        "learning_rate"},
@@ -302,6 +304,23 @@ TEST_F(Cli, UploadAndSaveFailureAreReportedInTheSummary) {
       epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "/proc", "--upload-dir", "U2"},
                cwd_.path(), 3);
   EXPECT_EQ(no_checkpoint_to_upload.exit_code, 4) << no_checkpoint_to_upload.err;
+}
+
+TEST_F(Cli, RetentionFlagsAndDeleteOnSuccess) {
+  auto kept = epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D", "--keep-last", "1",
+                        "--keep-every", "3", "--summary-json", "s.json"},
+                       cwd_.path(), 3);
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  EXPECT_EQ(list_directory(cwd_ / "D"),
+            (std::vector<std::string>{"epoch-000000.h5", "epoch-000003.h5", "epoch-000004.h5",
+                                      "index.json"}));
+  EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({1, 2}));
+
+  auto backup = epochrun(
+      {"run", "--job", "sum_pipeline", "--checkpoint-dir", "B", "--delete-checkpoints-on-success"},
+      cwd_.path(), 3);
+  ASSERT_EQ(backup.exit_code, 0) << backup.err;
+  EXPECT_TRUE(list_directory(cwd_ / "B").empty());
 }
 
 TEST_F(Cli, ListJobsAndHelp) {

@@ -2,9 +2,6 @@
 // stops the job, never touches a committed checkpoint and leaves no temporary file behind.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
-
-#include <csignal>
 #include <fstream>
 
 #include "epochrun/checkpoint_directory.hpp"
@@ -50,22 +47,6 @@ TEST(SaveFailure, AnUnwritableDirectoryDoesNotStopTheJob) {
   auto summary = run_sum_pipeline(world, options_for("/proc"), workspace);
   expect_all_saves_failed_but_job_finished(summary, workspace);
 }
-
-// RAII: a per-process file size limit (ulimit -f) far below a checkpoint's size.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    std::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead of killing us
-    getrlimit(RLIMIT_FSIZE, &saved_);
-    rlimit limited = saved_;
-    limited.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &limited);
-  }
-  ~FileSizeLimit() { setrlimit(RLIMIT_FSIZE, &saved_); }
-
- private:
-  rlimit saved_{};
-};
 
 TEST(SaveFailure, AFileSizeLimitFailsTheSaveAndLeavesCommittedCheckpointsIntact) {
   const auto world = Communicator::world();

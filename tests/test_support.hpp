@@ -32,6 +32,18 @@ class ScratchDir {
   std::optional<Communicator> comm_;
 };
 
+// RAII: a per-process file size limit (ulimit -f), so that saves of this rank must fail.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(std::uint64_t bytes);
+  ~FileSizeLimit();
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  std::uint64_t saved_soft_limit_;
+};
+
 struct ProcessResult {
   int exit_code = -1;
   std::string out;

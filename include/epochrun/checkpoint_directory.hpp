@@ -67,6 +67,9 @@ class CheckpointDirectory {
   bool load_blobs(std::int64_t epoch, const std::vector<BlobAddress>& wanted,
                   Workspace& workspace) const;
 
+  // Deletes a committed checkpoint and makes the deletion durable (rank 0 only). Throws Error.
+  void remove(std::int64_t epoch) const;
+
   // Rewrites index.json from the committed files (rank 0's job after each commit).
   void write_index(const std::string& job) const;
 

@@ -38,6 +38,7 @@ class Communicator {
   void broadcast(std::string& value, int root = 0) const;
   void broadcast(std::int64_t& value, int root = 0) const;
   void broadcast(std::vector<std::byte>& value, int root = 0) const;
+  void broadcast(std::vector<std::int64_t>& values, int root = 0) const;
 
   // Element-wise sum over all ranks, in place on every rank.
   void allreduce_sum(std::span<double> values) const;

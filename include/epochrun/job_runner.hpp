@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/job.hpp"
+#include "epochrun/retention.hpp"
 #include "epochrun/run_summary.hpp"
 #include "epochrun/uploader.hpp"
 
@@ -42,6 +44,9 @@ struct RunOptions {
   std::optional<std::int64_t> num_epochs;
   std::shared_ptr<Uploader> uploader;  // null: no upload
   std::string config_json = "{}";      // recorded in every checkpoint
+  RetentionPolicy retention;           // applied after every commit
+  // Keras' backup-and-restore: the checkpoints are deleted once the exit group has succeeded.
+  bool delete_checkpoints_on_success = false;
 };
 
 class JobRunner {
@@ -77,6 +82,12 @@ class JobRunner {
   // Returns the log text for the checkpoint (committed, or failed).
   std::string save(std::int64_t epoch, const Workspace& workspace, RunSummary& summary);
   void upload(RunSummary& summary) const;
+  // Rank 0, after a commit: deletes what the retention policy no longer keeps.
+  void apply_retention(std::int64_t just_committed, RunSummary& summary) const;
+  void delete_all_checkpoints(RunSummary& summary) const;
+  void delete_checkpoints(
+      const std::function<std::vector<std::int64_t>(const CheckpointDirectory&)>& choose,
+      const std::string& why, RunSummary& summary) const;
   GatheredBlobs gather_outputs(const Workspace& workspace) const;
 
   Job job_;

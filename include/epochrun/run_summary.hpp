@@ -28,6 +28,7 @@ struct RunSummary {
   std::vector<std::int64_t> committed;  // epochs this run committed, in order
   std::vector<FailedSave> failed_saves;
   std::vector<FailedSave> skipped_corrupt;  // `latest` passed over these damaged epochs
+  std::vector<std::int64_t> deleted;        // by the retention policy or on success
   std::optional<std::string> uploaded_to;
   std::optional<std::string> upload_error;
   std::filesystem::path checkpoint_dir;

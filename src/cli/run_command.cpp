@@ -24,6 +24,9 @@ struct GeneralOptions {
   std::string upload_dir;
   std::string summary_json;
   std::string log_level = "info";
+  std::int64_t keep_last = 0;
+  std::int64_t keep_every = 0;
+  bool delete_on_success = false;
 };
 
 po::options_description general_options(GeneralOptions& o) {
@@ -43,7 +46,12 @@ po::options_description general_options(GeneralOptions& o) {
       "copy the final committed checkpoint to this directory (or file://DIR)")(
       "summary-json", po::value(&o.summary_json), "write a JSON summary of the run to this file")(
       "log-level", po::value(&o.log_level)->default_value(o.log_level),
-      "trace, debug, info, warn, error or off");
+      "trace, debug, info, warn, error or off")(
+      "keep-last", po::value(&o.keep_last),
+      "keep only the K newest checkpoints (older ones go once a newer one is committed)")(
+      "keep-every", po::value(&o.keep_every), "also keep every epoch divisible by N as a snapshot")(
+      "delete-checkpoints-on-success", po::bool_switch(&o.delete_on_success),
+      "delete the checkpoints once the exit group has succeeded (backup-and-restore)");
   return options;
 }
 
@@ -177,6 +185,14 @@ std::optional<Invocation> parse(int argc, char** argv) {
                        "' must name a file in an existing directory");
     }
   }
+  if (values.count("keep-last")) {
+    run.retention.keep_last = general.keep_last;
+  }
+  if (values.count("keep-every")) {
+    run.retention.keep_every = general.keep_every;
+  }
+  validate(run.retention);
+  run.delete_checkpoints_on_success = general.delete_on_success;
   invocation.log_level = parse_log_level(general.log_level);
   run.config_json = config_to_json(values).dump();
   // Builds once here so that an inconsistent job option is a usage error before MPI starts.
