@@ -12,6 +12,7 @@
 #include "collective_errors.hpp"
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
+#include "fault_injection.hpp"
 
 namespace epochrun {
 namespace {
@@ -142,6 +143,7 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
       error = std::current_exception();
     }
     raise_if_any_failed(comm, error, context + ": make durable");
+    fault_point("save-before-rename", header.epoch);
     // The commit point: rank 0 renames the complete, durable file to its final name
     // (atomically replacing an older file of the same epoch) and makes the rename durable.
     if (comm.is_root()) {
@@ -160,6 +162,7 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
     throw SaveError(context + ": " + failure.what());
   }
 
+  fault_point("save-after-rename", header.epoch);
   // The index is a catalogue written after the commit; a failure here loses nothing.
   if (comm.is_root()) {
     try {

@@ -9,6 +9,7 @@
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
+#include "fault_injection.hpp"
 #include "h5_attributes.hpp"
 #include "h5_handle.hpp"
 #include "h5_types.hpp"
@@ -364,6 +365,7 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
       error = std::current_exception();
     }
     my_datasets.clear();
+    fault_point("save-write", header.epoch);
     h5::check(H5Fflush(h5file.get(), H5F_SCOPE_GLOBAL), "flush file");
     nodes.close("close group nodes");
     h5file.close("close file");

@@ -54,7 +54,8 @@ void write_all(int fd, const char* data, std::size_t size, const std::string& wh
 
 // Runs `fill(fd)` on a new temporary sibling of `target`, then commits it by rename.
 template <typename Fill>
-void replace_atomically(const std::filesystem::path& target, Fill fill) {
+void replace_atomically(const std::filesystem::path& target, Fill fill,
+                        const std::function<void()>& before_commit = {}) {
   const auto temporary = temporary_sibling(target);
   try {
     FileDescriptor fd(
@@ -67,6 +68,9 @@ void replace_atomically(const std::filesystem::path& target, Fill fill) {
       throw Error(errno_message("fsync " + temporary.string()));
     }
     fd.close(temporary.string());
+    if (before_commit) {
+      before_commit();
+    }
     if (::rename(temporary.c_str(), target.c_str()) != 0) {
       throw Error(errno_message("rename to " + target.string()));
     }
@@ -128,6 +132,19 @@ void make_read_only_for_others(const std::filesystem::path& file) {
   }
 }
 
+int remove_stale_temporaries(const std::filesystem::path& directory) {
+  int removed = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    const auto name = entry.path().filename().string();
+    if (name.starts_with(".") && name.find(".tmp.") != std::string::npos &&
+        entry.is_regular_file() && !entry.is_symlink() && ::unlink(entry.path().c_str()) == 0) {
+      ++removed;
+    }
+  }
+  return removed;
+}
+
 std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
   static thread_local std::mt19937_64 generator{std::random_device{}()};
   return target.parent_path() /
@@ -141,28 +158,31 @@ void write_file_atomically(const std::filesystem::path& target, std::string_view
   });
 }
 
-void copy_file_atomically(const std::filesystem::path& source,
-                          const std::filesystem::path& target) {
+void copy_file_atomically(const std::filesystem::path& source, const std::filesystem::path& target,
+                          const std::function<void()>& before_commit) {
   FileDescriptor in(::open(source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (in.get() < 0) {
     throw Error(errno_message("open " + source.string()));
   }
-  replace_atomically(target, [&](int out, const std::string& what) {
-    std::vector<char> buffer(1 << 20);
-    while (true) {
-      ssize_t got = ::read(in.get(), buffer.data(), buffer.size());
-      if (got < 0) {
-        if (errno == EINTR) {
-          continue;
+  replace_atomically(
+      target,
+      [&](int out, const std::string& what) {
+        std::vector<char> buffer(1 << 20);
+        while (true) {
+          ssize_t got = ::read(in.get(), buffer.data(), buffer.size());
+          if (got < 0) {
+            if (errno == EINTR) {
+              continue;
+            }
+            throw Error(errno_message("read " + source.string()));
+          }
+          if (got == 0) {
+            break;
+          }
+          write_all(out, buffer.data(), static_cast<std::size_t>(got), what);
         }
-        throw Error(errno_message("read " + source.string()));
-      }
-      if (got == 0) {
-        break;
-      }
-      write_all(out, buffer.data(), static_cast<std::size_t>(got), what);
-    }
-  });
+      },
+      before_commit);
 }
 
 }  // namespace epochrun

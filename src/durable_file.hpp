@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -29,11 +30,18 @@ void make_read_only_for_others(const std::filesystem::path& file);
 // ".<target name>.tmp.<pid>.<random>".
 std::filesystem::path temporary_sibling(const std::filesystem::path& target);
 
+// Deletes the temporary files that an interrupted save, index update or upload left in
+// `directory` (names made by temporary_sibling; regular files only, never through a symlink).
+// Returns how many. One run per directory at a time is assumed.
+int remove_stale_temporaries(const std::filesystem::path& directory);
+
 // Writes `content` to `target` atomically: temporary sibling (O_EXCL, O_NOFOLLOW, 0644),
 // fsync, rename, directory fsync. Throws Error and leaves no temporary file behind.
 void write_file_atomically(const std::filesystem::path& target, std::string_view content);
 
 // Copies `source` to `target` with the same guarantees as write_file_atomically.
-void copy_file_atomically(const std::filesystem::path& source, const std::filesystem::path& target);
+// `before_commit` runs once the copy is durable under its temporary name, before the rename.
+void copy_file_atomically(const std::filesystem::path& source, const std::filesystem::path& target,
+                          const std::function<void()>& before_commit = {});
 
 }  // namespace epochrun

@@ -9,8 +9,10 @@
 
 #include "blob_codec.hpp"
 #include "collective_errors.hpp"
+#include "durable_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
+#include "fault_injection.hpp"
 
 namespace epochrun {
 namespace {
@@ -87,6 +89,10 @@ std::vector<std::int64_t> JobRunner::resume_candidates() const {
     try {
       const auto& request = options_.resume;
       CheckpointDirectory directory(options_.checkpoint_dir);
+      // A run killed inside a save leaves its temporary file behind: give that space back.
+      if (const int stale = remove_stale_temporaries(options_.checkpoint_dir); stale > 0) {
+        spdlog::info("removed {} temporary file(s) of an interrupted save", stale);
+      }
       if (request.kind != ResumeRequest::Kind::kFromScratch && options_.checkpoint_dir.empty()) {
         throw UsageError("resuming needs a checkpoint directory (--checkpoint-dir)");
       }
@@ -184,15 +190,22 @@ RunSummary JobRunner::run(Workspace& workspace) {
 
   std::int64_t epoch = resume_epoch ? *resume_epoch + 1 : 1;
   StopDecision decision;
-  if (options_.num_epochs && epoch > *options_.num_epochs) {
-    decision = {true, "epoch limit " + std::to_string(*options_.num_epochs) +
-                          " (--num-epochs) already reached by the resumed checkpoint"};
-    epoch -= 1;
-  } else {
+  // A checkpoint whose stop conditions already held is a finished loop (the run was stopped
+  // after its last commit, before the exit group): running another epoch would train past
+  // where the uninterrupted run stopped. The reference runs one more epoch here; we do not.
+  if (resume_epoch) {
+    decision = decide_stop(workspace, *resume_epoch);
+    if (decision.stop) {
+      decision.reason += " (already at the resumed epoch " + std::to_string(*resume_epoch) + ")";
+      epoch = *resume_epoch;
+    }
+  }
+  if (!decision.stop) {
     while (true) {
       const auto epoch_started = Clock::now();
       context.epoch = epoch;
       run_group(job_.epoch_group, context, comm_);
+      fault_point("epoch", epoch);
       decision = decide_stop(workspace, epoch);
       const double epoch_seconds = seconds_since(epoch_started);
       const auto checkpoint = save(epoch, workspace, summary);
@@ -304,11 +317,14 @@ void JobRunner::upload(RunSummary& summary) const {
   std::string failure;
   if (comm_.is_root()) {
     try {
-      if (summary.committed.empty()) {
-        throw Error("this run committed no checkpoint to upload");
+      // The job's final checkpoint: the newest this run committed or, when it committed none
+      // (it resumed a loop that had already stopped), the one it resumed from.
+      const auto final_epoch = !summary.committed.empty() ? std::optional(summary.committed.back())
+                                                          : summary.resumed_from;
+      if (!final_epoch) {
+        throw Error("this run has no committed checkpoint to upload");
       }
-      const auto file =
-          CheckpointDirectory(options_.checkpoint_dir).file_for(summary.committed.back());
+      const auto file = CheckpointDirectory(options_.checkpoint_dir).file_for(*final_epoch);
       destination = options_.uploader->upload(file);
       spdlog::info("uploaded {} to {}", file.filename().string(), destination);
     } catch (const std::exception& error) {

@@ -2,22 +2,25 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <map>
+
 #include "epochrun/errors.hpp"
 
 namespace epochrun {
 
 spdlog::level::level_enum parse_log_level(const std::string& text) {
-  for (auto level : {spdlog::level::trace, spdlog::level::debug, spdlog::level::info,
-                     spdlog::level::warn, spdlog::level::err, spdlog::level::off}) {
-    auto name = spdlog::level::to_string_view(level);
-    if (text == std::string_view(name.data(), name.size()) ||
-        (level == spdlog::level::warn && text == "warning") ||
-        (level == spdlog::level::err && text == "error")) {
-      return level;
-    }
+  // Our own names: spdlog's differ between versions ("warn" is "warning" in 1.10).
+  static const std::map<std::string, spdlog::level::level_enum> kLevels = {
+      {"trace", spdlog::level::trace},  {"debug", spdlog::level::debug},
+      {"info", spdlog::level::info},    {"warn", spdlog::level::warn},
+      {"warning", spdlog::level::warn}, {"error", spdlog::level::err},
+      {"off", spdlog::level::off}};
+  auto found = kLevels.find(text);
+  if (found == kLevels.end()) {
+    throw UsageError("invalid log level '" + text +
+                     "' (expected trace, debug, info, warn, error or off)");
   }
-  throw UsageError("invalid log level '" + text +
-                   "' (expected trace, debug, info, warn, error or off)");
+  return found->second;
 }
 
 void configure_logging(int rank, spdlog::level::level_enum level) {

@@ -1,7 +1,9 @@
 #include "epochrun/uploader.hpp"
 
 #include "durable_file.hpp"
+#include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
+#include "fault_injection.hpp"
 
 namespace epochrun {
 
@@ -17,7 +19,9 @@ std::string DirectoryUploader::upload(const std::filesystem::path& file) {
   const auto target = directory_ / file.filename();
   try {
     create_private_directories(directory_);
-    copy_file_atomically(file, target);
+    remove_stale_temporaries(directory_);  // of an upload that was killed part-way
+    const auto epoch = parse_checkpoint_file_name(file.filename().string()).value_or(-1);
+    copy_file_atomically(file, target, [epoch] { fault_point("upload", epoch); });
   } catch (const std::exception& error) {
     throw Error("upload " + file.string() + " to " + directory_.string() + ": " + error.what());
   }

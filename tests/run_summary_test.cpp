@@ -42,3 +42,23 @@ TEST(RunSummary, FromScratchIsNull) {
 
 }  // namespace
 }  // namespace epochrun
+
+#include "epochrun/errors.hpp"
+#include "epochrun/logging.hpp"
+
+namespace epochrun {
+namespace {
+
+TEST(Logging, EveryDocumentedLevelParses) {
+  EXPECT_EQ(parse_log_level("trace"), spdlog::level::trace);
+  EXPECT_EQ(parse_log_level("debug"), spdlog::level::debug);
+  EXPECT_EQ(parse_log_level("info"), spdlog::level::info);
+  EXPECT_EQ(parse_log_level("warn"), spdlog::level::warn);
+  EXPECT_EQ(parse_log_level("error"), spdlog::level::err);
+  EXPECT_EQ(parse_log_level("off"), spdlog::level::off);
+  EXPECT_THROW(parse_log_level("loud"), UsageError);
+  EXPECT_THROW(parse_log_level(""), UsageError);
+}
+
+}  // namespace
+}  // namespace epochrun

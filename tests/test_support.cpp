@@ -1,16 +1,19 @@
 #include "test_support.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace epochrun::testing {
 namespace {
@@ -74,16 +77,15 @@ std::vector<std::string> ProcessResult::err_lines() const {
   return lines;
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
-                          const std::map<std::string, std::string>& extra_env) {
-  ScratchDir capture;
-  const auto out_file = capture / "stdout";
-  const auto err_file = capture / "stderr";
-  pid_t child = ::fork();
-  if (child < 0) {
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                           const std::map<std::string, std::string>& extra_env) {
+  const auto out_file = capture_ / "stdout";
+  const auto err_file = capture_ / "stderr";
+  pid_ = ::fork();
+  if (pid_ < 0) {
     throw std::runtime_error("fork failed");
   }
-  if (child == 0) {
+  if (pid_ == 0) {
     int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int null_in = ::open("/dev/null", O_RDONLY);
@@ -102,13 +104,50 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
     ::execvp(args[0], args.data());
     ::_exit(127);
   }
+}
+
+ChildProcess::~ChildProcess() {
+  if (!reaped_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+std::vector<int> ChildProcess::children() const {
+  std::vector<int> pids;
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(pid_) + "/children");
+  for (int pid = 0; in >> pid;) {
+    pids.push_back(pid);
+  }
+  return pids;
+}
+
+std::optional<ProcessResult> ChildProcess::wait(double timeout_seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   int status = 0;
-  ::waitpid(child, &status, 0);
+  while (true) {
+    const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+    if (done == pid_) {
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return std::nullopt;  // the destructor kills it
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  reaped_ = true;
   ProcessResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = read_file(out_file);
-  result.err = read_file(err_file);
+  result.out = read_file(capture_ / "stdout");
+  result.err = read_file(capture_ / "stderr");
   return result;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                          const std::map<std::string, std::string>& extra_env) {
+  ChildProcess child(argv, cwd, extra_env);
+  return *child.wait(1e9);
 }
 
 std::string read_file(const std::filesystem::path& file) {
@@ -156,3 +195,16 @@ std::vector<std::string> list_directory(const std::filesystem::path& directory) 
 }
 
 }  // namespace epochrun::testing
+
+namespace epochrun {
+
+void PrintTo(const Blob& blob, std::ostream* out) {
+  *out << dtype_name(blob.dtype()) << shape_to_string(blob.shape()) << " {";
+  const auto bytes = blob.raw();
+  for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 16); ++i) {
+    *out << (i ? " " : "") << std::hex << static_cast<int>(bytes[i]) << std::dec;
+  }
+  *out << (bytes.size() > 16 ? " ...}" : "}");
+}
+
+}  // namespace epochrun

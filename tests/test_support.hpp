@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "epochrun/blob.hpp"
 #include "epochrun/communicator.hpp"
 
 namespace epochrun::testing {
@@ -51,6 +52,27 @@ struct ProcessResult {
   std::vector<std::string> err_lines() const;
 };
 
+// A program started in the background, its stdout and stderr captured to files.
+class ChildProcess {
+ public:
+  ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+               const std::map<std::string, std::string>& extra_env = {});
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  int pid() const { return pid_; }
+  // The direct children (mpiexec's ranks), read from /proc.
+  std::vector<int> children() const;
+  // Waits at most `timeout_seconds`; nullopt when it was still running (it is then killed).
+  std::optional<ProcessResult> wait(double timeout_seconds);
+
+ private:
+  ScratchDir capture_;
+  int pid_ = -1;
+  bool reaped_ = false;
+};
+
 // Runs `argv` in `cwd` with `extra_env` added to this process's environment; waits for it.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                           const std::map<std::string, std::string>& extra_env = {});
@@ -69,3 +91,8 @@ bool flip_bit_in_pattern(const std::filesystem::path& file, const std::string& p
 std::vector<std::string> list_directory(const std::filesystem::path& directory);
 
 }  // namespace epochrun::testing
+
+namespace epochrun {
+// How gtest shows a Blob in a failed comparison: dtype, shape and the first values.
+void PrintTo(const Blob& blob, std::ostream* out);
+}  // namespace epochrun

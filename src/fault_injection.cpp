@@ -1,0 +1,91 @@
+#include "fault_injection.hpp"
+
+#include <mpi.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "epochrun/errors.hpp"
+
+namespace epochrun {
+namespace {
+
+struct Fault {
+  std::string phase;
+  std::int64_t epoch = 0;
+  std::optional<int> rank;  // every rank when unset
+  int signal = SIGKILL;
+};
+
+std::optional<Fault> parse_fault(const char* text) {
+  if (text == nullptr || *text == '\0') {
+    return std::nullopt;
+  }
+  const std::string spec = text;
+  auto bad = [&]() {
+    return UsageError("invalid EPOCHRUN_FAULT '" + spec +
+                      "': expected phase@epoch[:rank][:KILL|TERM]");
+  };
+  Fault fault;
+  const auto at = spec.find('@');
+  if (at == std::string::npos) {
+    throw bad();
+  }
+  fault.phase = spec.substr(0, at);
+  std::string rest = spec.substr(at + 1);
+  std::size_t used = 0;
+  try {
+    fault.epoch = std::stoll(rest, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  rest = rest.substr(used);
+  while (!rest.empty()) {
+    if (rest.front() != ':') {
+      throw bad();
+    }
+    rest = rest.substr(1);
+    const auto end = rest.find(':');
+    const std::string part = rest.substr(0, end);
+    rest = end == std::string::npos ? "" : rest.substr(end);
+    if (part == "KILL") {
+      fault.signal = SIGKILL;
+    } else if (part == "TERM") {
+      fault.signal = SIGTERM;
+    } else {
+      try {
+        fault.rank = std::stoi(part);
+      } catch (const std::exception&) {
+        throw bad();
+      }
+    }
+  }
+  return fault;
+}
+
+int world_rank() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  int rank = 0;
+  if (initialized) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  }
+  return rank;
+}
+
+}  // namespace
+
+void fault_point(std::string_view phase, std::int64_t epoch) {
+  static const std::optional<Fault> fault = parse_fault(std::getenv("EPOCHRUN_FAULT"));
+  if (!fault || fault->phase != phase || fault->epoch != epoch) {
+    return;
+  }
+  if (fault->rank && *fault->rank != world_rank()) {
+    return;
+  }
+  std::raise(fault->signal);
+}
+
+}  // namespace epochrun

@@ -1,0 +1,313 @@
+// Kill-anywhere recovery. Seeded, reproducible trials kill sgd_regression on 3 ranks -- one rank
+// or the whole job, with SIGKILL or SIGTERM -- inside an epoch, inside a save, between the
+// rename and the index update, during the upload (reached exactly through EPOCHRUN_FAULT), and
+// at random instants (a kill from outside after a random delay). After every trial:
+//   - the job ended within a bounded time, every rank included;
+//   - every committed epoch holds exactly the uninterrupted run's bytes for that epoch (nothing
+//     committed was lost or altered, nothing partial carries a checkpoint's name);
+//   - `--resume-from-epoch latest` finishes the job bit-identical to the uninterrupted run:
+//     final checkpoint, exported model and uploaded copy.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "epochrun/blob_file.hpp"
+#include "epochrun/checkpoint_directory.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+constexpr std::int64_t kLastEpoch = 6;
+constexpr int kInjectedTrials = 25;
+constexpr int kRandomTrials = 11;
+constexpr double kJobEndsWithinSeconds = 60;
+constexpr std::uint64_t kSeed = 20261122;
+
+const std::map<std::string, std::string> kMpiEnvironment = {
+    {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+    {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+    {"OMPI_MCA_rmaps_base_oversubscribe", "1"}};
+
+std::vector<std::string> job_command(const std::string& resume) {
+  std::vector<std::string> argv = {MPIEXEC_BINARY,
+                                   "-n",
+                                   "3",
+                                   "--oversubscribe",
+                                   EPOCHRUN_BINARY,
+                                   "run",
+                                   "--job",
+                                   "sgd_regression",
+                                   "--checkpoint-dir",
+                                   "D",
+                                   "--upload-dir",
+                                   "U",
+                                   "--log-level",
+                                   "warn",
+                                   "--sgd_regression.features",
+                                   "4",
+                                   "--sgd_regression.samples_per_rank",
+                                   "256",
+                                   "--sgd_regression.batches_per_epoch",
+                                   "32",
+                                   "--sgd_regression.max_epochs",
+                                   std::to_string(kLastEpoch),
+                                   "--sgd_regression.loss_threshold",
+                                   "0",
+                                   "--sgd_regression.model_file",
+                                   "model.h5"};
+  if (!resume.empty()) {
+    argv.insert(argv.end(), {"--resume-from-epoch", resume});
+  }
+  return argv;
+}
+
+using Contents = std::map<std::string, std::map<std::string, Blob>>;
+
+Contents read_contents(const std::filesystem::path& file) {
+  CheckpointReader reader(file);
+  Contents contents;
+  for (const auto& [node, records] : reader.header().blobs) {
+    for (const auto& record : records) {
+      contents[node][record.name] = reader.read_blob(node, record.name);
+    }
+  }
+  return contents;
+}
+
+// Every node's blobs of a checkpoint file; an unreadable file is a test failure, not an
+// exception, so that one bad trial does not stop the others.
+Contents contents_of(const std::filesystem::path& file) {
+  try {
+    return read_contents(file);
+  } catch (const std::exception& error) {
+    ADD_FAILURE() << error.what();
+    return {};
+  }
+}
+
+struct Trial {
+  std::string description;
+  std::map<std::string, std::string> environment;  // EPOCHRUN_FAULT for injected trials
+  // Injected trials: the newest committed epoch afterwards lies in [at_least, at_most].
+  std::optional<std::int64_t> committed_at_least;
+  std::optional<std::int64_t> committed_at_most;
+  // Random instants: kill from outside after `delay` seconds.
+  double delay = 0;
+  bool whole_job = false;
+  int signal = SIGKILL;
+};
+
+Trial injected_trial(int index, std::mt19937_64& random) {
+  const char* phases[] = {"epoch", "save-write", "save-before-rename", "save-after-rename",
+                          "upload"};
+  const std::string phase = phases[index % 5];
+  auto pick = [&](std::int64_t low, std::int64_t high) {
+    return std::uniform_int_distribution<std::int64_t>(low, high)(random);
+  };
+  const std::int64_t epoch = phase == "upload"  ? kLastEpoch
+                             : phase == "epoch" ? pick(1, kLastEpoch)
+                                                : pick(0, kLastEpoch);
+  // The upload and the index update run on rank 0 only.
+  const bool rank_zero_only = phase == "upload";
+  const std::int64_t rank = rank_zero_only ? pick(-1, 0) : pick(-1, 2);
+  const std::string signal = pick(0, 1) == 0 ? "KILL" : "TERM";
+  Trial trial;
+  trial.environment["EPOCHRUN_FAULT"] = phase + "@" + std::to_string(epoch) +
+                                        (rank >= 0 ? ":" + std::to_string(rank) : "") + ":" +
+                                        signal;
+  trial.description = "EPOCHRUN_FAULT=" + trial.environment["EPOCHRUN_FAULT"];
+  const bool committed = phase == "save-after-rename" || phase == "upload";
+  trial.committed_at_least = committed ? epoch : epoch - 1;
+  trial.committed_at_most = trial.committed_at_least;
+  // Every rank had made the file durable before the fault point: with only a non-root rank
+  // dying there, rank 0 may still commit it before the launcher stops the job. Both are right.
+  if (phase == "save-before-rename" && rank > 0) {
+    trial.committed_at_most = epoch;
+  }
+  return trial;
+}
+
+// `active_seconds`: how long the uninterrupted run lives after its first commit; the kill lands
+// at a random instant of that window (measured from the first commit of the trial's run).
+Trial random_trial(std::mt19937_64& random, double active_seconds) {
+  Trial trial;
+  trial.delay = std::uniform_real_distribution<double>(0.0, active_seconds)(random);
+  trial.whole_job = std::uniform_int_distribution<int>(0, 1)(random) == 0;
+  trial.signal =
+      trial.whole_job || std::uniform_int_distribution<int>(0, 1)(random) == 0 ? SIGKILL : SIGTERM;
+  char text[96];
+  std::snprintf(text, sizeof text, "%s, SIG%s, epoch-0 commit + %.3f s",
+                trial.whole_job ? "whole job" : "one rank",
+                trial.signal == SIGKILL ? "KILL" : "TERM", trial.delay);
+  trial.description = text;
+  return trial;
+}
+
+bool process_alive(int pid) {
+  return ::kill(pid, 0) == 0;
+}
+
+// Waits (at most 30 s) until the run in `directory` has committed its first checkpoint.
+void wait_for_first_commit(const std::filesystem::path& directory) {
+  const auto first = CheckpointDirectory(directory).file_for(0);
+  for (int waited = 0; waited < 30000 && !std::filesystem::exists(first); ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+int failures_so_far() {
+  const auto* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+  int failed = 0;
+  for (int i = 0; i < result->total_part_count(); ++i) {
+    failed += result->GetTestPartResult(i).failed() ? 1 : 0;
+  }
+  return failed;
+}
+
+class KillAnywhere : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    reference_dir_ = new ScratchDir();
+    ChildProcess reference_run(job_command(""), reference_dir_->path(), kMpiEnvironment);
+    wait_for_first_commit(reference_dir_->path() / "D");
+    const auto first_commit = std::chrono::steady_clock::now();
+    auto result = reference_run.wait(kJobEndsWithinSeconds);
+    ASSERT_TRUE(result.has_value());
+    ASSERT_EQ(result->exit_code, 0) << result->err;
+    active_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - first_commit).count();
+    reference_ = new std::map<std::int64_t, Contents>();
+    for (std::int64_t epoch = 0; epoch <= kLastEpoch; ++epoch) {
+      (*reference_)[epoch] =
+          contents_of(CheckpointDirectory(reference_dir_->path() / "D").file_for(epoch));
+    }
+  }
+  static void TearDownTestSuite() {
+    delete reference_;
+    delete reference_dir_;
+  }
+
+  // Runs one trial; returns true when it ended identical to the uninterrupted run.
+  bool run_trial(const Trial& trial) {
+    const int failures_before = failures_so_far();
+    ScratchDir cwd;
+    const auto directory = cwd / "D";
+    auto environment = kMpiEnvironment;
+    environment.insert(trial.environment.begin(), trial.environment.end());
+    ChildProcess job(job_command(""), cwd.path(), environment);
+    std::vector<int> ranks;
+    if (!trial.committed_at_least) {
+      wait_for_first_commit(directory);
+      std::this_thread::sleep_for(std::chrono::duration<double>(trial.delay));
+      ranks = job.children();
+      if (trial.whole_job) {
+        for (int pid : ranks) {
+          ::kill(pid, SIGKILL);
+        }
+        ::kill(job.pid(), SIGKILL);
+      } else if (!ranks.empty()) {
+        ::kill(ranks[std::hash<std::string>{}(trial.description) % ranks.size()], trial.signal);
+      }
+    }
+    // The job, every rank included, ends within a bounded time even when one rank died alone.
+    auto ended = job.wait(kJobEndsWithinSeconds);
+    EXPECT_TRUE(ended.has_value())
+        << "the job did not end within " << kJobEndsWithinSeconds << " s";
+    if (!ended) {
+      return false;
+    }
+    // Reaped zombies are gone from /proc; the pids read before the kill are what is checked.
+    if (ranks.empty()) {
+      ranks = job.children();
+    }
+    for (int waited = 0; waited < 3000 && std::any_of(ranks.begin(), ranks.end(), process_alive);
+         ++waited) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_FALSE(std::any_of(ranks.begin(), ranks.end(), process_alive))
+        << "a rank outlived the job";
+    if (trial.committed_at_least) {
+      EXPECT_NE(ended->exit_code, 0) << "the injected fault did not fire";
+    }
+
+    // Nothing committed is lost or altered.
+    const auto committed = CheckpointDirectory(directory).committed_epochs();
+    outcome_ = "exit " + std::to_string(ended->exit_code) + ", " +
+               (committed.empty() ? std::string("nothing committed")
+                                  : "committed 0.." + std::to_string(committed.back()));
+    for (auto epoch : committed) {
+      EXPECT_EQ(contents_of(CheckpointDirectory(directory).file_for(epoch)), reference_->at(epoch))
+          << "committed epoch " << epoch << " differs from the uninterrupted run";
+    }
+    if (trial.committed_at_least) {
+      const std::int64_t newest = committed.empty() ? -1 : committed.back();
+      EXPECT_GE(newest, *trial.committed_at_least) << "a committed epoch was lost";
+      EXPECT_LE(newest, *trial.committed_at_most) << "committed past the fault";
+      EXPECT_EQ(committed.size(), static_cast<std::size_t>(newest + 1))
+          << "a gap in the committed epochs";
+    }
+
+    // Resuming from the latest committed epoch ends exactly as the uninterrupted run did.
+    auto resumed = run_process(job_command("latest"), cwd.path(), kMpiEnvironment);
+    EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+    const auto final_file = CheckpointDirectory(directory).file_for(kLastEpoch);
+    EXPECT_EQ(contents_of(final_file), reference_->at(kLastEpoch));
+    EXPECT_EQ(contents_of(cwd / "U" / checkpoint_file_name(kLastEpoch)),
+              reference_->at(kLastEpoch));
+    try {
+      EXPECT_EQ(read_blob_file(cwd / "model.h5"),
+                read_blob_file(reference_dir_->path() / "model.h5"));
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << "model: " << error.what();
+    }
+    for (auto epoch : committed) {
+      EXPECT_TRUE(CheckpointDirectory(directory).has_epoch(epoch))
+          << "epoch " << epoch << " was lost";
+    }
+    // No temporary file is left behind (a killed save's is removed by the next run).
+    for (const auto& where : {directory, cwd / "U"}) {
+      for (const auto& name : list_directory(where)) {
+        EXPECT_EQ(name.find(".tmp."), std::string::npos) << where / name;
+      }
+    }
+    return failures_so_far() == failures_before;
+  }
+
+  std::string outcome_;  // of the interrupted run, for the report
+  static double active_seconds_;
+  static ScratchDir* reference_dir_;
+  static std::map<std::int64_t, Contents>* reference_;
+};
+
+double KillAnywhere::active_seconds_ = 0;
+ScratchDir* KillAnywhere::reference_dir_ = nullptr;
+std::map<std::int64_t, Contents>* KillAnywhere::reference_ = nullptr;
+
+TEST_F(KillAnywhere, EveryTrialResumesBitIdenticalAndLosesNoCommittedEpoch) {
+  std::mt19937_64 random(kSeed);
+  int identical = 0;
+  const int trials = kInjectedTrials + kRandomTrials;
+  for (int index = 0; index < trials; ++index) {
+    const auto trial = index < kInjectedTrials ? injected_trial(index, random)
+                                               : random_trial(random, active_seconds_);
+    SCOPED_TRACE("trial " + std::to_string(index + 1) + ": " + trial.description);
+    const bool ok = run_trial(trial);
+    identical += ok ? 1 : 0;
+    std::printf("fault trial %2d/%d  %-46s %-30s %s\n", index + 1, trials,
+                trial.description.c_str(), outcome_.c_str(),
+                ok ? "identical after resume" : "FAILED");
+    std::fflush(stdout);
+  }
+  std::printf(
+      "fault trials: %d run, %d identical to the uninterrupted run (seed %llu; random kills within "
+      "the %.3f s after the first commit)\n",
+      trials, identical, static_cast<unsigned long long>(kSeed), active_seconds_);
+  EXPECT_EQ(identical, trials);
+}
+
+}  // namespace
+}  // namespace epochrun::testing
