@@ -13,6 +13,7 @@
 #include "h5_attributes.hpp"
 #include "h5_handle.hpp"
 #include "h5_types.hpp"
+#include "integrity_header.hpp"
 
 namespace epochrun {
 namespace {
@@ -230,8 +231,18 @@ void check_expectation(const CheckpointHeader& header, const CheckpointExpectati
 
 // An upper bound of the file's size: the data plus a generous allowance for HDF5's metadata
 // (measured: under 1 KiB per dataset and group; the allowance is about twice that).
+std::uint64_t data_extent_count(const CheckpointHeader& header) {
+  std::uint64_t count = 0;
+  for (const auto& [node, records] : header.blobs) {
+    count += static_cast<std::uint64_t>(std::count_if(
+        records.begin(), records.end(), [](const BlobRecord& r) { return r.byte_size() > 0; }));
+  }
+  return count;
+}
+
 std::uint64_t estimated_file_bytes(const CheckpointHeader& header) {
-  std::uint64_t bytes = 8192 + 2 * header.config_json.size();
+  std::uint64_t bytes =
+      8192 + 2 * header.config_json.size() + user_block_size_for(data_extent_count(header));
   for (const auto& [node, records] : header.blobs) {
     bytes += 1024 + 2 * node.size();
     for (const auto& record : records) {
@@ -322,9 +333,14 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
   // 3. Create and describe collectively, then write. After a failure a rank keeps making the
   //    remaining collective calls so that no other rank waits on it; the failure is reported
   //    at the end.
+  // The user block holds the integrity header, sealed by rank 0 after the file is closed.
+  const auto user_block_size = user_block_size_for(data_extent_count(header));
+  std::vector<DataExtent> extents;
   try {
     auto fapl = file_access(&comm);
-    Handle h5file(H5Fcreate(file.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), "create file");
+    Handle fcpl(H5Pcreate(H5P_FILE_CREATE), "create file creation list");
+    h5::check(H5Pset_userblock(fcpl.get(), user_block_size), "reserve the user block");
+    Handle h5file(H5Fcreate(file.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get()), "create file");
     write_header(h5file.get(), header);
     Handle nodes(H5Gcreate2(h5file.get(), kNodesGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                  "create group nodes");
@@ -350,6 +366,15 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
                                   H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
                        "create dataset " + dataset_path(node, record.name));
         h5::write_uint_attribute(dataset.get(), kChecksumAttr, record.xxh64);
+        if (comm.is_root() && record.byte_size() > 0) {
+          // Contiguous and allocated at creation: the offset is final (and includes the user
+          // block).
+          const haddr_t offset = H5Dget_offset(dataset.get());
+          if (offset == HADDR_UNDEF) {
+            throw Hdf5Error("no file offset for " + dataset_path(node, record.name));
+          }
+          extents.push_back(DataExtent{offset, record.byte_size()});
+        }
         if (node_index == rank && record.byte_size() > 0) {
           my_datasets.emplace_back(std::move(dataset), &record);
         }
@@ -369,6 +394,9 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
     h5::check(H5Fflush(h5file.get(), H5F_SCOPE_GLOBAL), "flush file");
     nodes.close("close group nodes");
     h5file.close("close file");
+    if (comm.is_root() && !error) {
+      seal_checkpoint_file(file, user_block_size, std::move(extents));
+    }
   } catch (...) {
     if (!error) {
       error = std::current_exception();
@@ -385,6 +413,15 @@ std::vector<std::string> read_checkpoint_file(const std::filesystem::path& file,
   const std::string context = "checkpoint " + file.string();
   const auto rank = static_cast<std::size_t>(comm.rank());
   std::exception_ptr error;
+  // Rank 0 checks the integrity header before libhdf5 parses anything of the file.
+  if (comm.is_root()) {
+    try {
+      verify_checkpoint_file(file);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  raise_if_any_failed(comm, error, context);
   CheckpointHeader header;
   Handle h5file;
   try {
@@ -448,6 +485,7 @@ CheckpointReader::CheckpointReader(const std::filesystem::path& file)
   h5::silence_error_printing();
   impl_->file = file;
   try {
+    verify_checkpoint_file(file);  // before libhdf5 parses anything of it
     auto fapl = file_access(nullptr);
     impl_->h5file = Handle(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), "open");
     impl_->header = read_header(impl_->h5file.get(), file_size_or_zero(file));

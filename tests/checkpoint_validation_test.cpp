@@ -2,6 +2,7 @@
 // or damaged bytes are refused with an error that names what is wrong.
 #include <gtest/gtest.h>
 
+#include "epochrun/blob_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
 #include "sum_pipeline_fixture.hpp"
@@ -104,6 +105,39 @@ TEST(CheckpointValidation, AForeignHdf5OrTextFileIsNotACheckpoint) {
   }
   world.barrier();
   expect_resume_fails<CorruptCheckpoint>(world, jobs::make_sum_pipeline(), directory.path(), 1);
+}
+
+// The guard that runs before libhdf5 parses a file: a damaged metadata byte is caught by the
+// integrity header, not by libhdf5.
+TEST(CheckpointValidation, AFlippedMetadataByteIsCaughtBeforeHdf5ParsesTheFile) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  const auto file =
+      run_then_damage(world, directory.path(), 3, [](const std::filesystem::path& damaged) {
+        // The blob names are stored in HDF5 metadata (link names and attributes).
+        ASSERT_TRUE(flip_bit_in_pattern(damaged, "exhausted", 0, 2));
+      });
+  auto message =
+      expect_resume_fails<CorruptCheckpoint>(world, jobs::make_sum_pipeline(), directory.path(), 3);
+  EXPECT_NE(message.find("HDF5 metadata does not match the checksum recorded at commit"),
+            std::string::npos)
+      << message;
+  EXPECT_THROW(CheckpointReader{file}, CorruptCheckpoint);
+}
+
+TEST(CheckpointValidation, AValidHdf5FileWithoutTheIntegrityHeaderIsRefused) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  if (world.is_root()) {
+    std::filesystem::create_directories(directory.path());
+    write_blob_file(CheckpointDirectory(directory.path()).file_for(1),
+                    {{"total", Blob::scalar<std::int64_t>(1)}},
+                    {{"format", "epochrun-checkpoint"}});
+  }
+  world.barrier();
+  auto message =
+      expect_resume_fails<CorruptCheckpoint>(world, jobs::make_sum_pipeline(), directory.path(), 1);
+  EXPECT_NE(message.find("no epochrun integrity header"), std::string::npos) << message;
 }
 
 TEST(CheckpointValidation, LatestSkipsACorruptNewestEpochAndRecommitsIt) {

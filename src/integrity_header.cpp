@@ -1,0 +1,228 @@
+#include "integrity_header.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "durable_file.hpp"
+#include "epochrun/errors.hpp"
+
+namespace epochrun {
+namespace {
+
+constexpr char kMagic[] = "EPOCHRUN-CKPT-INTEGRITY\n";  // 24 bytes, no terminator stored
+constexpr std::size_t kMagicSize = sizeof(kMagic) - 1;
+constexpr std::size_t kFixedSize = kMagicSize + 5 * 8;  // magic + 5 u64 fields
+constexpr std::uint64_t kMinUserBlockSize = 512;
+
+void put_u64(std::vector<std::byte>& out, std::uint64_t value) {
+  for (int i = 0; i < 8; ++i) {
+    out.push_back(static_cast<std::byte>((value >> (8 * i)) & 0xff));
+  }
+}
+
+std::uint64_t get_u64(std::span<const std::byte> bytes, std::size_t at) {
+  std::uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) {
+    value |= static_cast<std::uint64_t>(bytes[at + static_cast<std::size_t>(i)]) << (8 * i);
+  }
+  return value;
+}
+
+// Closes a descriptor on scope exit.
+struct Descriptor {
+  int fd;
+  ~Descriptor() {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+};
+
+void read_exactly(int fd, std::uint64_t offset, std::byte* out, std::size_t size,
+                  const std::string& what) {
+  while (size > 0) {
+    ssize_t got = ::pread(fd, out, size, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      throw CorruptCheckpoint(what + ": short read at byte " + std::to_string(offset));
+    }
+    out += got;
+    offset += static_cast<std::uint64_t>(got);
+    size -= static_cast<std::size_t>(got);
+  }
+}
+
+// xxh64 over [user_block_size, file_size) minus the (sorted, disjoint) extents.
+std::uint64_t hash_metadata(int fd, const IntegrityHeader& header, const std::string& what) {
+  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
+                                                                   XXH64_freeState);
+  XXH64_reset(state.get(), 0);
+  std::vector<std::byte> buffer(1 << 20);
+  auto hash_range = [&](std::uint64_t begin, std::uint64_t end) {
+    while (begin < end) {
+      const auto size =
+          static_cast<std::size_t>(std::min<std::uint64_t>(end - begin, buffer.size()));
+      read_exactly(fd, begin, buffer.data(), size, what);
+      XXH64_update(state.get(), buffer.data(), size);
+      begin += size;
+    }
+  };
+  std::uint64_t position = header.user_block_size;
+  for (const auto& extent : header.extents) {
+    hash_range(position, extent.offset);
+    position = extent.offset + extent.length;
+  }
+  hash_range(position, header.file_size);
+  return XXH64_digest(state.get());
+}
+
+}  // namespace
+
+std::uint64_t user_block_size_for(std::size_t extent_count) {
+  const std::uint64_t needed = kFixedSize + 16 * static_cast<std::uint64_t>(extent_count) + 8;
+  std::uint64_t size = kMinUserBlockSize;
+  while (size < needed) {
+    size *= 2;
+  }
+  return size;
+}
+
+std::vector<std::byte> encode_integrity_header(const IntegrityHeader& header) {
+  std::vector<std::byte> out;
+  out.reserve(header.user_block_size);
+  for (std::size_t i = 0; i < kMagicSize; ++i) {
+    out.push_back(static_cast<std::byte>(kMagic[i]));
+  }
+  put_u64(out, kIntegrityHeaderVersion);
+  put_u64(out, header.user_block_size);
+  put_u64(out, header.file_size);
+  put_u64(out, header.metadata_xxh64);
+  put_u64(out, header.extents.size());
+  for (const auto& extent : header.extents) {
+    put_u64(out, extent.offset);
+    put_u64(out, extent.length);
+  }
+  put_u64(out, XXH64(out.data(), out.size(), 0));
+  if (out.size() > header.user_block_size) {
+    throw Error("integrity header of " + std::to_string(out.size()) +
+                " bytes does not fit a user block of " + std::to_string(header.user_block_size));
+  }
+  out.resize(header.user_block_size, std::byte{0});
+  return out;
+}
+
+IntegrityHeader decode_integrity_header(std::span<const std::byte> bytes,
+                                        std::uint64_t actual_file_size) {
+  if (bytes.size() < kFixedSize || std::memcmp(bytes.data(), kMagic, kMagicSize) != 0) {
+    throw CorruptCheckpoint(
+        "no epochrun integrity header (not an epochrun checkpoint, or its first bytes are "
+        "damaged)");
+  }
+  std::size_t at = kMagicSize;
+  const auto version = get_u64(bytes, at);
+  if (version != kIntegrityHeaderVersion) {
+    throw CheckpointMismatch("integrity header version " + std::to_string(version) +
+                             " is not the version this epochrun reads (" +
+                             std::to_string(kIntegrityHeaderVersion) + ")");
+  }
+  IntegrityHeader header;
+  header.user_block_size = get_u64(bytes, at += 8);
+  header.file_size = get_u64(bytes, at += 8);
+  header.metadata_xxh64 = get_u64(bytes, at += 8);
+  const auto count = get_u64(bytes, at += 8);
+  at += 8;
+  const auto& size = header.user_block_size;
+  if (size < kMinUserBlockSize || size > kMaxUserBlockSize || (size & (size - 1)) != 0) {
+    throw CorruptCheckpoint("integrity header: invalid user block size " + std::to_string(size));
+  }
+  if (header.file_size != actual_file_size) {
+    throw CorruptCheckpoint("the file has " + std::to_string(actual_file_size) + " bytes, " +
+                            std::to_string(header.file_size) +
+                            " were committed (truncated or extended)");
+  }
+  if (size > actual_file_size || size > bytes.size()) {
+    throw CorruptCheckpoint("integrity header: user block larger than the file");
+  }
+  if (count > (size - kFixedSize - 8) / 16) {
+    throw CorruptCheckpoint("integrity header: " + std::to_string(count) +
+                            " extents cannot fit its user block");
+  }
+  const std::size_t hashed = kFixedSize + 16 * static_cast<std::size_t>(count);
+  if (get_u64(bytes, hashed) != XXH64(bytes.data(), hashed, 0)) {
+    throw CorruptCheckpoint("integrity header: its own checksum does not match (damaged header)");
+  }
+  std::uint64_t previous_end = size;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    DataExtent extent{get_u64(bytes, at), get_u64(bytes, at + 8)};
+    at += 16;
+    // Sorted, disjoint, inside the file after the user block: overflow-safe comparisons.
+    if (extent.offset < previous_end || extent.length > actual_file_size ||
+        extent.offset > actual_file_size - extent.length) {
+      throw CorruptCheckpoint("integrity header: data extent " + std::to_string(i) +
+                              " is out of order or outside the file");
+    }
+    previous_end = extent.offset + extent.length;
+    header.extents.push_back(extent);
+  }
+  return header;
+}
+
+void seal_checkpoint_file(const std::filesystem::path& file, std::uint64_t user_block_size,
+                          std::vector<DataExtent> extents) {
+  std::sort(extents.begin(), extents.end(),
+            [](const DataExtent& a, const DataExtent& b) { return a.offset < b.offset; });
+  Descriptor fd{::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC)};
+  if (fd.fd < 0) {
+    throw Error(errno_message("open " + file.string() + " to seal it"));
+  }
+  IntegrityHeader header;
+  header.user_block_size = user_block_size;
+  header.file_size = static_cast<std::uint64_t>(::lseek(fd.fd, 0, SEEK_END));
+  header.extents = std::move(extents);
+  header.metadata_xxh64 = hash_metadata(fd.fd, header, file.string());
+  const auto bytes = encode_integrity_header(header);
+  if (::pwrite(fd.fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) {
+    throw Error(errno_message("write the integrity header of " + file.string()));
+  }
+}
+
+void verify_checkpoint_file(const std::filesystem::path& file) {
+  const std::string what = "checkpoint " + file.string();
+  Descriptor fd{::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
+  if (fd.fd < 0) {
+    throw CheckpointError(errno_message("open"));
+  }
+  const auto file_size = static_cast<std::uint64_t>(::lseek(fd.fd, 0, SEEK_END));
+  try {
+    // The first 512 bytes say how large the whole user block is.
+    std::vector<std::byte> bytes(
+        static_cast<std::size_t>(std::min<std::uint64_t>(kMinUserBlockSize, file_size)));
+    read_exactly(fd.fd, 0, bytes.data(), bytes.size(), what);
+    if (bytes.size() >= kFixedSize && std::memcmp(bytes.data(), kMagic, kMagicSize) == 0) {
+      const auto size = get_u64(bytes, kMagicSize + 8);
+      if (size > bytes.size() && size <= std::min(kMaxUserBlockSize, file_size)) {
+        bytes.resize(static_cast<std::size_t>(size));
+        read_exactly(fd.fd, 0, bytes.data(), bytes.size(), what);
+      }
+    }
+    const auto header = decode_integrity_header(bytes, file_size);
+    const auto actual = hash_metadata(fd.fd, header, what);
+    if (actual != header.metadata_xxh64) {
+      throw CorruptCheckpoint("its HDF5 metadata does not match the checksum recorded at commit");
+    }
+  } catch (const CheckpointMismatch&) {
+    throw;
+  } catch (const CheckpointError& error) {
+    throw CorruptCheckpoint(error.what());
+  }
+}
+
+}  // namespace epochrun

@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include "epochrun/errors.hpp"
+#include "integrity_header.hpp"
+
+namespace epochrun {
+namespace {
+
+IntegrityHeader sample() {
+  IntegrityHeader header;
+  header.user_block_size = user_block_size_for(2);
+  header.file_size = 10000;
+  header.metadata_xxh64 = 0x0123456789abcdefULL;
+  header.extents = {{1024, 80}, {4096, 8}};
+  return header;
+}
+
+TEST(IntegrityHeader, RoundTrips) {
+  const auto header = sample();
+  const auto bytes = encode_integrity_header(header);
+  EXPECT_EQ(bytes.size(), 512u);
+  const auto decoded = decode_integrity_header(bytes, 10000);
+  EXPECT_EQ(decoded.user_block_size, header.user_block_size);
+  EXPECT_EQ(decoded.metadata_xxh64, header.metadata_xxh64);
+  ASSERT_EQ(decoded.extents.size(), 2u);
+  EXPECT_EQ(decoded.extents[1].offset, 4096u);
+}
+
+TEST(IntegrityHeader, UserBlockGrowsInPowersOfTwo) {
+  EXPECT_EQ(user_block_size_for(0), 512u);
+  EXPECT_EQ(user_block_size_for(27), 512u);
+  EXPECT_EQ(user_block_size_for(28), 1024u);
+  EXPECT_EQ(user_block_size_for(10000), 262144u);
+}
+
+TEST(IntegrityHeader, EveryDamagedHeaderByteIsRejected) {
+  const auto good = encode_integrity_header(sample());
+  const std::size_t used = 24 + 5 * 8 + 2 * 16 + 8;
+  for (std::size_t at = 0; at < used; ++at) {
+    auto bytes = good;
+    bytes[at] ^= std::byte{0x01};
+    EXPECT_THROW(decode_integrity_header(bytes, 10000), CheckpointError) << "byte " << at;
+  }
+}
+
+TEST(IntegrityHeader, ATruncatedOrExtendedFileIsNamed) {
+  const auto bytes = encode_integrity_header(sample());
+  try {
+    decode_integrity_header(bytes, 9999);
+    FAIL();
+  } catch (const CorruptCheckpoint& error) {
+    EXPECT_NE(std::string(error.what()).find("9999 bytes, 10000 were committed"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(IntegrityHeader, CraftedExtentsAndSizesAreRejectedWithoutAllocating) {
+  auto crafted = [](auto change) {
+    auto header = sample();
+    change(header);
+    return encode_integrity_header(header);
+  };
+  // Overlapping, out of order, inside the user block, past the end, overflowing.
+  EXPECT_THROW(decode_integrity_header(crafted([](auto& h) {
+                                         h.extents = {{1024, 80}, {1050, 8}};
+                                       }),
+                                       10000),
+               CorruptCheckpoint);
+  EXPECT_THROW(decode_integrity_header(crafted([](auto& h) {
+                                         h.extents = {{4096, 8}, {1024, 8}};
+                                       }),
+                                       10000),
+               CorruptCheckpoint);
+  EXPECT_THROW(decode_integrity_header(crafted([](auto& h) {
+                                         h.extents = {{100, 8}};
+                                       }),
+                                       10000),
+               CorruptCheckpoint);
+  EXPECT_THROW(decode_integrity_header(crafted([](auto& h) {
+                                         h.extents = {{9990, 80}};
+                                       }),
+                                       10000),
+               CorruptCheckpoint);
+  EXPECT_THROW(decode_integrity_header(crafted([](auto& h) {
+                                         h.extents = {{1024, ~0ULL}};
+                                       }),
+                                       10000),
+               CorruptCheckpoint);
+  // A header claiming more extents than its block holds is refused from the count alone.
+  auto bytes = encode_integrity_header(sample());
+  for (int i = 0; i < 8; ++i) {
+    bytes[24 + 32 + static_cast<std::size_t>(i)] = std::byte{0xff};
+  }
+  EXPECT_THROW(decode_integrity_header(bytes, 10000), CorruptCheckpoint);
+  // A user block larger than the file, or not a power of two.
+  EXPECT_THROW(decode_integrity_header(crafted([](auto& h) { h.user_block_size = 768; }), 10000),
+               std::exception);
+  EXPECT_THROW(decode_integrity_header(std::vector<std::byte>(100), 10000), CorruptCheckpoint);
+}
+
+}  // namespace
+}  // namespace epochrun
