@@ -2,9 +2,11 @@
 # One entry point for a fresh Debian 12 machine: installs the Debian packages epochrun needs
 # when they are missing, configures and builds, then runs.
 #
-#   ./dev.sh run    sgd_regression on 3 MPI ranks with its built-in default configuration
-#   ./dev.sh test   the whole test suite (ctest)
-#   ./dev.sh build  install and build only
+#   ./dev.sh run             sgd_regression on 3 MPI ranks with its built-in default configuration
+#   ./dev.sh test            the whole test suite (ctest)
+#   ./dev.sh build           install and build only
+#   ./dev.sh test-sanitized  the whole suite built with AddressSanitizer + UBSan (./build-sanitized)
+#   ./dev.sh fuzz [SECONDS]  each libFuzzer target for SECONDS (default 60), clang build (./build-fuzz)
 #
 # The build goes to ./build (EPOCHRUN_BUILD_DIR overrides); `run` works in ./out.
 set -euo pipefail
@@ -22,10 +24,11 @@ packages=(
   # the tests read checkpoints back with the ordinary HDF5 tools
   hdf5-tools python3-h5py
 )
+fuzz_packages=(clang libclang-rt-14-dev)
 
 install_packages() {
   local missing=()
-  for package in "${packages[@]}"; do
+  for package in "${packages[@]}" "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$package")
     fi
@@ -42,9 +45,12 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# build_project DIR [cmake options...]
 build_project() {
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$build" -j "$(nproc)"
+  local directory="$1"
+  shift
+  cmake -S "$root" -B "$directory" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$directory" -j "$(nproc)"
 }
 
 # Open MPI refuses to run as root unless told twice, and 3 ranks on a 2-core laptop need
@@ -59,11 +65,11 @@ mpi_environment() {
 case "${1:-}" in
   build)
     install_packages
-    build_project
+    build_project "$build"
     ;;
   run)
     install_packages
-    build_project
+    build_project "$build"
     mpi_environment
     mkdir -p "$root/out"
     cd "$root/out"
@@ -76,13 +82,53 @@ case "${1:-}" in
     ;;
   test)
     install_packages
-    build_project
+    build_project "$build"
     mpi_environment
     cd "$build"
-    ctest --output-on-failure --timeout 600
+    ctest --output-on-failure --timeout 900
+    ;;
+  test-sanitized)
+    install_packages
+    build_project "$root/build-sanitized" -DEPOCHRUN_SANITIZE=ON
+    mpi_environment
+    # Open MPI and HDF5 keep global allocations until exit, which LeakSanitizer reports as
+    # leaks of theirs; memory errors and undefined behaviour still fail the run.
+    export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    cd "$root/build-sanitized"
+    ctest --output-on-failure --timeout 1800
+    ;;
+  fuzz)
+    seconds="${2:-60}"
+    install_packages "${fuzz_packages[@]}"
+    CC=clang CXX=clang++ build_project "$root/build-fuzz" -DEPOCHRUN_FUZZ=ON -DEPOCHRUN_BUILD_TESTS=OFF
+    mpi_environment
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' EXIT
+    # Seeds: a real checkpoint, the shipped INI files (a leading NUL selects INI mode), names.
+    mkdir -p "$work"/{integrity_header,config,names}
+    (cd "$work" && ASAN_OPTIONS=detect_leaks=0 "$root/build-fuzz/epochrun" run --job sum_pipeline --checkpoint-dir ck --log-level off)
+    cp "$work/ck/epoch-000002.h5" "$work/integrity_header/seed"
+    for ini in "$root"/config/*.ini; do { printf '\0'; cat "$ini"; } >"$work/config/$(basename "$ini")"; done
+    printf 'epoch-000005.h5' >"$work/names/file"
+    printf 'latest' >"$work/names/resume"
+    status=0
+    for target in integrity_header config names; do
+      if (cd "$work" && "$root/build-fuzz/tests/fuzz/fuzz_$target" "$target" -max_total_time="$seconds" \
+            -rss_limit_mb=2048 -artifact_prefix="$work/" >"$work/$target.log" 2>&1); then
+        echo "fuzz_$target: $(grep -E '^#[0-9]+.*DONE' "$work/$target.log" | tail -1)"
+      else
+        echo "fuzz_$target: FINDING" >&2
+        grep -E 'ERROR|SUMMARY|Test unit|what\(\)' "$work/$target.log" >&2 || true
+        for artifact in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
+          [[ -e "$artifact" ]] && { echo "input (base64): $(base64 -w0 "$artifact")" >&2; }
+        done
+        status=1
+      fi
+    done
+    exit "$status"
     ;;
   *)
-    echo "usage: ./dev.sh run | test | build" >&2
+    echo "usage: ./dev.sh run | test | build | test-sanitized | fuzz [SECONDS]" >&2
     exit 2
     ;;
 esac

@@ -1,9 +1,11 @@
 #include "blob_codec.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "epochrun/errors.hpp"
+#include "json_text.hpp"
 
 namespace epochrun {
 
@@ -15,7 +17,7 @@ std::vector<std::byte> encode_blobs(const std::map<std::string, Blob>& blobs) {
         {{"name", name}, {"dtype", dtype_name(blob.dtype())}, {"shape", blob.shape()}});
     payload += blob.byte_size();
   }
-  const std::string text = header.dump();
+  const std::string text = json_text(header);
   std::vector<std::byte> buffer(8 + text.size() + payload);
   std::uint64_t length = text.size();
   for (int i = 0; i < 8; ++i) {
@@ -24,8 +26,8 @@ std::vector<std::byte> encode_blobs(const std::map<std::string, Blob>& blobs) {
   std::memcpy(buffer.data() + 8, text.data(), text.size());
   auto* out = buffer.data() + 8 + text.size();
   for (const auto& [name, blob] : blobs) {
-    std::memcpy(out, blob.raw().data(), blob.byte_size());
-    out += blob.byte_size();
+    // std::copy, not memcpy: an empty blob's data pointer may be null (found by UBSan).
+    out = std::copy(blob.raw().begin(), blob.raw().end(), out);
   }
   return buffer;
 }
@@ -46,11 +48,16 @@ std::map<std::string, Blob> decode_blobs(std::span<const std::byte> buffer) {
   std::map<std::string, Blob> blobs;
   std::size_t offset = 8 + length;
   for (const auto& entry : header) {
-    Blob blob(parse_dtype(entry.at("dtype").get<std::string>()), entry.at("shape").get<Shape>());
-    if (blob.byte_size() > buffer.size() - offset) {
+    const auto dtype = parse_dtype(entry.at("dtype").get<std::string>());
+    const auto shape = entry.at("shape").get<Shape>();
+    // Checked before allocating: a header may claim any shape.
+    const auto count = element_count(shape);
+    if (count > (buffer.size() - offset) / element_size(dtype)) {
       throw Error("blob buffer payload is truncated");
     }
-    std::memcpy(blob.raw().data(), buffer.data() + offset, blob.byte_size());
+    Blob blob(dtype, shape);
+    std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(offset), blob.byte_size(),
+                blob.raw().begin());
     offset += blob.byte_size();
     blobs.emplace(entry.at("name").get<std::string>(), std::move(blob));
   }

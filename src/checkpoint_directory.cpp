@@ -13,6 +13,7 @@
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
+#include "json_text.hpp"
 
 namespace epochrun {
 namespace {
@@ -230,7 +231,7 @@ void CheckpointDirectory::write_index(const std::string& job) const {
       {"job", job},
       {"checkpoints", entries},
       {"latest", entries.empty() ? nlohmann::json(nullptr) : entries.back()["epoch"]}};
-  write_file_atomically(directory_ / kIndexFileName, index.dump(2) + "\n");
+  write_file_atomically(directory_ / kIndexFileName, json_text(index, 2) + "\n");
 }
 
 }  // namespace epochrun

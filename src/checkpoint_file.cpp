@@ -14,6 +14,7 @@
 #include "h5_handle.hpp"
 #include "h5_types.hpp"
 #include "integrity_header.hpp"
+#include "json_text.hpp"
 
 namespace epochrun {
 namespace {
@@ -322,7 +323,7 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
 
   // 2. Every rank learns every node's blob list: creating objects is collective in parallel
   //    HDF5, so all ranks create all datasets with identical arguments.
-  auto manifests = comm.allgather(records_to_json(mine).dump());
+  auto manifests = comm.allgather(json_text(records_to_json(mine)));
   header.blobs.clear();
   for (std::size_t i = 0; i < manifests.size(); ++i) {
     header.blobs[header.node_names[i]] = records_from_json(manifests[i]);

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include "durable_file.hpp"
+#include "json_text.hpp"
 
 namespace epochrun {
 namespace {
@@ -80,7 +81,7 @@ nlohmann::json to_json(const RunSummary& summary) {
 }
 
 void write_summary_json(const RunSummary& summary, const std::filesystem::path& file) {
-  write_file_atomically(file, to_json(summary).dump(2) + "\n");
+  write_file_atomically(file, json_text(to_json(summary), 2) + "\n");
 }
 
 }  // namespace epochrun

@@ -323,6 +323,23 @@ TEST_F(Cli, RetentionFlagsAndDeleteOnSuccess) {
   EXPECT_TRUE(list_directory(cwd_ / "B").empty());
 }
 
+// Found by fuzz_config: paths are bytes on Linux, and recording a non-UTF-8 one in the config
+// attribute or the summary made the JSON library throw (exit 1, or a failure at the run's end).
+TEST_F(Cli, ANonUtf8CheckpointDirectoryWorks) {
+  const std::string directory = "ck\xc8\xff";
+  auto result = epochrun(
+      {"run", "--job", "sum_pipeline", "--checkpoint-dir", directory, "--summary-json", "s.json"},
+      cwd_.path(), 3);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(std::filesystem::exists(cwd_ / directory / "epoch-000004.h5"));
+  auto summary = read_json(cwd_ / "s.json");
+  EXPECT_EQ(summary["last_epoch"], 4);
+  EXPECT_EQ(summary["checkpoint_dir"],
+            "ck\xef\xbf\xbd\xef\xbf\xbd");  // each invalid byte became U+FFFD
+  auto listing = epochrun({"inspect", directory, "--json"}, cwd_.path());
+  EXPECT_EQ(listing.exit_code, 0) << listing.err;
+}
+
 TEST_F(Cli, ListJobsAndHelp) {
   auto jobs = epochrun({"list-jobs"}, cwd_.path());
   EXPECT_EQ(jobs.exit_code, 0);

@@ -7,6 +7,7 @@
 
 #include "cli/command_line.hpp"
 #include "epochrun/epochrun.hpp"
+#include "json_text.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -115,7 +116,8 @@ int inspect_command(int argc, char** argv) {
     all_valid = all_valid && epochs.back()["valid"].get<bool>();
   }
   if (json) {
-    std::cout << nlohmann::json{{"directory", directory_name}, {"checkpoints", epochs}}.dump(2)
+    std::cout << json_text(nlohmann::json{{"directory", directory_name}, {"checkpoints", epochs}},
+                           2)
               << "\n";
   } else {
     print_text(directory_name, epochs);

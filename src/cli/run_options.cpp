@@ -1,0 +1,184 @@
+#include "cli/run_options.hpp"
+
+#include <boost/any.hpp>
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "epochrun/errors.hpp"
+#include "epochrun/logging.hpp"
+#include "json_text.hpp"
+
+namespace epochrun::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+po::options_description general_options(GeneralOptions& o) {
+  po::options_description options(
+      "epochrun run options (also valid as INI keys; the command line wins)");
+  options.add_options()("help,h", "print this help (with --job: also the job's options)")(
+      "job", po::value(&o.job), "the job to run (see 'epochrun list-jobs')")(
+      "config", po::value(&o.config),
+      "INI file with any of these options; job options go in a [<job>] section")(
+      "checkpoint-dir", po::value(&o.checkpoint_dir)->default_value(o.checkpoint_dir),
+      "directory of the checkpoints (created when missing)")(
+      "resume-from-epoch", po::value(&o.resume),
+      "N: load epoch N and continue at N+1; latest: the newest committed epoch, or from scratch "
+      "when there is none")("num-epochs", po::value(&o.num_epochs),
+                            "stop after this epoch number at the latest")(
+      "upload-dir", po::value(&o.upload_dir),
+      "copy the final committed checkpoint to this directory (or file://DIR)")(
+      "summary-json", po::value(&o.summary_json), "write a JSON summary of the run to this file")(
+      "log-level", po::value(&o.log_level)->default_value(o.log_level),
+      "trace, debug, info, warn, error or off")(
+      "keep-last", po::value(&o.keep_last),
+      "keep only the K newest checkpoints (older ones go once a newer one is committed)")(
+      "keep-every", po::value(&o.keep_every), "also keep every epoch divisible by N as a snapshot")(
+      "delete-checkpoints-on-success", po::bool_switch(&o.delete_on_success),
+      "delete the checkpoints once the exit group has succeeded (backup-and-restore)");
+  return options;
+}
+
+std::ifstream open_config(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) {
+    throw UsageError("config file '" + path + "' does not exist or is not a regular file");
+  }
+  std::ifstream in(path);
+  if (!in) {
+    throw UsageError("config file '" + path + "' cannot be read");
+  }
+  return in;
+}
+
+// The effective configuration, as recorded in every checkpoint.
+nlohmann::json config_to_json(const po::variables_map& values) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const auto& [key, entry] : values) {
+    if (key == "help") {
+      continue;
+    }
+    const auto& value = entry.value();
+    if (const auto* text = boost::any_cast<std::string>(&value)) {
+      json[key] = *text;
+    } else if (const auto* signed_number = boost::any_cast<std::int64_t>(&value)) {
+      json[key] = *signed_number;
+    } else if (const auto* unsigned_number = boost::any_cast<std::uint64_t>(&value)) {
+      json[key] = *unsigned_number;
+    } else if (const auto* real = boost::any_cast<double>(&value)) {
+      json[key] = *real;
+    } else if (const auto* flag = boost::any_cast<bool>(&value)) {
+      json[key] = *flag;
+    }
+  }
+  return json;
+}
+
+}  // namespace
+
+// Returns nullopt when help was printed.
+std::optional<Invocation> parse_run_options(int argc, char** argv) {
+  Invocation invocation;
+  auto& general = invocation.general;
+  auto general_description = general_options(general);
+
+  // Pass 1: which job, which config file. Job options are unknown until the job is.
+  po::variables_map first;
+  po::store(
+      po::command_line_parser(argc, argv).options(general_description).allow_unregistered().run(),
+      first);
+  const bool help = first.count("help") > 0;
+  const std::string config = first.count("config") ? first["config"].as<std::string>() : "";
+  std::string job = first.count("job") ? first["job"].as<std::string>() : "";
+  if (job.empty() && !config.empty()) {
+    auto in = open_config(config);
+    po::variables_map from_file;
+    po::store(po::parse_config_file(in, general_description, true), from_file);
+    job = from_file.count("job") ? from_file["job"].as<std::string>() : "";
+  }
+  if (job.empty()) {
+    if (help) {
+      std::cout << "usage: epochrun run --job NAME [options]\n\n" << general_description << "\n";
+      return std::nullopt;
+    }
+    throw UsageError("no job given: pass --job NAME (see 'epochrun list-jobs')");
+  }
+  const auto* registration = JobRegistry::instance().find(job);
+  if (registration == nullptr) {
+    std::string known;
+    for (const auto* entry : JobRegistry::instance().all()) {
+      known += (known.empty() ? "" : ", ") + entry->name;
+    }
+    throw UsageError("unknown job '" + job + "' (known jobs: " + known + ")");
+  }
+  invocation.definition = registration->make();
+  po::options_description job_description("options of job " + job + " (INI section [" + job + "])");
+  invocation.definition->add_options(job_description, job + ".");
+  po::options_description all;
+  all.add(general_description).add(job_description);
+  if (help) {
+    std::cout << "usage: epochrun run --job " << job << " [options]\n\n" << all << "\n";
+    return std::nullopt;
+  }
+
+  // Pass 2, strict: the command line first, so that it wins over the file.
+  po::variables_map values;
+  auto parsed = po::command_line_parser(argc, argv).options(all).run();
+  // Boost keeps positional words aside silently; `run` takes none, so a stray word is a typo.
+  for (const auto& stray : po::collect_unrecognized(parsed.options, po::include_positional)) {
+    throw UsageError("unexpected argument '" + stray + "'");
+  }
+  po::store(parsed, values);
+  if (!config.empty()) {
+    auto in = open_config(config);
+    po::store(po::parse_config_file(in, all, false), values);
+  }
+  po::notify(values);
+
+  auto& run = invocation.run_options;
+  if (general.job != job) {
+    throw UsageError("the config file names job '" + general.job + "' but --job is '" + job + "'");
+  }
+  if (general.checkpoint_dir.empty()) {
+    throw UsageError("--checkpoint-dir must not be empty");
+  }
+  run.checkpoint_dir = general.checkpoint_dir;
+  if (values.count("resume-from-epoch")) {
+    run.resume = ResumeRequest::parse(general.resume);
+  }
+  if (values.count("num-epochs")) {
+    if (general.num_epochs < 1) {
+      throw UsageError("--num-epochs must be at least 1, got " +
+                       std::to_string(general.num_epochs));
+    }
+    run.num_epochs = general.num_epochs;
+  }
+  if (values.count("upload-dir")) {
+    run.uploader = make_uploader(general.upload_dir);
+  }
+  if (values.count("summary-json")) {
+    auto parent = std::filesystem::path(general.summary_json).parent_path();
+    if (general.summary_json.empty() || std::filesystem::is_directory(general.summary_json) ||
+        (!parent.empty() && !std::filesystem::is_directory(parent))) {
+      throw UsageError("--summary-json '" + general.summary_json +
+                       "' must name a file in an existing directory");
+    }
+  }
+  if (values.count("keep-last")) {
+    run.retention.keep_last = general.keep_last;
+  }
+  if (values.count("keep-every")) {
+    run.retention.keep_every = general.keep_every;
+  }
+  validate(run.retention);
+  run.delete_checkpoints_on_success = general.delete_on_success;
+  invocation.log_level = parse_log_level(general.log_level);
+  run.config_json = json_text(config_to_json(values));
+  // Builds once here so that an inconsistent job option is a usage error before MPI starts.
+  (void)invocation.definition->build();
+  return invocation;
+}
+
+}  // namespace epochrun::cli

@@ -1,0 +1,42 @@
+// Parsing and validating the options of `epochrun run`: the command line over the INI file.
+// Separate from running the job so that the fuzzer exercises exactly what the program runs.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "epochrun/job_registry.hpp"
+#include "epochrun/job_runner.hpp"
+
+namespace epochrun::cli {
+
+struct GeneralOptions {
+  std::string job;
+  std::string config;
+  std::string checkpoint_dir = "checkpoints";
+  std::string resume;
+  std::int64_t num_epochs = 0;
+  std::string upload_dir;
+  std::string summary_json;
+  std::string log_level = "info";
+  std::int64_t keep_last = 0;
+  std::int64_t keep_every = 0;
+  bool delete_on_success = false;
+};
+
+// Everything `run` needs, validated.
+struct Invocation {
+  GeneralOptions general;
+  std::unique_ptr<JobDefinition> definition;
+  RunOptions run_options;
+  spdlog::level::level_enum log_level = spdlog::level::info;
+};
+
+// Parses `epochrun run ...` (argv[0] is "run"). Returns nullopt when it printed help. Throws
+// UsageError or a Boost.Program_options error for bad input; writes no file and needs no MPI.
+std::optional<Invocation> parse_run_options(int argc, char** argv);
+
+}  // namespace epochrun::cli
