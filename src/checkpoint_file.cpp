@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
@@ -59,6 +60,15 @@ Handle file_access(const Communicator* comm) {
   return fapl;
 }
 
+// A name read from a file: a bad one means a damaged or crafted checkpoint, not bad user input.
+void validate_stored_name(const std::string& name, std::string_view what) {
+  try {
+    validate_name(name, what);
+  } catch (const UsageError& error) {
+    throw CorruptCheckpoint(error.what());
+  }
+}
+
 // Opens a child that must be a hard link: a soft or external link could point anywhere.
 Handle open_child(hid_t parent, const std::string& name, bool dataset, const std::string& what) {
   htri_t exists = H5Lexists(parent, name.c_str(), H5P_DEFAULT);
@@ -82,7 +92,7 @@ Handle open_child(hid_t parent, const std::string& name, bool dataset, const std
 
 BlobRecord read_record(hid_t node_group, const std::string& node, const std::string& name,
                        std::uint64_t file_bytes) {
-  validate_name(name, "blob name");
+  validate_stored_name(name, "blob name");
   const std::string what = "dataset /" + std::string(kNodesGroup) + "/" + node + "/" + name;
   auto dataset = open_child(node_group, name, true, what);
   BlobRecord record;
@@ -124,7 +134,7 @@ CheckpointHeader read_header(hid_t file, std::uint64_t file_bytes) {
   }
   header.epoch = h5::read_int_attribute(file, kEpochAttr);
   header.job = h5::read_string_attribute(file, kJobAttr, file_bytes);
-  validate_name(header.job, "job name");
+  validate_stored_name(header.job, "job name");
   header.node_names = h5::read_string_list_attribute(file, kNodeNamesAttr, file_bytes);
   auto num_ranks = h5::read_int_attribute(file, kNumRanksAttr);
   if (num_ranks < 1 || num_ranks != header.num_ranks()) {
@@ -132,12 +142,16 @@ CheckpointHeader read_header(hid_t file, std::uint64_t file_bytes) {
                             std::to_string(header.node_names.size()) + " node names");
   }
   header.config_json = h5::read_string_attribute(file, kConfigAttr, file_bytes);
-  auto nodes = open_child(file, kNodesGroup, false, std::string("group /") + kNodesGroup);
+  // The whole node list is checked before any group is opened.
+  std::set<std::string> seen;
   for (const auto& node : header.node_names) {
-    validate_name(node, "node name");
-    if (header.blobs.contains(node)) {
+    validate_stored_name(node, "node name");
+    if (!seen.insert(node).second) {
       throw CorruptCheckpoint("node '" + node + "' is listed twice");
     }
+  }
+  auto nodes = open_child(file, kNodesGroup, false, std::string("group /") + kNodesGroup);
+  for (const auto& node : header.node_names) {
     auto group = open_child(nodes.get(), node, false, "group of node " + node);
     auto& records = header.blobs[node];
     for (const auto& name :

@@ -65,7 +65,10 @@ std::vector<std::string> read_strings(hid_t attribute, const std::string& name, 
   std::vector<std::string> values;
   values.reserve(count);
   if (H5Tis_variable_str(file_type.get()) > 0) {
+    // Same character set as stored: HDF5 has no conversion between ASCII and UTF-8 strings,
+    // and other writers (HDF5's default, many tools) store ASCII.
     auto memory_type = variable_string_type();
+    check(H5Tset_cset(memory_type.get(), H5Tget_cset(file_type.get())), "set string charset");
     std::vector<char*> pointers(count, nullptr);
     check(H5Aread(attribute, memory_type.get(), pointers.data()), "read attribute " + name);
     std::uint64_t total = 0;

@@ -26,14 +26,27 @@ std::filesystem::path run_then_damage(const Communicator& comm,
   return file;
 }
 
+// Every file of a directory and its bytes.
+std::map<std::string, std::string> snapshot(const std::filesystem::path& directory) {
+  std::map<std::string, std::string> files;
+  for (const auto& name : list_directory(directory)) {
+    files[name] = read_file(directory / name);
+  }
+  return files;
+}
+
+// The resume must fail with `Exception` on every rank and leave the directory byte-identical.
 template <typename Exception>
 std::string expect_resume_fails(const Communicator& comm, Job job,
                                 const std::filesystem::path& directory, std::int64_t epoch) {
+  const auto before = snapshot(directory);
   Workspace workspace;
   try {
     JobRunner(std::move(job), comm, options_for(directory, ResumeRequest::at(epoch)))
         .run(workspace);
   } catch (const Exception& error) {
+    comm.barrier();
+    EXPECT_EQ(snapshot(directory), before) << "a refused resume changed the checkpoint directory";
     return error.what();
   } catch (const std::exception& error) {
     ADD_FAILURE() << "wrong error class: " << error.what();

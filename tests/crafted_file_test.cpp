@@ -1,0 +1,222 @@
+// Crafted checkpoints that pass the integrity header -- a forger can recompute its hashes -- must
+// still be refused by epochrun's reader with a clear error: no crash, and no allocation larger
+// than the file justifies. Built with the HDF5 C API, then sealed as a real commit would be.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <functional>
+
+#include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/checkpoint_file.hpp"
+#include "epochrun/errors.hpp"
+#include "integrity_header.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+void write_string(hid_t object, const char* name, const std::string& value) {
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t attribute = H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  const char* pointer = value.c_str();
+  H5Awrite(attribute, type, &pointer);
+  H5Aclose(attribute);
+  H5Sclose(space);
+  H5Tclose(type);
+}
+
+void write_int(hid_t object, const char* name, std::int64_t value, hid_t type = H5T_STD_I64LE) {
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t attribute = H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(attribute, H5T_NATIVE_INT64, &value);
+  H5Aclose(attribute);
+  H5Sclose(space);
+}
+
+void write_names(hid_t object, const char* name, const std::vector<std::string>& values) {
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  hsize_t count = values.size();
+  hid_t space = H5Screate_simple(1, &count, nullptr);
+  hid_t attribute = H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  std::vector<const char*> pointers;
+  for (const auto& value : values) {
+    pointers.push_back(value.c_str());
+  }
+  H5Awrite(attribute, type, pointers.data());
+  H5Aclose(attribute);
+  H5Sclose(space);
+  H5Tclose(type);
+}
+
+struct Craft {
+  std::function<void(hid_t file)> root = nullptr;  // replaces the valid root attributes
+  std::function<void(hid_t node)> node = nullptr;  // fills /nodes/trainer_0
+};
+
+// A one-node checkpoint with whatever `craft` puts in it, sealed like a committed file.
+std::filesystem::path crafted_checkpoint(const std::filesystem::path& directory,
+                                         const Craft& craft) {
+  const auto file = CheckpointDirectory(directory).file_for(1);
+  hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+  H5Pset_userblock(fcpl, 512);
+  hid_t h5file = H5Fcreate(file.c_str(), H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+  if (craft.root) {
+    craft.root(h5file);
+  } else {
+    write_string(h5file, "format", "epochrun-checkpoint");
+    write_int(h5file, "format_version", kCheckpointFormatVersion);
+    write_int(h5file, "epoch", 1);
+    write_string(h5file, "job", "crafted");
+    write_int(h5file, "num_ranks", 1);
+    write_names(h5file, "node_names", {"trainer_0"});
+    write_string(h5file, "config", "{}");
+  }
+  hid_t nodes = H5Gcreate2(h5file, "nodes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t node = H5Gcreate2(nodes, "trainer_0", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (craft.node) {
+    craft.node(node);
+  }
+  H5Gclose(node);
+  H5Gclose(nodes);
+  H5Fclose(h5file);
+  H5Pclose(fcpl);
+  seal_checkpoint_file(file, 512, {});
+  return file;
+}
+
+// A dataset with a declared shape and no data written (HDF5 allocates contiguous storage late).
+void dataset(hid_t node, const char* name, hid_t type, std::vector<hsize_t> dims,
+             bool with_checksum = true) {
+  hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  hid_t created = H5Dcreate2(node, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (with_checksum) {
+    write_int(created, "xxh64", 0, H5T_STD_U64LE);
+  }
+  H5Dclose(created);
+  H5Sclose(space);
+}
+
+std::string refusal(const std::filesystem::path& file) {
+  try {
+    CheckpointReader reader(file);
+  } catch (const CheckpointError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "the crafted file was accepted";
+  return "";
+}
+
+class CraftedFile : public ::testing::Test {
+ protected:
+  ScratchDir directory_;
+};
+
+TEST_F(CraftedFile, TheSameFileUncraftedIsAccepted) {
+  auto file = crafted_checkpoint(directory_.path(), {.node = [](hid_t node) {
+                                   write_names(node, "blob_names", {"x"});
+                                   dataset(node, "x", H5T_IEEE_F64LE, {0});
+                                 }});
+  CheckpointReader reader(file);
+  EXPECT_EQ(reader.header().job, "crafted");
+}
+
+TEST_F(CraftedFile, HugeDimensionsAreRefusedBeforeAnyAllocation) {
+  auto file = crafted_checkpoint(directory_.path(), {.node = [](hid_t node) {
+                                   write_names(node, "blob_names", {"huge"});
+                                   dataset(node, "huge", H5T_IEEE_F64LE, {1ULL << 40, 1ULL << 20});
+                                 }});
+  EXPECT_NE(refusal(file).find("more than the whole file"), std::string::npos);
+}
+
+TEST_F(CraftedFile, AnOverflowingShapeIsRefused) {
+  auto file =
+      crafted_checkpoint(directory_.path(), {.node = [](hid_t node) {
+                           write_names(node, "blob_names", {"overflow"});
+                           dataset(node, "overflow", H5T_IEEE_F64LE, {1ULL << 62, 1ULL << 62});
+                         }});
+  EXPECT_NE(refusal(file).find("overflows"), std::string::npos) << refusal(file);
+}
+
+TEST_F(CraftedFile, AWrongDatatypeIsRefused) {
+  auto file = crafted_checkpoint(directory_.path(), {.node = [](hid_t node) {
+                                   write_names(node, "blob_names", {"shorts"});
+                                   dataset(node, "shorts", H5T_STD_I16LE, {4});
+                                 }});
+  EXPECT_NE(refusal(file).find("datatype epochrun does not store"), std::string::npos);
+}
+
+TEST_F(CraftedFile, MissingAttributesAreNamed) {
+  auto no_epoch = crafted_checkpoint(directory_.path(), {.root = [](hid_t file) {
+                                       write_string(file, "format", "epochrun-checkpoint");
+                                       write_int(file, "format_version", kCheckpointFormatVersion);
+                                     }});
+  EXPECT_NE(refusal(no_epoch).find("attribute 'epoch' is missing"), std::string::npos);
+  auto no_checksum = crafted_checkpoint(directory_.path(), {.node = [](hid_t node) {
+                                          write_names(node, "blob_names", {"x"});
+                                          dataset(node, "x", H5T_IEEE_F64LE, {2}, false);
+                                        }});
+  EXPECT_NE(refusal(no_checksum).find("attribute 'xxh64' is missing"), std::string::npos);
+}
+
+TEST_F(CraftedFile, AttributesOfTheWrongTypeOrShapeAreRefused) {
+  auto file = crafted_checkpoint(directory_.path(), {.root = [](hid_t h5file) {
+                                   write_string(h5file, "format", "epochrun-checkpoint");
+                                   write_string(h5file, "format_version", "one");
+                                 }});
+  EXPECT_NE(refusal(file).find("attribute 'format_version' has the wrong type"), std::string::npos);
+}
+
+TEST_F(CraftedFile, LinksThatPointElsewhereAreRefused) {
+  auto soft =
+      crafted_checkpoint(directory_.path(), {.node = [](hid_t node) {
+                           write_names(node, "blob_names", {"x"});
+                           H5Lcreate_soft("/etc/passwd", node, "x", H5P_DEFAULT, H5P_DEFAULT);
+                         }});
+  EXPECT_NE(refusal(soft).find("is a soft or external link"), std::string::npos);
+  auto external = crafted_checkpoint(directory_.path(), {.node = [](hid_t node) {
+                                       write_names(node, "blob_names", {"x"});
+                                       H5Lcreate_external("/tmp/other.h5", "/data", node, "x",
+                                                          H5P_DEFAULT, H5P_DEFAULT);
+                                     }});
+  EXPECT_NE(refusal(external).find("is a soft or external link"), std::string::npos);
+}
+
+TEST_F(CraftedFile, HostileNamesInTheFileAreRefused) {
+  auto file = crafted_checkpoint(directory_.path(), {.node = [](hid_t node) {
+                                   write_names(node, "blob_names", {"../../etc/passwd"});
+                                 }});
+  EXPECT_NE(refusal(file).find("invalid blob name"), std::string::npos);
+  auto nodes = crafted_checkpoint(directory_.path(), {.root = [](hid_t h5file) {
+                                    write_string(h5file, "format", "epochrun-checkpoint");
+                                    write_int(h5file, "format_version", kCheckpointFormatVersion);
+                                    write_int(h5file, "epoch", 1);
+                                    write_string(h5file, "job", "crafted");
+                                    write_names(h5file, "node_names", {"trainer_0", "trainer_0"});
+                                    write_int(h5file, "num_ranks", 2);
+                                    write_string(h5file, "config", "{}");
+                                  }});
+  EXPECT_NE(refusal(nodes).find("listed twice"), std::string::npos) << refusal(nodes);
+}
+
+TEST_F(CraftedFile, ANewerFormatVersionIsAMismatchNamingBothVersions) {
+  auto file =
+      crafted_checkpoint(directory_.path(), {.root = [](hid_t h5file) {
+                           write_string(h5file, "format", "epochrun-checkpoint");
+                           write_int(h5file, "format_version", kCheckpointFormatVersion + 1);
+                         }});
+  try {
+    CheckpointReader reader(file);
+    FAIL();
+  } catch (const CheckpointMismatch& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("format version 2 is not the version this epochrun reads (1)"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace epochrun::testing
