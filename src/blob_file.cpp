@@ -51,10 +51,7 @@ void write_blob_file(const std::filesystem::path& file, const std::map<std::stri
     }
     make_read_only_for_others(temporary);
     fsync_file(temporary);
-    if (::rename(temporary.c_str(), file.c_str()) != 0) {
-      throw Error(errno_message("rename to " + file.string()));
-    }
-    fsync_directory(file.parent_path().empty() ? "." : file.parent_path());
+    rename_durably(temporary, file);
   } catch (const std::exception& error) {
     ::unlink(temporary.c_str());
     throw Error("write " + file.string() + ": " + error.what());

@@ -149,10 +149,7 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
     // (atomically replacing an older file of the same epoch) and makes the rename durable.
     if (comm.is_root()) {
       try {
-        if (::rename(temporary.c_str(), final_path.c_str()) != 0) {
-          throw Error(errno_message("rename to " + final_path.string()));
-        }
-        fsync_directory(directory_);
+        rename_durably(temporary, final_path);
       } catch (...) {
         error = std::current_exception();
       }
@@ -209,12 +206,20 @@ bool CheckpointDirectory::load_blobs(std::int64_t epoch, const std::vector<BlobA
   return true;
 }
 
-void CheckpointDirectory::remove(std::int64_t epoch) const {
-  const auto file = file_for(epoch);
-  if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
-    throw Error(errno_message("delete " + file.string()));
+void CheckpointDirectory::remove(const std::vector<std::int64_t>& epochs) const {
+  std::optional<std::string> first_failure;
+  for (auto epoch : epochs) {
+    const auto file = file_for(epoch);
+    if (::unlink(file.c_str()) != 0 && errno != ENOENT && !first_failure) {
+      first_failure = errno_message("delete " + file.string());
+    }
   }
-  fsync_directory(directory_);
+  if (!epochs.empty()) {
+    fsync_directory(directory_);
+  }
+  if (first_failure) {
+    throw Error(*first_failure);
+  }
 }
 
 void CheckpointDirectory::write_index(const std::string& job) const {

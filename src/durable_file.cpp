@@ -71,14 +71,11 @@ void replace_atomically(const std::filesystem::path& target, Fill fill,
     if (before_commit) {
       before_commit();
     }
-    if (::rename(temporary.c_str(), target.c_str()) != 0) {
-      throw Error(errno_message("rename to " + target.string()));
-    }
+    rename_durably(temporary, target);
   } catch (...) {
-    ::unlink(temporary.c_str());
+    ::unlink(temporary.c_str());  // a no-op once the rename happened
     throw;
   }
-  fsync_directory(target.parent_path().empty() ? "." : target.parent_path());
 }
 
 // fsync through a read-only descriptor: works for directories, and for a file that another
@@ -123,6 +120,13 @@ void create_private_directories(const std::filesystem::path& directory) {
       throw Error("create directory " + partial.string() + ": a non-directory is in the way");
     }
   }
+}
+
+void rename_durably(const std::filesystem::path& temporary, const std::filesystem::path& target) {
+  if (::rename(temporary.c_str(), target.c_str()) != 0) {
+    throw Error(errno_message("rename to " + target.string()));
+  }
+  fsync_directory(target.parent_path().empty() ? "." : target.parent_path());
 }
 
 void make_read_only_for_others(const std::filesystem::path& file) {

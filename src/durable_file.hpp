@@ -22,6 +22,11 @@ void fsync_directory(const std::filesystem::path& directory);
 // directories are never group- or world-writable. Throws Error.
 void create_private_directories(const std::filesystem::path& directory);
 
+// The commit step of every write-then-rename in epochrun: renames `temporary` over `target`
+// (atomically replacing it) and fsyncs the directory so that the rename survives a crash.
+// Throws Error.
+void rename_durably(const std::filesystem::path& temporary, const std::filesystem::path& target);
+
 // Sets a file we created to 0644 (HDF5 and MPI-IO create files with 0666 minus the umask):
 // checkpoints are never group- or world-writable. Refuses to follow a symlink. Throws Error.
 void make_read_only_for_others(const std::filesystem::path& file);

@@ -373,16 +373,26 @@ void JobRunner::delete_checkpoints(
   std::vector<std::int64_t> deleted;
   if (comm_.is_root()) {
     CheckpointDirectory directory(options_.checkpoint_dir);
+    std::vector<std::int64_t> chosen;
     try {
-      for (auto epoch : choose(directory)) {
-        directory.remove(epoch);
-        deleted.push_back(epoch);
-      }
-      if (!deleted.empty()) {
-        directory.write_index(job_.name());
-      }
+      chosen = choose(directory);
+      directory.remove(chosen);
     } catch (const std::exception& error) {
       spdlog::warn("{}: {}", why, error.what());
+    }
+    // What went is what is no longer there (a failed deletion leaves its epoch committed).
+    const auto remaining = directory.committed_epochs();
+    for (auto epoch : chosen) {
+      if (!std::binary_search(remaining.begin(), remaining.end(), epoch)) {
+        deleted.push_back(epoch);
+      }
+    }
+    if (!deleted.empty()) {
+      try {
+        directory.write_index(job_.name());
+      } catch (const std::exception& error) {
+        spdlog::warn("{}: {}", why, error.what());
+      }
     }
   }
   comm_.broadcast(deleted);

@@ -67,8 +67,10 @@ class CheckpointDirectory {
   bool load_blobs(std::int64_t epoch, const std::vector<BlobAddress>& wanted,
                   Workspace& workspace) const;
 
-  // Deletes a committed checkpoint and makes the deletion durable (rank 0 only). Throws Error.
-  void remove(std::int64_t epoch) const;
+  // Deletes committed checkpoints and makes the deletions durable with one directory fsync
+  // (rank 0 only). Throws Error naming the first file that could not be deleted, after
+  // syncing the deletions that did happen.
+  void remove(const std::vector<std::int64_t>& epochs) const;
 
   // Rewrites index.json from the committed files (rank 0's job after each commit).
   void write_index(const std::string& job) const;
