@@ -1,10 +1,13 @@
 #include "cli/command_line.hpp"
 
+#include <mpi.h>
+
 #include <boost/program_options/errors.hpp>
 #include <cstdlib>
 #include <iostream>
 
 #include "epochrun/errors.hpp"
+#include "epochrun/mpi_session.hpp"
 
 namespace epochrun::cli {
 
@@ -30,12 +33,38 @@ void print_error(const std::string& message) {
   std::cerr << "epochrun: error: " << line << std::endl;
 }
 
-int report_failure(const std::exception& error) {
-  print_error(error.what());
-  if (dynamic_cast<const boost::program_options::error*>(&error) != nullptr) {
-    return static_cast<int>(ExitCode::kUsageError);
+namespace {
+
+// True when a launcher started this process as one of several ranks of one job. The size
+// variables are set only for the launched processes themselves (not, for example, for the
+// batch script of an `sbatch --ntasks=3` job), so a plain `epochrun run ...` never starts MPI
+// just to report a typo.
+bool launched_as_one_of_several_ranks() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"}) {
+    if (const char* value = std::getenv(variable)) {
+      return std::atoi(value) > 1;
+    }
   }
-  return static_cast<int>(exit_code_for(error));
+  return false;
+}
+
+}  // namespace
+
+int fail_before_mpi(const std::string& message, int exit_code) {
+  print_error(message);  // flushed before the barrier, so the launcher already holds it
+  if (launched_as_one_of_several_ranks() && !MpiSession::is_initialized()) {
+    int argc = 0;
+    char** argv = nullptr;
+    MpiSession meeting(argc, argv);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  return exit_code;
+}
+
+int report_failure(const std::exception& error) {
+  const bool option_error = dynamic_cast<const boost::program_options::error*>(&error) != nullptr;
+  return fail_before_mpi(
+      error.what(), static_cast<int>(option_error ? ExitCode::kUsageError : exit_code_for(error)));
 }
 
 }  // namespace epochrun::cli

@@ -12,8 +12,15 @@ int launcher_rank();
 // Prints "epochrun: error: <message>" as one line on stderr (on the first rank only).
 void print_error(const std::string& message);
 
-// Prints a failure of option parsing or validation and returns its exit code: Boost's
-// option errors and UsageError are 2, checkpoint errors 3 (see errors.hpp).
+// For a failure found before MPI starts: prints it (first rank only) and returns
+// `exit_code` once every rank of the launch has got this far. Under mpirun or srun each rank
+// parses the same arguments and fails the same way; without this meeting, a rank that exits
+// first makes the launcher kill the others, sometimes before rank 0 has written its line,
+// and the user sees only the launcher's "exited with non-zero status" banner.
+int fail_before_mpi(const std::string& message, int exit_code);
+
+// fail_before_mpi for an exception of option parsing or validation: Boost's option errors
+// and UsageError are 2, checkpoint errors 3 (see errors.hpp).
 int report_failure(const std::exception& error);
 
 int run_command(int argc, char** argv);

@@ -128,8 +128,7 @@ int inspect_command(int argc, char** argv) {
 int list_jobs_command(int argc, char** argv) {
   (void)argv;
   if (argc > 1) {
-    print_error("list-jobs takes no arguments");
-    return static_cast<int>(ExitCode::kUsageError);
+    return fail_before_mpi("list-jobs takes no arguments", static_cast<int>(ExitCode::kUsageError));
   }
   for (const auto* entry : JobRegistry::instance().all()) {
     std::cout << entry->name << "  " << entry->summary << "\n";

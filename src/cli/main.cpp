@@ -23,9 +23,9 @@ exit codes: 0 success, 1 job failed, 2 usage or config error, 3 checkpoint error
 int main(int argc, char** argv) {
   using epochrun::ExitCode;
   if (argc < 2) {
-    epochrun::cli::print_error(
-        "missing command (run, inspect or list-jobs); see 'epochrun --help'");
-    return static_cast<int>(ExitCode::kUsageError);
+    return epochrun::cli::fail_before_mpi(
+        "missing command (run, inspect or list-jobs); see 'epochrun --help'",
+        static_cast<int>(ExitCode::kUsageError));
   }
   const std::string command = argv[1];
   if (command == "--help" || command == "-h" || command == "help") {
@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   if (command == "list-jobs") {
     return epochrun::cli::list_jobs_command(argc - 1, argv + 1);
   }
-  epochrun::cli::print_error("unknown command '" + command + "' (run, inspect or list-jobs)");
-  return static_cast<int>(ExitCode::kUsageError);
+  return epochrun::cli::fail_before_mpi(
+      "unknown command '" + command + "' (run, inspect or list-jobs)",
+      static_cast<int>(ExitCode::kUsageError));
 }
