@@ -9,34 +9,10 @@
 #include <random>
 
 #include "epochrun/errors.hpp"
+#include "file_descriptor.hpp"
 
 namespace epochrun {
 namespace {
-
-// Closes a POSIX descriptor on scope exit.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-  // close(2) can report a deferred write error; it is not ignored.
-  void close(const std::string& what) {
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) {
-      throw Error(errno_message("close " + what));
-    }
-  }
-
- private:
-  int fd_;
-};
 
 void write_all(int fd, const char* data, std::size_t size, const std::string& what) {
   while (size > 0) {
@@ -92,6 +68,14 @@ void fsync_path(const std::filesystem::path& path, int open_flags, const std::st
 }
 
 }  // namespace
+
+void FileDescriptor::close(const std::string& what) {
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    throw Error(errno_message("close " + what));
+  }
+}
 
 std::string errno_message(std::string_view what) {
   return std::string(what) + ": " + std::strerror(errno);

@@ -11,6 +11,7 @@
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
+#include "file_descriptor.hpp"
 
 namespace epochrun {
 namespace {
@@ -33,16 +34,6 @@ std::uint64_t get_u64(std::span<const std::byte> bytes, std::size_t at) {
   }
   return value;
 }
-
-// Closes a descriptor on scope exit.
-struct Descriptor {
-  int fd;
-  ~Descriptor() {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
-};
 
 void read_exactly(int fd, std::uint64_t offset, std::byte* out, std::size_t size,
                   const std::string& what) {
@@ -179,42 +170,42 @@ void seal_checkpoint_file(const std::filesystem::path& file, std::uint64_t user_
                           std::vector<DataExtent> extents) {
   std::sort(extents.begin(), extents.end(),
             [](const DataExtent& a, const DataExtent& b) { return a.offset < b.offset; });
-  Descriptor fd{::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC)};
-  if (fd.fd < 0) {
+  FileDescriptor fd(::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0) {
     throw Error(errno_message("open " + file.string() + " to seal it"));
   }
   IntegrityHeader header;
   header.user_block_size = user_block_size;
-  header.file_size = static_cast<std::uint64_t>(::lseek(fd.fd, 0, SEEK_END));
+  header.file_size = static_cast<std::uint64_t>(::lseek(fd.get(), 0, SEEK_END));
   header.extents = std::move(extents);
-  header.metadata_xxh64 = hash_metadata(fd.fd, header, file.string());
+  header.metadata_xxh64 = hash_metadata(fd.get(), header, file.string());
   const auto bytes = encode_integrity_header(header);
-  if (::pwrite(fd.fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) {
+  if (::pwrite(fd.get(), bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) {
     throw Error(errno_message("write the integrity header of " + file.string()));
   }
 }
 
 void verify_checkpoint_file(const std::filesystem::path& file) {
   const std::string what = "checkpoint " + file.string();
-  Descriptor fd{::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
-  if (fd.fd < 0) {
+  FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0) {
     throw CheckpointError(errno_message("open"));
   }
-  const auto file_size = static_cast<std::uint64_t>(::lseek(fd.fd, 0, SEEK_END));
+  const auto file_size = static_cast<std::uint64_t>(::lseek(fd.get(), 0, SEEK_END));
   try {
     // The first 512 bytes say how large the whole user block is.
     std::vector<std::byte> bytes(
         static_cast<std::size_t>(std::min<std::uint64_t>(kMinUserBlockSize, file_size)));
-    read_exactly(fd.fd, 0, bytes.data(), bytes.size(), what);
+    read_exactly(fd.get(), 0, bytes.data(), bytes.size(), what);
     if (bytes.size() >= kFixedSize && std::memcmp(bytes.data(), kMagic, kMagicSize) == 0) {
       const auto size = get_u64(bytes, kMagicSize + 8);
       if (size > bytes.size() && size <= std::min(kMaxUserBlockSize, file_size)) {
         bytes.resize(static_cast<std::size_t>(size));
-        read_exactly(fd.fd, 0, bytes.data(), bytes.size(), what);
+        read_exactly(fd.get(), 0, bytes.data(), bytes.size(), what);
       }
     }
     const auto header = decode_integrity_header(bytes, file_size);
-    const auto actual = hash_metadata(fd.fd, header, what);
+    const auto actual = hash_metadata(fd.get(), header, what);
     if (actual != header.metadata_xxh64) {
       throw CorruptCheckpoint("its HDF5 metadata does not match the checksum recorded at commit");
     }
