@@ -1,13 +1,14 @@
 #include "epochrun/checkpoint_file.hpp"
 
-#include <sys/resource.h>
-#include <sys/statvfs.h>
 #include <xxhash.h>
+
+#include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "collective_errors.hpp"
+#include "disk_space.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
 #include "fault_injection.hpp"
@@ -267,35 +268,38 @@ std::uint64_t estimated_file_bytes(const CheckpointHeader& header) {
   return bytes;
 }
 
-// Collective. Refuses a write that cannot fit before HDF5 touches the disk. Parallel HDF5 1.10
-// cannot report an I/O error that strikes only some ranks inside a collective metadata flush
-// (the others wait in it forever), so a full disk or a file size limit must be found here.
-void check_space_for(const std::filesystem::path& file, const CheckpointHeader& header,
+// Collective. Refuses a write that cannot fit before HDF5 touches the disk (see disk_space.hpp):
+// every rank's file-size limit, and the shared directory's free space, seen by rank 0.
+void check_space_for(const std::filesystem::path& file, std::uint64_t needed,
                      const Communicator& comm) {
-  const auto needed = estimated_file_bytes(header);
   std::exception_ptr error;
   try {
-    rlimit limit{};
-    if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-        limit.rlim_cur < needed) {
-      throw Error("the file size limit (ulimit -f) of " + std::to_string(limit.rlim_cur) +
-                  " bytes is below the checkpoint's estimated " + std::to_string(needed) +
-                  " bytes");
-    }
-    // The directory is shared: rank 0 looks for everyone.
-    struct statvfs space {};
-    if (comm.is_root() &&
-        statvfs(file.parent_path().empty() ? "." : file.parent_path().c_str(), &space) == 0) {
-      const std::uint64_t available = std::uint64_t(space.f_bavail) * space.f_frsize;
-      if (available < needed) {
-        throw Error("not enough space: the checkpoint needs about " + std::to_string(needed) +
-                    " bytes, " + std::to_string(available) + " are available");
-      }
+    check_file_size_limit(needed);
+    if (comm.is_root()) {
+      check_free_space(file.parent_path(), needed);
     }
   } catch (...) {
     error = std::current_exception();
   }
   raise_if_any_failed(comm, error, "space check");
+}
+
+// Collective, right after the file is created: rank 0 reserves its blocks, so that space
+// another process takes while the file is written cannot make a write fail half-way.
+void reserve_space_for(const std::filesystem::path& file, std::uint64_t needed,
+                       const Communicator& comm) {
+  std::exception_ptr error;
+  if (comm.is_root()) {
+    try {
+      if (!reserve_space(file, needed)) {
+        spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
+                      file.string());
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  raise_if_any_failed(comm, error, "reserve space");
 }
 
 }  // namespace
@@ -343,7 +347,8 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
     header.blobs[header.node_names[i]] = records_from_json(manifests[i]);
   }
 
-  check_space_for(file, header, comm);
+  const auto needed = estimated_file_bytes(header);
+  check_space_for(file, needed, comm);
 
   // 3. Create and describe collectively, then write. After a failure a rank keeps making the
   //    remaining collective calls so that no other rank waits on it; the failure is reported
@@ -356,6 +361,8 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
     Handle fcpl(H5Pcreate(H5P_FILE_CREATE), "create file creation list");
     h5::check(H5Pset_userblock(fcpl.get(), user_block_size), "reserve the user block");
     Handle h5file(H5Fcreate(file.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get()), "create file");
+    reserve_space_for(file, needed, comm);
+    fault_point("save-create", header.epoch);
     write_header(h5file.get(), header);
     Handle nodes(H5Gcreate2(h5file.get(), kNodesGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                  "create group nodes");
@@ -411,6 +418,7 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
     h5file.close("close file");
     if (comm.is_root() && !error) {
       seal_checkpoint_file(file, user_block_size, std::move(extents));
+      release_space_beyond_end(file);
     }
   } catch (...) {
     if (!error) {

@@ -26,7 +26,7 @@ std::optional<Fault> parse_fault(const char* text) {
   const std::string spec = text;
   auto bad = [&]() {
     return UsageError("invalid EPOCHRUN_FAULT '" + spec +
-                      "': expected phase@epoch[:rank][:KILL|TERM]");
+                      "': expected phase@epoch[:rank][:KILL|TERM|STOP]");
   };
   Fault fault;
   const auto at = spec.find('@');
@@ -54,6 +54,8 @@ std::optional<Fault> parse_fault(const char* text) {
       fault.signal = SIGKILL;
     } else if (part == "TERM") {
       fault.signal = SIGTERM;
+    } else if (part == "STOP") {
+      fault.signal = SIGSTOP;
     } else {
       try {
         fault.rank = std::stoi(part);

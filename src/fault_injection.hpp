@@ -1,13 +1,15 @@
 // A documented test switch for reaching short phases deterministically (docs/TESTING.md):
 //
-//   EPOCHRUN_FAULT="<phase>@<epoch>[:<rank>][:KILL|TERM]"
+//   EPOCHRUN_FAULT="<phase>@<epoch>[:<rank>][:KILL|TERM|STOP]"
 //
 // makes that rank (every rank when omitted) send itself the signal (KILL when omitted) when it
-// reaches that phase of that epoch. Phases: epoch (after the epoch group ran, before its
-// checkpoint), save-write (inside a save, data written, file not yet closed), save-before-rename
-// (the file is complete and durable under its temporary name), save-after-rename (committed,
-// the index not yet updated), upload (the copy is written but not yet renamed). Unset: no cost
-// beyond one getenv at the first fault point.
+// reaches that phase of that epoch; STOP pauses it there until a SIGCONT, so that a test can
+// change the world (fill the disk, say) at exactly that instant. Phases: epoch (after the epoch
+// group ran, before its checkpoint), save-create (inside a save, the temporary file created and
+// its space reserved, nothing written), save-write (data written, file not yet closed),
+// save-before-rename (the file is complete and durable under its temporary name),
+// save-after-rename (committed, the index not yet updated), upload (the copy is written but not
+// yet renamed). Unset: no cost beyond one getenv at the first fault point.
 #pragma once
 
 #include <cstdint>

@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
@@ -22,7 +23,7 @@ namespace epochrun::testing {
 namespace {
 
 constexpr std::int64_t kLastEpoch = 6;
-constexpr int kInjectedTrials = 25;
+constexpr int kInjectedTrials = 30;  // 5 per phase
 constexpr int kRandomTrials = 11;
 constexpr double kJobEndsWithinSeconds = 60;
 constexpr std::uint64_t kSeed = 20261122;
@@ -32,7 +33,8 @@ const std::map<std::string, std::string> kMpiEnvironment = {
     {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
     {"OMPI_MCA_rmaps_base_oversubscribe", "1"}};
 
-std::vector<std::string> job_command(const std::string& resume) {
+std::vector<std::string> job_command(const std::string& resume,
+                                     const std::string& checkpoint_dir = "D") {
   std::vector<std::string> argv = {MPIEXEC_BINARY,
                                    "-n",
                                    "3",
@@ -42,7 +44,7 @@ std::vector<std::string> job_command(const std::string& resume) {
                                    "--job",
                                    "sgd_regression",
                                    "--checkpoint-dir",
-                                   "D",
+                                   checkpoint_dir,
                                    "--upload-dir",
                                    "U",
                                    "--log-level",
@@ -102,9 +104,9 @@ struct Trial {
 };
 
 Trial injected_trial(int index, std::mt19937_64& random) {
-  const char* phases[] = {"epoch", "save-write", "save-before-rename", "save-after-rename",
-                          "upload"};
-  const std::string phase = phases[index % 5];
+  const char* phases[] = {
+      "epoch", "save-create", "save-write", "save-before-rename", "save-after-rename", "upload"};
+  const std::string phase = phases[index % std::size(phases)];
   auto pick = [&](std::int64_t low, std::int64_t high) {
     return std::uniform_int_distribution<std::int64_t>(low, high)(random);
   };
@@ -157,6 +159,21 @@ void wait_for_first_commit(const std::filesystem::path& directory) {
   for (int waited = 0; waited < 30000 && !std::filesystem::exists(first); ++waited) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+// The first of `pids` that is stopped (state T in /proc/<pid>/stat), waiting at most 60 s.
+std::optional<int> wait_for_a_stopped_process(const ChildProcess& job) {
+  for (int waited = 0; waited < 6000; ++waited) {
+    for (int pid : job.children()) {
+      const auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+      const auto state = stat.find(") ");
+      if (state != std::string::npos && stat.compare(state + 2, 1, "T") == 0) {
+        return pid;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return std::nullopt;
 }
 
 int failures_so_far() {
@@ -307,6 +324,58 @@ TEST_F(KillAnywhere, EveryTrialResumesBitIdenticalAndLosesNoCommittedEpoch) {
       "the %.3f s after the first commit)\n",
       trials, identical, static_cast<unsigned long long>(kSeed), active_seconds_);
   EXPECT_EQ(identical, trials);
+}
+
+// Another process takes the disk's last free byte while a save is half-way (rank 0 paused by
+// EPOCHRUN_FAULT just after creating the file, the disk filled, rank 0 continued). The save
+// reserved its space when it created the file, so it still commits, byte-identical to the
+// uninterrupted run; the following saves are refused as "not enough space" and the job goes
+// on. Without the reservation this job hung in HDF5's collective close (seen: still running
+// after 60 s).
+TEST_F(KillAnywhere, SpaceTakenMidSaveNeitherFailsNorHangsThatSave) {
+  ScratchDir cwd;
+  TmpfsMount disk(cwd / "disk", "1m");
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+  }
+  constexpr std::int64_t kFilledDuring = 2;
+  auto environment = kMpiEnvironment;
+  environment["EPOCHRUN_FAULT"] = "save-create@" + std::to_string(kFilledDuring) + ":0:STOP";
+  auto command = job_command("", "disk/D");
+  command.insert(command.end(), {"--summary-json", "summary.json"});
+  ChildProcess job(command, cwd.path(), environment);
+  const auto paused = wait_for_a_stopped_process(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 0 never paused inside the save";
+  EXPECT_EQ(fill_file_system(cwd / "disk" / "filler"), 0u);
+  ::kill(*paused, SIGCONT);
+  auto ended = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(ended.has_value()) << "the job hung after the disk filled mid-save";
+  EXPECT_EQ(ended->exit_code, 0) << ended->err;
+
+  const CheckpointDirectory directory(cwd / "disk" / "D");
+  const std::vector<std::int64_t> committed = directory.committed_epochs();
+  ASSERT_EQ(committed, (std::vector<std::int64_t>{0, 1, kFilledDuring}));
+  for (auto epoch : committed) {
+    EXPECT_EQ(contents_of(directory.file_for(epoch)), reference_->at(epoch)) << epoch;
+  }
+  const auto summary = nlohmann::json::parse(read_file(cwd / "summary.json"));
+  ASSERT_EQ(summary["failed_saves"].size(), static_cast<std::size_t>(kLastEpoch - kFilledDuring));
+  for (const auto& failure : summary["failed_saves"]) {
+    EXPECT_GT(failure["epoch"].get<std::int64_t>(), kFilledDuring);
+    EXPECT_NE(failure["error"].get<std::string>().find("not enough space"), std::string::npos)
+        << failure;
+  }
+  for (const auto& name : list_directory(cwd / "disk" / "D")) {
+    EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
+  }
+
+  // Once the space is back, the job resumes from the epoch saved during the fill and ends as
+  // the uninterrupted run did.
+  std::filesystem::remove(cwd / "disk" / "filler");
+  auto resumed = run_process(job_command("latest", "disk/D"), cwd.path(), kMpiEnvironment);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(contents_of(directory.file_for(kLastEpoch)), reference_->at(kLastEpoch));
+  EXPECT_EQ(read_blob_file(cwd / "model.h5"), read_blob_file(reference_dir_->path() / "model.h5"));
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // The reference's test_ckpt_save_failure and more: a checkpoint that cannot be written never
 // stops the job, never touches a committed checkpoint and leaves no temporary file behind.
 #include <gtest/gtest.h>
-#include <sys/mount.h>
 #include <fstream>
 
 #include "epochrun/checkpoint_directory.hpp"
@@ -88,33 +87,29 @@ TEST(SaveFailure, AFileSizeLimitFailsTheSaveAndLeavesCommittedCheckpointsIntact)
   EXPECT_EQ(total_of(loaded), 145);
 }
 
-// RAII: a real size-limited file system (tmpfs, size=...), mounted by rank 0 in a shared
-// directory. Needs root, as the test suite runs here and in CI.
+// A TmpfsMount made by rank 0 in a shared directory; construction and destruction are
+// collective.
 class SmallFileSystem {
  public:
   SmallFileSystem(const Communicator& comm, const std::filesystem::path& where,
                   const std::string& size)
-      : comm_(comm), where_(where) {
+      : comm_(comm) {
     std::int64_t ok = 1;
     if (comm.is_root()) {
-      std::filesystem::create_directories(where);
-      ok =
-          ::mount("tmpfs", where.c_str(), "tmpfs", 0, ("size=" + size + ",mode=0755").c_str()) == 0;
+      mount_.emplace(where, size);
+      ok = mount_->mounted();
     }
     comm.broadcast(ok);
     mounted_ = ok != 0;
   }
   ~SmallFileSystem() {
-    comm_.barrier();
-    if (mounted_ && comm_.is_root()) {
-      ::umount2(where_.c_str(), MNT_DETACH);
-    }
+    comm_.barrier();  // every rank is done with it before it goes
   }
   bool mounted() const { return mounted_; }
 
  private:
   Communicator comm_;
-  std::filesystem::path where_;
+  std::optional<TmpfsMount> mount_;
   bool mounted_ = false;
 };
 

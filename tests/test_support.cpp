@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +70,34 @@ FileSizeLimit::~FileSizeLimit() {
   setrlimit(RLIMIT_FSIZE, &limit);
 }
 
+TmpfsMount::TmpfsMount(const std::filesystem::path& where, const std::string& size)
+    : where_(where) {
+  std::filesystem::create_directories(where);
+  mounted_ =
+      ::mount("tmpfs", where.c_str(), "tmpfs", 0, ("size=" + size + ",mode=0755").c_str()) == 0;
+}
+
+TmpfsMount::~TmpfsMount() {
+  if (mounted_) {
+    ::umount2(where_.c_str(), MNT_DETACH);
+  }
+}
+
+std::uint64_t fill_file_system(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw std::runtime_error("cannot create " + file.string());
+  }
+  const std::string zeros(4096, '\0');
+  while (::write(fd, zeros.data(), zeros.size()) > 0) {
+  }
+  ::fsync(fd);
+  ::close(fd);
+  struct statvfs space {};
+  ::statvfs(file.parent_path().c_str(), &space);
+  return std::uint64_t(space.f_bavail) * space.f_frsize;
+}
+
 std::vector<std::string> ProcessResult::err_lines() const {
   std::vector<std::string> lines;
   std::istringstream in(err);
@@ -108,6 +138,11 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::file
 
 ChildProcess::~ChildProcess() {
   if (!reaped_) {
+    // The ranks first: a SIGKILLed mpiexec cannot take its ranks down, and a hung rank left
+    // running would spin through the rest of the suite.
+    for (int child : children()) {
+      ::kill(child, SIGKILL);
+    }
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }

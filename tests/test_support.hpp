@@ -45,6 +45,27 @@ class FileSizeLimit {
   std::uint64_t saved_soft_limit_;
 };
 
+// RAII: a real size-limited file system (tmpfs, size=...) mounted at `where` (created when
+// missing), unmounted on destruction. Needs root, as the suite runs here and in CI; mounted()
+// is false where it cannot mount, and the test then skips.
+class TmpfsMount {
+ public:
+  TmpfsMount(const std::filesystem::path& where, const std::string& size);
+  ~TmpfsMount();
+  TmpfsMount(const TmpfsMount&) = delete;
+  TmpfsMount& operator=(const TmpfsMount&) = delete;
+
+  bool mounted() const { return mounted_; }
+
+ private:
+  std::filesystem::path where_;
+  bool mounted_ = false;
+};
+
+// Writes zeros to `file` until its file system is full (ENOSPC), as another process on a
+// shared disk would; returns the free bytes left afterwards (0 on tmpfs).
+std::uint64_t fill_file_system(const std::filesystem::path& file);
+
 struct ProcessResult {
   int exit_code = -1;
   std::string out;
@@ -64,7 +85,8 @@ class ChildProcess {
   int pid() const { return pid_; }
   // The direct children (mpiexec's ranks), read from /proc.
   std::vector<int> children() const;
-  // Waits at most `timeout_seconds`; nullopt when it was still running (it is then killed).
+  // Waits at most `timeout_seconds`; nullopt when it was still running (the destructor then
+  // kills it and its direct children, the ranks).
   std::optional<ProcessResult> wait(double timeout_seconds);
 
  private:
