@@ -57,15 +57,8 @@ std::string describe(std::exception_ptr error) {
   }
 }
 
-}  // namespace
-
-void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
-                         const std::string& context) {
-  std::optional<std::string> local;
-  if (local_error) {
-    local = describe(local_error);
-  }
-  auto agreed = comm.first_error(local);
+// Throws the agreed error (as the class its tag names) with `context`; nothing when none.
+void raise_agreed(const std::optional<std::string>& agreed, const std::string& context) {
   if (!agreed) {
     return;
   }
@@ -79,6 +72,32 @@ void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_erro
   }
   char kind = text.empty() ? char(kOther) : text.front();
   raise(kind, context + ": " + prefix + text.substr(text.empty() ? 0 : 1));
+}
+
+std::optional<std::string> describe_if_set(std::exception_ptr local_error) {
+  if (!local_error) {
+    return std::nullopt;
+  }
+  return describe(local_error);
+}
+
+}  // namespace
+
+void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
+                         const std::string& context) {
+  raise_agreed(comm.first_error(describe_if_set(local_error)), context);
+}
+
+void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
+                         const std::string& context, std::chrono::duration<double> patience) {
+  std::optional<std::string> agreed;
+  try {
+    agreed = comm.first_error(describe_if_set(local_error), patience);
+  } catch (const AgreementTimeout& timeout) {
+    // Without the class tag describe() put in front.
+    throw AgreementTimeout(context + ": " + std::string(timeout.what()).substr(1));
+  }
+  raise_agreed(agreed, context);
 }
 
 void rethrow_with_context(std::exception_ptr error, const std::string& context) {

@@ -6,6 +6,7 @@
 // lowest failing rank threw, with its message, or all go on.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <string>
 
@@ -17,6 +18,11 @@ namespace epochrun {
 // to the message ("save epoch 3: ...").
 void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
                          const std::string& context);
+// The same after running the job's own code: see the bounded Communicator::first_error. On a
+// failing rank whose peers did not come within `patience`, throws AgreementTimeout with the
+// context and this rank's message.
+void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
+                         const std::string& context, std::chrono::duration<double> patience);
 
 // Rethrows `error` as the same epochrun class with `context` prefixed to its message.
 [[noreturn]] void rethrow_with_context(std::exception_ptr error, const std::string& context);

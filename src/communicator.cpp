@@ -1,6 +1,7 @@
 #include "epochrun/communicator.hpp"
 
 #include <limits>
+#include <thread>
 
 #include "epochrun/errors.hpp"
 
@@ -171,6 +172,37 @@ std::optional<std::string> Communicator::first_error(
   int candidate = local_error ? rank() : std::numeric_limits<int>::max();
   int failing = 0;
   check_mpi(MPI_Allreduce(&candidate, &failing, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");
+  return share_error(local_error, failing);
+}
+
+std::optional<std::string> Communicator::first_error(const std::optional<std::string>& local_error,
+                                                     std::chrono::duration<double> patience) const {
+  int candidate = local_error ? rank() : std::numeric_limits<int>::max();
+  int failing = 0;
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(&candidate, &failing, 1, MPI_INT, MPI_MIN, comm_, &request),
+            "MPI_Iallreduce");
+  if (!local_error) {
+    check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+    return share_error(local_error, failing);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  for (int done = 0; !done;) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (!done && std::chrono::steady_clock::now() >= deadline) {
+      // The request stays pending: the caller is about to end the job, and MPI cannot cancel
+      // a collective.
+      throw AgreementTimeout(*local_error);
+    }
+    if (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  return share_error(local_error, failing);
+}
+
+std::optional<std::string> Communicator::share_error(const std::optional<std::string>& local_error,
+                                                     int failing) const {
   if (failing == std::numeric_limits<int>::max()) {
     return std::nullopt;
   }

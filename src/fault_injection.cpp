@@ -17,6 +17,8 @@ struct Fault {
   std::int64_t epoch = 0;
   std::optional<int> rank;  // every rank when unset
   int signal = SIGKILL;
+  bool throws = false;  // THROW: an exception instead of a signal
+  std::string spec;
 };
 
 std::optional<Fault> parse_fault(const char* text) {
@@ -26,9 +28,10 @@ std::optional<Fault> parse_fault(const char* text) {
   const std::string spec = text;
   auto bad = [&]() {
     return UsageError("invalid EPOCHRUN_FAULT '" + spec +
-                      "': expected phase@epoch[:rank][:KILL|TERM|STOP]");
+                      "': expected phase@epoch[:rank][:KILL|TERM|STOP|THROW]");
   };
   Fault fault;
+  fault.spec = spec;
   const auto at = spec.find('@');
   if (at == std::string::npos) {
     throw bad();
@@ -56,6 +59,8 @@ std::optional<Fault> parse_fault(const char* text) {
       fault.signal = SIGTERM;
     } else if (part == "STOP") {
       fault.signal = SIGSTOP;
+    } else if (part == "THROW") {
+      fault.throws = true;
     } else {
       try {
         fault.rank = std::stoi(part);
@@ -86,6 +91,9 @@ void fault_point(std::string_view phase, std::int64_t epoch) {
   }
   if (fault->rank && *fault->rank != world_rank()) {
     return;
+  }
+  if (fault->throws) {
+    throw Error("injected fault (EPOCHRUN_FAULT=" + fault->spec + ")");
   }
   std::raise(fault->signal);
 }

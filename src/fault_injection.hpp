@@ -1,10 +1,12 @@
 // A documented test switch for reaching short phases deterministically (docs/TESTING.md):
 //
-//   EPOCHRUN_FAULT="<phase>@<epoch>[:<rank>][:KILL|TERM|STOP]"
+//   EPOCHRUN_FAULT="<phase>@<epoch>[:<rank>][:KILL|TERM|STOP|THROW]"
 //
 // makes that rank (every rank when omitted) send itself the signal (KILL when omitted) when it
 // reaches that phase of that epoch; STOP pauses it there until a SIGCONT, so that a test can
-// change the world (fill the disk, say) at exactly that instant. Phases: epoch (after the epoch
+// change the world (fill the disk, say) at exactly that instant; THROW throws an epochrun::Error
+// there instead, as a failing task would. Phases: <group>-task (init-task, epoch-task,
+// download-task, exit-task: inside that group, before its first task), epoch (after the epoch
 // group ran, before its checkpoint), save-create (inside a save, the temporary file created and
 // its space reserved, nothing written), save-write (data written, file not yet closed),
 // save-before-rename (the file is complete and durable under its temporary name),

@@ -2,6 +2,7 @@
 
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
+#include "fault_injection.hpp"
 
 namespace epochrun {
 
@@ -12,6 +13,9 @@ void TaskGroup::add(std::string task_name, TaskFunction run) {
 void TaskGroup::run(TaskContext& context) const {
   for (const auto& task : tasks_) {
     try {
+      if (&task == &tasks_.front()) {
+        fault_point(name_ + "-task", context.epoch);
+      }
       task.run(context);
     } catch (const std::exception& error) {
       // Keep the exit code of the original error class where it has one.

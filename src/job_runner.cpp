@@ -43,17 +43,6 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
   return text;
 }
 
-// Runs a task group on every rank; a failure on any rank fails the group on all of them.
-void run_group(const TaskGroup& group, TaskContext& context, const Communicator& comm) {
-  std::exception_ptr error;
-  try {
-    group.run(context);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  raise_if_any_failed(comm, error, group.name() + " group");
-}
-
 }  // namespace
 
 ResumeRequest ResumeRequest::parse(const std::string& text) {
@@ -72,11 +61,33 @@ ResumeRequest ResumeRequest::parse(const std::string& text) {
 
 JobRunner::JobRunner(Job job, const Communicator& comm, RunOptions options)
     : job_(std::move(job)),
+      job_comm_(comm),
       comm_(comm.duplicate()),
       options_(std::move(options)),
       node_name_(Job::node_name(comm_.rank())) {
   for (int rank = 0; rank < comm_.size(); ++rank) {
     node_names_.push_back(Job::node_name(rank));
+  }
+}
+
+void JobRunner::run_group(const TaskGroup& group, TaskContext& context) const {
+  std::exception_ptr error;
+  try {
+    group.run(context);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  try {
+    raise_if_any_failed(comm_, error, group.name() + " group", options_.task_failure_timeout);
+  } catch (const AgreementTimeout& timeout) {
+    // The other ranks are stuck where this one will never go. Ending the job is the only way
+    // out that does not leave them there until the scheduler's time limit.
+    spdlog::critical(
+        "{}; the other ranks did not learn of it within {:.0f} s (they are probably blocked in a "
+        "collective call of the job): aborting the job",
+        timeout.what(), options_.task_failure_timeout.count());
+    spdlog::default_logger()->flush();
+    MPI_Abort(comm_.raw(), static_cast<int>(ExitCode::kJobFailed));
   }
 }
 
@@ -177,9 +188,9 @@ RunSummary JobRunner::run(Workspace& workspace) {
 
   const auto resume_epoch = load_newest_valid(resume_candidates(), workspace, summary);
   summary.resumed_from = resume_epoch;
-  TaskContext context{workspace, comm_, node_name_, 0, nullptr};
+  TaskContext context{workspace, job_comm_, node_name_, 0, nullptr};
   if (!resume_epoch) {
-    run_group(job_.init_group, context, comm_);
+    run_group(job_.init_group, context);
     // As in the reference: what init created is what every checkpoint of this run holds.
     checkpointed_blobs_ = workspace.names();
     spdlog::info("job {} initialized on {} ranks ({} blobs, {} on rank 0)", job_.name(),
@@ -204,7 +215,7 @@ RunSummary JobRunner::run(Workspace& workspace) {
     while (true) {
       const auto epoch_started = Clock::now();
       context.epoch = epoch;
-      run_group(job_.epoch_group, context, comm_);
+      run_group(job_.epoch_group, context);
       fault_point("epoch", epoch);
       decision = decide_stop(workspace, epoch);
       const double epoch_seconds = seconds_since(epoch_started);
@@ -225,8 +236,8 @@ RunSummary JobRunner::run(Workspace& workspace) {
   context.epoch = epoch;
   auto outputs = gather_outputs(workspace);
   context.downloaded = comm_.is_root() ? &outputs : nullptr;
-  run_group(job_.download_group, context, comm_);
-  run_group(job_.exit_group, context, comm_);
+  run_group(job_.download_group, context);
+  run_group(job_.exit_group, context);
   if (options_.delete_checkpoints_on_success) {
     delete_all_checkpoints(summary);
   }

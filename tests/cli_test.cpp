@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "test_support.hpp"
 
@@ -26,6 +27,12 @@ ProcessResult epochrun(const std::vector<std::string>& args, const std::filesyst
   argv.push_back(EPOCHRUN_BINARY);
   argv.insert(argv.end(), args.begin(), args.end());
   return run_process(argv, cwd, kMpiEnvironment);
+}
+
+std::map<std::string, std::string> with_fault(const std::string& fault) {
+  auto environment = kMpiEnvironment;
+  environment["EPOCHRUN_FAULT"] = fault;
+  return environment;
 }
 
 nlohmann::json read_json(const std::filesystem::path& file) {
@@ -159,6 +166,11 @@ TEST_F(Cli, EachBadInputIsOneLineExitTwoAndWritesNothing) {
       {{"run", "--job", "sum_pipeline", "--checkpoint-dir", ""}, "checkpoint-dir"},
       {{"run", "--job", "sum_pipeline", "--keep-last", "0"}, "--keep-last must be at least 1"},
       {{"run", "--job", "sum_pipeline", "--keep-every", "-2"}, "keep-every"},
+      {{"run", "--job", "sum_pipeline", "--task-failure-timeout", "0"},
+       "--task-failure-timeout must be more than 0"},
+      {{"run", "--job", "sum_pipeline", "--task-failure-timeout", "nan"},
+       "--task-failure-timeout must be more than 0"},
+      {{"run", "--job", "sum_pipeline", "--task-failure-timeout", "soon"}, "task-failure-timeout"},
       {{"run", "--job", "sgd_regression", "--sgd_regression.learning_rate", "-1"}, "learning_rate"},
       {{"run", "--job", "sgd_regression", "--sgd_regression.learning_rate", "fast"},
        "learning_rate"},
@@ -225,6 +237,24 @@ TEST_F(Cli, UnderMpiexecTheErrorLineSurvivesASlowFirstRank) {
                                               << result.err;
   }
   EXPECT_TRUE(list_directory(cwd_.path()).empty());
+}
+
+// A task failing on one rank of a job whose tasks make no collective calls: the other ranks
+// meet it in the runner's agreement, and the job ends cleanly with exit 1 and one line naming
+// the rank and the task -- no abort.
+TEST_F(Cli, ATaskFailingOnOneRankEndsTheJobWithOneLineNamingRankAndTask) {
+  auto result = run_process({MPIEXEC_BINARY, "-n", "3", "--oversubscribe", EPOCHRUN_BINARY, "run",
+                             "--job", "sum_pipeline", "--checkpoint-dir", "D"},
+                            cwd_.path(), with_fault("epoch-task@3:1:THROW"));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  const auto lines = error_lines(result);
+  ASSERT_EQ(lines.size(), 1u) << result.err;
+  EXPECT_NE(lines[0].find("rank 1: task 'read_and_add' of the epoch group on trainer_1"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_EQ(result.err.find("MPI_ABORT"), std::string::npos) << result.err;
+  EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(),
+            (std::vector<std::int64_t>{0, 1, 2}));
 }
 
 TEST_F(Cli, TheIniFileConfiguresTheRunAndTheCommandLineWins) {

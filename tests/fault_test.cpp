@@ -378,5 +378,37 @@ TEST_F(KillAnywhere, SpaceTakenMidSaveNeitherFailsNorHangsThatSave) {
   EXPECT_EQ(read_blob_file(cwd / "model.h5"), read_blob_file(reference_dir_->path() / "model.h5"));
 }
 
+// A task throws on rank 1 while ranks 0 and 2 are already inside the job's own MPI_Allreduce
+// (sgd_regression averages its gradients in its epoch task), which rank 1 will never join.
+// Rank 1 cannot reach them through the runner's agreement, so after --task-failure-timeout it
+// aborts the job: the job ends in bounded time with exit code 1 and the reason in the log,
+// nothing committed is lost, and `latest` finishes bit-identical.
+TEST_F(KillAnywhere, ATaskFailingWhileTheOthersWaitInTheJobsCollectiveAbortsTheJob) {
+  ScratchDir cwd;
+  auto environment = kMpiEnvironment;
+  environment["EPOCHRUN_FAULT"] = "epoch-task@3:1:THROW";
+  auto command = job_command("");
+  command.insert(command.end(), {"--task-failure-timeout", "2"});
+  ChildProcess job(command, cwd.path(), environment);
+  auto ended = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(ended.has_value()) << "the job hung after a task failed on one rank";
+  EXPECT_EQ(ended->exit_code, 1) << ended->err;
+  EXPECT_NE(ended->err.find("[rank 1] [critical] epoch group: task 'epoch_limiter_countdown' of "
+                            "the epoch group on trainer_1: injected fault"),
+            std::string::npos)
+      << ended->err;
+  EXPECT_NE(ended->err.find("did not learn of it within 2 s"), std::string::npos) << ended->err;
+
+  const CheckpointDirectory directory(cwd / "D");
+  ASSERT_EQ(directory.committed_epochs(), (std::vector<std::int64_t>{0, 1, 2}));
+  for (auto epoch : directory.committed_epochs()) {
+    EXPECT_EQ(contents_of(directory.file_for(epoch)), reference_->at(epoch)) << epoch;
+  }
+  auto resumed = run_process(job_command("latest"), cwd.path(), kMpiEnvironment);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(contents_of(directory.file_for(kLastEpoch)), reference_->at(kLastEpoch));
+  EXPECT_EQ(read_blob_file(cwd / "model.h5"), read_blob_file(reference_dir_->path() / "model.h5"));
+}
+
 }  // namespace
 }  // namespace epochrun::testing

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,7 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "epochrun/errors.hpp"
+
 namespace epochrun {
+
+// Thrown by the bounded first_error on a rank that failed when the other ranks did not come to
+// the agreement in time.
+class AgreementTimeout : public Error {
+ public:
+  using Error::Error;
+};
 
 class Communicator {
  public:
@@ -55,7 +65,20 @@ class Communicator {
   // no rank enters the next collective call alone.
   std::optional<std::string> first_error(const std::optional<std::string>& local_error) const;
 
+  // first_error after a step that ran the job's own code, which may make collective calls of
+  // its own: a rank that failed waits at most `patience` for the others. A rank that does not
+  // come is most likely blocked in one of the job's collective calls that the failing rank
+  // will never make, and would wait forever; the failing rank then gets AgreementTimeout (and
+  // should end the job), while ranks that did not fail wait as long as it takes. Every rank
+  // must call the same overload: this one uses a non-blocking reduction.
+  std::optional<std::string> first_error(const std::optional<std::string>& local_error,
+                                         std::chrono::duration<double> patience) const;
+
  private:
+  // The message of the lowest failing rank, as first_error returns it, once `failing` is known.
+  std::optional<std::string> share_error(const std::optional<std::string>& local_error,
+                                         int failing) const;
+
   Communicator(MPI_Comm comm, std::shared_ptr<MPI_Comm> owned)
       : comm_(comm), owned_(std::move(owned)) {}
 

@@ -7,6 +7,7 @@
 //   -> upload -> gather declared outputs to rank 0 -> download group -> exit group
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -47,11 +48,16 @@ struct RunOptions {
   RetentionPolicy retention;           // applied after every commit
   // Keras' backup-and-restore: the checkpoints are deleted once the exit group has succeeded.
   bool delete_checkpoints_on_success = false;
+  // How long a rank whose task threw waits for the other ranks to learn of it. They may be
+  // blocked in a collective call of the job that the failing rank will never make; after this
+  // the failing rank aborts the whole job (MPI_Abort, exit code 1) rather than hang it.
+  std::chrono::duration<double> task_failure_timeout = std::chrono::seconds(60);
 };
 
 class JobRunner {
  public:
-  // `comm` is duplicated: the runner's collective calls never interfere with the job's.
+  // The tasks get `comm`; the runner works on a duplicate of it, so that its own collective
+  // calls never match the job's.
   JobRunner(Job job, const Communicator& comm, RunOptions options);
 
   // Runs the whole job on this rank's `workspace`. Save failures do not throw (they are in
@@ -89,9 +95,12 @@ class JobRunner {
       const std::function<std::vector<std::int64_t>(const CheckpointDirectory&)>& choose,
       const std::string& why, RunSummary& summary) const;
   GatheredBlobs gather_outputs(const Workspace& workspace) const;
+  // Runs a task group on every rank; a failure on any rank fails the group on all of them.
+  void run_group(const TaskGroup& group, TaskContext& context) const;
 
   Job job_;
-  Communicator comm_;
+  Communicator job_comm_;  // the tasks'
+  Communicator comm_;      // the runner's private duplicate
   RunOptions options_;
   std::string node_name_;
   std::vector<std::string> node_names_;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "epochrun/errors.hpp"
 #include "epochrun/logging.hpp"
@@ -38,7 +39,11 @@ po::options_description general_options(GeneralOptions& o) {
       "keep only the K newest checkpoints (older ones go once a newer one is committed)")(
       "keep-every", po::value(&o.keep_every), "also keep every epoch divisible by N as a snapshot")(
       "delete-checkpoints-on-success", po::bool_switch(&o.delete_on_success),
-      "delete the checkpoints once the exit group has succeeded (backup-and-restore)");
+      "delete the checkpoints once the exit group has succeeded (backup-and-restore)")(
+      "task-failure-timeout",
+      po::value(&o.task_failure_timeout)->default_value(o.task_failure_timeout),
+      "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
+      "the whole job (exit 1): they may be blocked in a collective call of the job");
   return options;
 }
 
@@ -174,6 +179,13 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   }
   validate(run.retention);
   run.delete_checkpoints_on_success = general.delete_on_success;
+  if (!(general.task_failure_timeout > 0 && general.task_failure_timeout <= 86400)) {
+    std::ostringstream given;
+    given << general.task_failure_timeout;
+    throw UsageError("--task-failure-timeout must be more than 0 and at most 86400 seconds, got " +
+                     given.str());
+  }
+  run.task_failure_timeout = std::chrono::duration<double>(general.task_failure_timeout);
   invocation.log_level = parse_log_level(general.log_level);
   run.config_json = json_text(config_to_json(values));
   // Builds once here so that an inconsistent job option is a usage error before MPI starts.

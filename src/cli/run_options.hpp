@@ -25,6 +25,7 @@ struct GeneralOptions {
   std::int64_t keep_last = 0;
   std::int64_t keep_every = 0;
   bool delete_on_success = false;
+  double task_failure_timeout = 60;
 };
 
 // Everything `run` needs, validated.
