@@ -9,6 +9,7 @@
 
 #include "blob_codec.hpp"
 #include "collective_errors.hpp"
+#include "directory_lock.hpp"
 #include "durable_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
@@ -186,6 +187,22 @@ RunSummary JobRunner::run(Workspace& workspace) {
   summary.num_ranks = comm_.size();
   summary.checkpoint_dir = options_.checkpoint_dir;
 
+  // Held by rank 0 for the whole run: nothing below may run twice on one directory.
+  std::optional<DirectoryLock> lock;
+  std::exception_ptr error;
+  if (comm_.is_root() && !options_.checkpoint_dir.empty()) {
+    try {
+      lock.emplace(options_.checkpoint_dir);
+      if (!lock->held()) {
+        spdlog::warn("running without the checkpoint directory lock: {}",
+                     lock->unavailable_reason());
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  raise_if_any_failed(comm_, error, "lock");
+
   const auto resume_epoch = load_newest_valid(resume_candidates(), workspace, summary);
   summary.resumed_from = resume_epoch;
   TaskContext context{workspace, job_comm_, node_name_, 0, nullptr};
@@ -244,6 +261,10 @@ RunSummary JobRunner::run(Workspace& workspace) {
   summary.outputs = std::move(outputs);
   summary.seconds = seconds_since(started);
   spdlog::info("job {} finished after epoch {} in {:.3f} s", job_.name(), epoch, summary.seconds);
+  // When run() returns on any rank, the directory is in its final state, lock file gone. (On
+  // the failure paths every rank throws together and rank 0 drops the lock while unwinding.)
+  lock.reset();
+  comm_.barrier();
   return summary;
 }
 

@@ -40,6 +40,7 @@ template <typename Exception>
 std::string expect_resume_fails(const Communicator& comm, Job job,
                                 const std::filesystem::path& directory, std::int64_t epoch) {
   const auto before = snapshot(directory);
+  comm.barrier();  // every rank has looked before rank 0 takes the directory lock
   Workspace workspace;
   try {
     JobRunner(std::move(job), comm, options_for(directory, ResumeRequest::at(epoch)))

@@ -1,38 +1,30 @@
 // The program as a user runs it: `mpiexec -n 3 epochrun ...` in a fresh directory, its exit
 // codes, its one-line errors, its summary, and its files read back by h5py and h5dump.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_file.hpp"
+#include "launch.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
 namespace {
-
-const std::map<std::string, std::string> kMpiEnvironment = {
-    {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-    {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-    {"OMPI_MCA_rmaps_base_oversubscribe", "1"}};
 
 // `epochrun args...` on `ranks` ranks (1: run directly, as on a login node).
 ProcessResult epochrun(const std::vector<std::string>& args, const std::filesystem::path& cwd,
                        int ranks = 1) {
   std::vector<std::string> argv;
   if (ranks > 1) {
-    argv = {MPIEXEC_BINARY, "-n", std::to_string(ranks), "--oversubscribe"};
+    argv = epochrun_on_ranks(ranks, args);
+  } else {
+    argv = {EPOCHRUN_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
   }
-  argv.push_back(EPOCHRUN_BINARY);
-  argv.insert(argv.end(), args.begin(), args.end());
   return run_process(argv, cwd, kMpiEnvironment);
-}
-
-std::map<std::string, std::string> with_fault(const std::string& fault) {
-  auto environment = kMpiEnvironment;
-  environment["EPOCHRUN_FAULT"] = fault;
-  return environment;
 }
 
 nlohmann::json read_json(const std::filesystem::path& file) {
@@ -221,15 +213,11 @@ TEST_F(Cli, UnderMpiexecTheErrorLineSurvivesASlowFirstRank) {
        {std::vector<std::string>{"run", "--job", "nope"},
         std::vector<std::string>{"run", "--bogus-flag"}, std::vector<std::string>{"frobnicate"},
         std::vector<std::string>{"list-jobs", "extra"}}) {
-    std::vector<std::string> argv = {
-        MPIEXEC_BINARY,
-        "-n",
-        "3",
-        "--oversubscribe",
-        "sh",
-        "-c",
-        R"(if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then sleep 1; fi; exec "$0" "$@")",
-        EPOCHRUN_BINARY};
+    auto argv = mpiexec_prefix(3);
+    argv.insert(
+        argv.end(),
+        {"sh", "-c", R"(if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then sleep 1; fi; exec "$0" "$@")",
+         EPOCHRUN_BINARY});
     argv.insert(argv.end(), args.begin(), args.end());
     auto result = run_process(argv, cwd_.path(), kMpiEnvironment);
     EXPECT_EQ(result.exit_code, 2) << args[0] << " " << args.back() << "\n" << result.err;
@@ -243,9 +231,9 @@ TEST_F(Cli, UnderMpiexecTheErrorLineSurvivesASlowFirstRank) {
 // meet it in the runner's agreement, and the job ends cleanly with exit 1 and one line naming
 // the rank and the task -- no abort.
 TEST_F(Cli, ATaskFailingOnOneRankEndsTheJobWithOneLineNamingRankAndTask) {
-  auto result = run_process({MPIEXEC_BINARY, "-n", "3", "--oversubscribe", EPOCHRUN_BINARY, "run",
-                             "--job", "sum_pipeline", "--checkpoint-dir", "D"},
-                            cwd_.path(), with_fault("epoch-task@3:1:THROW"));
+  auto result =
+      run_process(epochrun_on_ranks(3, {"run", "--job", "sum_pipeline", "--checkpoint-dir", "D"}),
+                  cwd_.path(), with_fault("epoch-task@3:1:THROW"));
   EXPECT_EQ(result.exit_code, 1) << result.err;
   const auto lines = error_lines(result);
   ASSERT_EQ(lines.size(), 1u) << result.err;
@@ -255,6 +243,37 @@ TEST_F(Cli, ATaskFailingOnOneRankEndsTheJobWithOneLineNamingRankAndTask) {
   EXPECT_EQ(result.err.find("MPI_ABORT"), std::string::npos) << result.err;
   EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(),
             (std::vector<std::int64_t>{0, 1, 2}));
+}
+
+// Two runs on one directory: the second is refused (exit 3, naming the first) and touches
+// nothing -- in particular not the first run's files, which it would otherwise take for the
+// leftovers of a crash. The lock goes with the first run.
+TEST_F(Cli, ASecondRunOnTheSameDirectoryIsRefusedWhileTheFirstRuns) {
+  const auto command = epochrun_on_ranks(3, {"run", "--job", "sum_pipeline", "--checkpoint-dir",
+                                             "D", "--resume-from-epoch", "latest"});
+  ChildProcess first(command, cwd_.path(), with_fault("epoch-task@2:0:STOP"));
+  const auto paused = wait_for_a_stopped_child(first);
+  ASSERT_TRUE(paused.has_value()) << "the first run never paused";
+  const auto files_before = list_directory(cwd_ / "D");
+  EXPECT_EQ(files_before, (std::vector<std::string>{".epochrun.lock", "epoch-000000.h5",
+                                                    "epoch-000001.h5", "index.json"}));
+
+  auto second = run_process(command, cwd_.path(), kMpiEnvironment);
+  EXPECT_EQ(second.exit_code, 3) << second.err;
+  const auto lines = error_lines(second);
+  ASSERT_EQ(lines.size(), 1u) << second.err;
+  EXPECT_NE(lines[0].find("is in use by another run (pid " + std::to_string(*paused) + " on "),
+            std::string::npos)
+      << lines[0];
+  EXPECT_EQ(list_directory(cwd_ / "D"), files_before);
+
+  ::kill(*paused, SIGCONT);
+  auto ended = first.wait(120);
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->exit_code, 0) << ended->err;
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "D" / ".epochrun.lock"));
+  auto third = run_process(command, cwd_.path(), kMpiEnvironment);
+  EXPECT_EQ(third.exit_code, 0) << third.err;
 }
 
 TEST_F(Cli, TheIniFileConfiguresTheRunAndTheCommandLineWins) {

@@ -17,6 +17,7 @@
 
 #include "epochrun/blob_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
+#include "launch.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
@@ -28,39 +29,29 @@ constexpr int kRandomTrials = 11;
 constexpr double kJobEndsWithinSeconds = 60;
 constexpr std::uint64_t kSeed = 20261122;
 
-const std::map<std::string, std::string> kMpiEnvironment = {
-    {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-    {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-    {"OMPI_MCA_rmaps_base_oversubscribe", "1"}};
-
 std::vector<std::string> job_command(const std::string& resume,
                                      const std::string& checkpoint_dir = "D") {
-  std::vector<std::string> argv = {MPIEXEC_BINARY,
-                                   "-n",
-                                   "3",
-                                   "--oversubscribe",
-                                   EPOCHRUN_BINARY,
-                                   "run",
-                                   "--job",
-                                   "sgd_regression",
-                                   "--checkpoint-dir",
-                                   checkpoint_dir,
-                                   "--upload-dir",
-                                   "U",
-                                   "--log-level",
-                                   "warn",
-                                   "--sgd_regression.features",
-                                   "4",
-                                   "--sgd_regression.samples_per_rank",
-                                   "256",
-                                   "--sgd_regression.batches_per_epoch",
-                                   "32",
-                                   "--sgd_regression.max_epochs",
-                                   std::to_string(kLastEpoch),
-                                   "--sgd_regression.loss_threshold",
-                                   "0",
-                                   "--sgd_regression.model_file",
-                                   "model.h5"};
+  auto argv = epochrun_on_ranks(3, {"run",
+                                    "--job",
+                                    "sgd_regression",
+                                    "--checkpoint-dir",
+                                    checkpoint_dir,
+                                    "--upload-dir",
+                                    "U",
+                                    "--log-level",
+                                    "warn",
+                                    "--sgd_regression.features",
+                                    "4",
+                                    "--sgd_regression.samples_per_rank",
+                                    "256",
+                                    "--sgd_regression.batches_per_epoch",
+                                    "32",
+                                    "--sgd_regression.max_epochs",
+                                    std::to_string(kLastEpoch),
+                                    "--sgd_regression.loss_threshold",
+                                    "0",
+                                    "--sgd_regression.model_file",
+                                    "model.h5"});
   if (!resume.empty()) {
     argv.insert(argv.end(), {"--resume-from-epoch", resume});
   }
@@ -159,21 +150,6 @@ void wait_for_first_commit(const std::filesystem::path& directory) {
   for (int waited = 0; waited < 30000 && !std::filesystem::exists(first); ++waited) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-}
-
-// The first of `pids` that is stopped (state T in /proc/<pid>/stat), waiting at most 60 s.
-std::optional<int> wait_for_a_stopped_process(const ChildProcess& job) {
-  for (int waited = 0; waited < 6000; ++waited) {
-    for (int pid : job.children()) {
-      const auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-      const auto state = stat.find(") ");
-      if (state != std::string::npos && stat.compare(state + 2, 1, "T") == 0) {
-        return pid;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return std::nullopt;
 }
 
 int failures_so_far() {
@@ -339,12 +315,11 @@ TEST_F(KillAnywhere, SpaceTakenMidSaveNeitherFailsNorHangsThatSave) {
     GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
   }
   constexpr std::int64_t kFilledDuring = 2;
-  auto environment = kMpiEnvironment;
-  environment["EPOCHRUN_FAULT"] = "save-create@" + std::to_string(kFilledDuring) + ":0:STOP";
+  const auto environment = with_fault("save-create@" + std::to_string(kFilledDuring) + ":0:STOP");
   auto command = job_command("", "disk/D");
   command.insert(command.end(), {"--summary-json", "summary.json"});
   ChildProcess job(command, cwd.path(), environment);
-  const auto paused = wait_for_a_stopped_process(job);
+  const auto paused = wait_for_a_stopped_child(job);
   ASSERT_TRUE(paused.has_value()) << "rank 0 never paused inside the save";
   EXPECT_EQ(fill_file_system(cwd / "disk" / "filler"), 0u);
   ::kill(*paused, SIGCONT);
@@ -385,8 +360,7 @@ TEST_F(KillAnywhere, SpaceTakenMidSaveNeitherFailsNorHangsThatSave) {
 // nothing committed is lost, and `latest` finishes bit-identical.
 TEST_F(KillAnywhere, ATaskFailingWhileTheOthersWaitInTheJobsCollectiveAbortsTheJob) {
   ScratchDir cwd;
-  auto environment = kMpiEnvironment;
-  environment["EPOCHRUN_FAULT"] = "epoch-task@3:1:THROW";
+  const auto environment = with_fault("epoch-task@3:1:THROW");
   auto command = job_command("");
   command.insert(command.end(), {"--task-failure-timeout", "2"});
   ChildProcess job(command, cwd.path(), environment);

@@ -179,6 +179,20 @@ std::optional<ProcessResult> ChildProcess::wait(double timeout_seconds) {
   return result;
 }
 
+std::optional<int> wait_for_a_stopped_child(const ChildProcess& job) {
+  for (int waited = 0; waited < 6000; ++waited) {
+    for (int pid : job.children()) {
+      const auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+      const auto state = stat.find(") ");
+      if (state != std::string::npos && stat.compare(state + 2, 1, "T") == 0) {
+        return pid;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return std::nullopt;
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                           const std::map<std::string, std::string>& extra_env) {
   ChildProcess child(argv, cwd, extra_env);

@@ -95,6 +95,10 @@ class ChildProcess {
   bool reaped_ = false;
 };
 
+// The first of the job's direct children (its ranks) that is stopped (SIGSTOP; state T in
+// /proc/<pid>/stat), waiting at most 60 s; nullopt when none stopped.
+std::optional<int> wait_for_a_stopped_child(const ChildProcess& job);
+
 // Runs `argv` in `cwd` with `extra_env` added to this process's environment; waits for it.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                           const std::map<std::string, std::string>& extra_env = {});

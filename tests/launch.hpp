@@ -1,0 +1,37 @@
+// How the process-level tests launch the program: `mpiexec -n N --oversubscribe epochrun ...`
+// with what Open MPI needs to run as root. Header-only because MPIEXEC_BINARY and
+// EPOCHRUN_BINARY are compile definitions of the process-level test targets.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace epochrun::testing {
+
+inline const std::map<std::string, std::string> kMpiEnvironment = {
+    {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+    {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+    {"OMPI_MCA_rmaps_base_oversubscribe", "1"}};
+
+// kMpiEnvironment plus EPOCHRUN_FAULT=`fault` (docs/TESTING.md).
+inline std::map<std::string, std::string> with_fault(const std::string& fault) {
+  auto environment = kMpiEnvironment;
+  environment["EPOCHRUN_FAULT"] = fault;
+  return environment;
+}
+
+// mpiexec's arguments for `ranks` ranks, to be followed by the program and its arguments.
+inline std::vector<std::string> mpiexec_prefix(int ranks) {
+  return {MPIEXEC_BINARY, "-n", std::to_string(ranks), "--oversubscribe"};
+}
+
+// `epochrun args...` on `ranks` ranks.
+inline std::vector<std::string> epochrun_on_ranks(int ranks, const std::vector<std::string>& args) {
+  auto argv = mpiexec_prefix(ranks);
+  argv.push_back(EPOCHRUN_BINARY);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+}  // namespace epochrun::testing
