@@ -88,8 +88,10 @@ struct Trial {
   // Injected trials: the newest committed epoch afterwards lies in [at_least, at_most].
   std::optional<std::int64_t> committed_at_least;
   std::optional<std::int64_t> committed_at_most;
-  // Random instants: kill from outside after `delay` seconds.
-  double delay = 0;
+  // Random instants: kill from outside once epoch `after_commit_of` has committed, after
+  // `epoch_fraction` of the time the run's previous epoch took (as this test saw it).
+  std::int64_t after_commit_of = 0;
+  double epoch_fraction = 0;
   bool whole_job = false;
   int signal = SIGKILL;
 };
@@ -124,18 +126,23 @@ Trial injected_trial(int index, std::mt19937_64& random) {
   return trial;
 }
 
-// `active_seconds`: how long the uninterrupted run lives after its first commit; the kill lands
-// at a random instant of that window (measured from the first commit of the trial's run).
-Trial random_trial(std::mt19937_64& random, double active_seconds) {
+// A random instant of a random epoch of the trial's own run: after the commit of epoch e, a
+// random fraction of the time between the commits of e-1 and e. Measuring the pace on the run
+// itself spreads the kills over the whole run however fast or loaded the machine is (a window
+// measured once on another run put every kill of a loaded machine into the same epoch, or
+// after the end).
+Trial random_trial(std::mt19937_64& random) {
   Trial trial;
-  trial.delay = std::uniform_real_distribution<double>(0.0, active_seconds)(random);
+  trial.after_commit_of = std::uniform_int_distribution<std::int64_t>(1, kLastEpoch - 1)(random);
+  trial.epoch_fraction = std::uniform_real_distribution<double>(0.0, 1.0)(random);
   trial.whole_job = std::uniform_int_distribution<int>(0, 1)(random) == 0;
   trial.signal =
       trial.whole_job || std::uniform_int_distribution<int>(0, 1)(random) == 0 ? SIGKILL : SIGTERM;
   char text[96];
-  std::snprintf(text, sizeof text, "%s, SIG%s, epoch-0 commit + %.3f s",
+  std::snprintf(text, sizeof text, "%s, SIG%s, epoch-%lld commit + %.2f epoch",
                 trial.whole_job ? "whole job" : "one rank",
-                trial.signal == SIGKILL ? "KILL" : "TERM", trial.delay);
+                trial.signal == SIGKILL ? "KILL" : "TERM",
+                static_cast<long long>(trial.after_commit_of), trial.epoch_fraction);
   trial.description = text;
   return trial;
 }
@@ -144,12 +151,15 @@ bool process_alive(int pid) {
   return ::kill(pid, 0) == 0;
 }
 
-// Waits (at most 30 s) until the run in `directory` has committed its first checkpoint.
-void wait_for_first_commit(const std::filesystem::path& directory) {
-  const auto first = CheckpointDirectory(directory).file_for(0);
-  for (int waited = 0; waited < 30000 && !std::filesystem::exists(first); ++waited) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+// Waits (at most 30 s) until the run in `directory` has committed `epoch`; returns when it saw
+// the commit.
+std::chrono::steady_clock::time_point wait_for_commit(const std::filesystem::path& directory,
+                                                      std::int64_t epoch) {
+  const auto file = CheckpointDirectory(directory).file_for(epoch);
+  for (int waited = 0; waited < 30000 && !std::filesystem::exists(file); ++waited) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  return std::chrono::steady_clock::now();
 }
 
 int failures_so_far() {
@@ -166,13 +176,10 @@ class KillAnywhere : public ::testing::Test {
   static void SetUpTestSuite() {
     reference_dir_ = new ScratchDir();
     ChildProcess reference_run(job_command(""), reference_dir_->path(), kMpiEnvironment);
-    wait_for_first_commit(reference_dir_->path() / "D");
-    const auto first_commit = std::chrono::steady_clock::now();
+    wait_for_commit(reference_dir_->path() / "D", 0);
     auto result = reference_run.wait(kJobEndsWithinSeconds);
     ASSERT_TRUE(result.has_value());
     ASSERT_EQ(result->exit_code, 0) << result->err;
-    active_seconds_ =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - first_commit).count();
     reference_ = new std::map<std::int64_t, Contents>();
     for (std::int64_t epoch = 0; epoch <= kLastEpoch; ++epoch) {
       (*reference_)[epoch] =
@@ -194,8 +201,9 @@ class KillAnywhere : public ::testing::Test {
     ChildProcess job(job_command(""), cwd.path(), environment);
     std::vector<int> ranks;
     if (!trial.committed_at_least) {
-      wait_for_first_commit(directory);
-      std::this_thread::sleep_for(std::chrono::duration<double>(trial.delay));
+      const auto previous = wait_for_commit(directory, trial.after_commit_of - 1);
+      const auto last = wait_for_commit(directory, trial.after_commit_of);
+      std::this_thread::sleep_for(trial.epoch_fraction * (last - previous));
       ranks = job.children();
       if (trial.whole_job) {
         for (int pid : ranks) {
@@ -236,6 +244,11 @@ class KillAnywhere : public ::testing::Test {
       EXPECT_EQ(contents_of(CheckpointDirectory(directory).file_for(epoch)), reference_->at(epoch))
           << "committed epoch " << epoch << " differs from the uninterrupted run";
     }
+    if (!trial.committed_at_least) {
+      // A random kill came after the commit it waited for: that epoch must still be there.
+      EXPECT_GE(committed.empty() ? -1 : committed.back(), trial.after_commit_of)
+          << "a committed epoch was lost";
+    }
     if (trial.committed_at_least) {
       const std::int64_t newest = committed.empty() ? -1 : committed.back();
       EXPECT_GE(newest, *trial.committed_at_least) << "a committed epoch was lost";
@@ -271,12 +284,10 @@ class KillAnywhere : public ::testing::Test {
   }
 
   std::string outcome_;  // of the interrupted run, for the report
-  static double active_seconds_;
   static ScratchDir* reference_dir_;
   static std::map<std::int64_t, Contents>* reference_;
 };
 
-double KillAnywhere::active_seconds_ = 0;
 ScratchDir* KillAnywhere::reference_dir_ = nullptr;
 std::map<std::int64_t, Contents>* KillAnywhere::reference_ = nullptr;
 
@@ -285,20 +296,18 @@ TEST_F(KillAnywhere, EveryTrialResumesBitIdenticalAndLosesNoCommittedEpoch) {
   int identical = 0;
   const int trials = kInjectedTrials + kRandomTrials;
   for (int index = 0; index < trials; ++index) {
-    const auto trial = index < kInjectedTrials ? injected_trial(index, random)
-                                               : random_trial(random, active_seconds_);
+    const auto trial =
+        index < kInjectedTrials ? injected_trial(index, random) : random_trial(random);
     SCOPED_TRACE("trial " + std::to_string(index + 1) + ": " + trial.description);
     const bool ok = run_trial(trial);
     identical += ok ? 1 : 0;
-    std::printf("fault trial %2d/%d  %-46s %-30s %s\n", index + 1, trials,
+    std::printf("fault trial %2d/%d  %-48s %-28s %s\n", index + 1, trials,
                 trial.description.c_str(), outcome_.c_str(),
                 ok ? "identical after resume" : "FAILED");
     std::fflush(stdout);
   }
-  std::printf(
-      "fault trials: %d run, %d identical to the uninterrupted run (seed %llu; random kills within "
-      "the %.3f s after the first commit)\n",
-      trials, identical, static_cast<unsigned long long>(kSeed), active_seconds_);
+  std::printf("fault trials: %d run, %d identical to the uninterrupted run (seed %llu)\n", trials,
+              identical, static_cast<unsigned long long>(kSeed));
   EXPECT_EQ(identical, trials);
 }
 
