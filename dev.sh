@@ -7,6 +7,8 @@
 #   ./dev.sh build           install and build only
 #   ./dev.sh test-sanitized  the whole suite built with AddressSanitizer + UBSan (./build-sanitized)
 #   ./dev.sh fuzz [SECONDS]  each libFuzzer target for SECONDS (default 60), clang build (./build-fuzz)
+#   ./dev.sh bench [ARGS]    checkpoint save/load against a plain-POSIX baseline on 3 ranks
+#                            (ARGS go to checkpoint_bench, e.g. --mib-per-rank 256 --cold)
 #
 # The build goes to ./build (EPOCHRUN_BUILD_DIR overrides); `run` works in ./out.
 set -euo pipefail
@@ -127,8 +129,17 @@ case "${1:-}" in
     done
     exit "$status"
     ;;
+  bench)
+    shift
+    install_packages
+    build_project "$build"
+    mpi_environment
+    mkdir -p "$root/out"
+    cd "$root/out"
+    mpirun -np 3 "$build/tests/checkpoint_bench" "$@"
+    ;;
   *)
-    echo "usage: ./dev.sh run | test | build | test-sanitized | fuzz [SECONDS]" >&2
+    echo "usage: ./dev.sh run | test | build | test-sanitized | fuzz [SECONDS] | bench [ARGS]" >&2
     exit 2
     ;;
 esac
