@@ -114,16 +114,10 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
 
   // Rank 0 prepares the directory and picks the temporary name everyone writes to.
   std::string temporary;
-  std::exception_ptr error;
-  if (comm.is_root()) {
-    try {
-      create_private_directories(directory_);
-      temporary = temporary_sibling(final_path).string();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  raise_if_any_failed(comm, error, context);
+  run_on_root_then_agree(comm, context, [&] {
+    create_private_directories(directory_);
+    temporary = temporary_sibling(final_path).string();
+  });
   comm.broadcast(temporary);
 
   auto discard_temporary = [&] {
@@ -135,26 +129,17 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
     write_checkpoint_file(temporary, comm, header, workspace, blob_names);
     // Every rank flushes what it wrote from its own client cache (on a parallel file system
     // one rank's fsync does not flush another node's pages).
-    try {
+    run_then_agree(comm, context + ": make durable", [&] {
       if (comm.is_root()) {
         make_read_only_for_others(temporary);
       }
       fsync_file(temporary);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    raise_if_any_failed(comm, error, context + ": make durable");
+    });
     fault_point("save-before-rename", header.epoch);
     // The commit point: rank 0 renames the complete, durable file to its final name
     // (atomically replacing an older file of the same epoch) and makes the rename durable.
-    if (comm.is_root()) {
-      try {
-        rename_durably(temporary, final_path);
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
-    raise_if_any_failed(comm, error, context + ": commit");
+    run_on_root_then_agree(comm, context + ": commit",
+                           [&] { rename_durably(temporary, final_path); });
   } catch (const std::exception& failure) {
     discard_temporary();
     throw SaveError(context + ": " + failure.what());
@@ -180,11 +165,11 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
 std::vector<std::string> CheckpointDirectory::load(const Communicator& comm,
                                                    const CheckpointExpectation& expected,
                                                    Workspace& workspace) const {
-  std::exception_ptr error;
-  if (comm.is_root() && !has_epoch(expected.epoch)) {
-    error = std::make_exception_ptr(CheckpointNotFound(describe_missing(expected.epoch)));
-  }
-  raise_if_any_failed(comm, error, "load epoch " + std::to_string(expected.epoch));
+  run_on_root_then_agree(comm, "load epoch " + std::to_string(expected.epoch), [&] {
+    if (!has_epoch(expected.epoch)) {
+      throw CheckpointNotFound(describe_missing(expected.epoch));
+    }
+  });
   return read_checkpoint_file(file_for(expected.epoch), comm, expected, workspace);
 }
 

@@ -272,34 +272,24 @@ std::uint64_t estimated_file_bytes(const CheckpointHeader& header) {
 // every rank's file-size limit, and the shared directory's free space, seen by rank 0.
 void check_space_for(const std::filesystem::path& file, std::uint64_t needed,
                      const Communicator& comm) {
-  std::exception_ptr error;
-  try {
+  run_then_agree(comm, "space check", [&] {
     check_file_size_limit(needed);
     if (comm.is_root()) {
       check_free_space(file.parent_path(), needed);
     }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  raise_if_any_failed(comm, error, "space check");
+  });
 }
 
 // Collective, right after the file is created: rank 0 reserves its blocks, so that space
 // another process takes while the file is written cannot make a write fail half-way.
 void reserve_space_for(const std::filesystem::path& file, std::uint64_t needed,
                        const Communicator& comm) {
-  std::exception_ptr error;
-  if (comm.is_root()) {
-    try {
-      if (!reserve_space(file, needed)) {
-        spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
-                      file.string());
-      }
-    } catch (...) {
-      error = std::current_exception();
+  run_on_root_then_agree(comm, "reserve space", [&] {
+    if (!reserve_space(file, needed)) {
+      spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
+                    file.string());
     }
-  }
-  raise_if_any_failed(comm, error, "reserve space");
+  });
 }
 
 }  // namespace
@@ -435,16 +425,9 @@ std::vector<std::string> read_checkpoint_file(const std::filesystem::path& file,
   h5::silence_error_printing();
   const std::string context = "checkpoint " + file.string();
   const auto rank = static_cast<std::size_t>(comm.rank());
-  std::exception_ptr error;
   // Rank 0 checks the integrity header before libhdf5 parses anything of the file.
-  if (comm.is_root()) {
-    try {
-      verify_checkpoint_file(file);
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  raise_if_any_failed(comm, error, context);
+  run_on_root_then_agree(comm, context, [&] { verify_checkpoint_file(file); });
+  std::exception_ptr error;
   CheckpointHeader header;
   Handle h5file;
   try {

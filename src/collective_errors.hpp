@@ -24,6 +24,30 @@ void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_erro
 void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
                          const std::string& context, std::chrono::duration<double> patience);
 
+// Collective: runs `step` on this rank and raises the first failure of any rank on every rank,
+// with `context`.
+template <typename Step>
+void run_then_agree(const Communicator& comm, const std::string& context, Step&& step) {
+  std::exception_ptr error;
+  try {
+    step();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  raise_if_any_failed(comm, error, context);
+}
+
+// Collective: run_then_agree with `step` run on rank 0 alone (the directory is shared; rank 0
+// decides for everyone).
+template <typename Step>
+void run_on_root_then_agree(const Communicator& comm, const std::string& context, Step&& step) {
+  run_then_agree(comm, context, [&] {
+    if (comm.is_root()) {
+      step();
+    }
+  });
+}
+
 // Rethrows `error` as the same epochrun class with `context` prefixed to its message.
 [[noreturn]] void rethrow_with_context(std::exception_ptr error, const std::string& context);
 

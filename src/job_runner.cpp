@@ -96,32 +96,26 @@ std::vector<std::int64_t> JobRunner::resume_candidates() const {
   // Rank 0 looks at the directory and decides; everyone follows, so that ranks with different
   // views of a shared file system can never start from different epochs.
   std::vector<std::int64_t> candidates;
-  std::exception_ptr error;
-  if (comm_.is_root()) {
-    try {
-      const auto& request = options_.resume;
-      CheckpointDirectory directory(options_.checkpoint_dir);
-      // A run killed inside a save leaves its temporary file behind: give that space back.
-      if (const int stale = remove_stale_temporaries(options_.checkpoint_dir); stale > 0) {
-        spdlog::info("removed {} temporary file(s) of an interrupted save", stale);
-      }
-      if (request.kind != ResumeRequest::Kind::kFromScratch && options_.checkpoint_dir.empty()) {
-        throw UsageError("resuming needs a checkpoint directory (--checkpoint-dir)");
-      }
-      if (request.kind == ResumeRequest::Kind::kEpoch) {
-        if (!directory.has_epoch(request.epoch)) {
-          throw CheckpointNotFound(directory.describe_missing(request.epoch));
-        }
-        candidates.push_back(request.epoch);
-      } else if (request.kind == ResumeRequest::Kind::kLatest) {
-        candidates = directory.committed_epochs();
-        std::reverse(candidates.begin(), candidates.end());  // newest first
-      }
-    } catch (...) {
-      error = std::current_exception();
+  run_on_root_then_agree(comm_, "resume", [&] {
+    const auto& request = options_.resume;
+    CheckpointDirectory directory(options_.checkpoint_dir);
+    // A run killed inside a save leaves its temporary file behind: give that space back.
+    if (const int stale = remove_stale_temporaries(options_.checkpoint_dir); stale > 0) {
+      spdlog::info("removed {} temporary file(s) of an interrupted save", stale);
     }
-  }
-  raise_if_any_failed(comm_, error, "resume");
+    if (request.kind != ResumeRequest::Kind::kFromScratch && options_.checkpoint_dir.empty()) {
+      throw UsageError("resuming needs a checkpoint directory (--checkpoint-dir)");
+    }
+    if (request.kind == ResumeRequest::Kind::kEpoch) {
+      if (!directory.has_epoch(request.epoch)) {
+        throw CheckpointNotFound(directory.describe_missing(request.epoch));
+      }
+      candidates.push_back(request.epoch);
+    } else if (request.kind == ResumeRequest::Kind::kLatest) {
+      candidates = directory.committed_epochs();
+      std::reverse(candidates.begin(), candidates.end());  // newest first
+    }
+  });
   comm_.broadcast(candidates);
   return candidates;
 }
@@ -159,8 +153,7 @@ std::optional<std::int64_t> JobRunner::load_newest_valid(
 
 void JobRunner::check_loaded_blobs(const Workspace& workspace,
                                    const std::filesystem::path& file) const {
-  std::exception_ptr error;
-  try {
+  run_then_agree(comm_, "checkpoint " + file.string(), [&] {
     for (const auto& expected : job_.expected_blobs()) {
       if (!workspace.has(expected.name)) {
         throw CheckpointMismatch("it has no blob '" + expected.name + "', which the job needs");
@@ -174,10 +167,7 @@ void JobRunner::check_loaded_blobs(const Workspace& workspace,
             " (was the configuration changed?)");
       }
     }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  raise_if_any_failed(comm_, error, "checkpoint " + file.string());
+  });
 }
 
 RunSummary JobRunner::run(Workspace& workspace) {
@@ -189,19 +179,15 @@ RunSummary JobRunner::run(Workspace& workspace) {
 
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   std::optional<DirectoryLock> lock;
-  std::exception_ptr error;
-  if (comm_.is_root() && !options_.checkpoint_dir.empty()) {
-    try {
-      lock.emplace(options_.checkpoint_dir);
-      if (!lock->held()) {
-        spdlog::warn("running without the checkpoint directory lock: {}",
-                     lock->unavailable_reason());
-      }
-    } catch (...) {
-      error = std::current_exception();
+  run_on_root_then_agree(comm_, "lock", [&] {
+    if (options_.checkpoint_dir.empty()) {
+      return;
     }
-  }
-  raise_if_any_failed(comm_, error, "lock");
+    lock.emplace(options_.checkpoint_dir);
+    if (!lock->held()) {
+      spdlog::warn("running without the checkpoint directory lock: {}", lock->unavailable_reason());
+    }
+  });
 
   const auto resume_epoch = load_newest_valid(resume_candidates(), workspace, summary);
   summary.resumed_from = resume_epoch;
@@ -272,17 +258,13 @@ JobRunner::StopDecision JobRunner::decide_stop(const Workspace& workspace,
                                                std::int64_t epoch) const {
   // Every node evaluates its own conditions and sends the names of those that hold to rank 0.
   std::vector<std::string> holding;
-  std::exception_ptr error;
-  try {
+  run_then_agree(comm_, "stop conditions after epoch " + std::to_string(epoch), [&] {
     for (const auto& condition : job_.stop_conditions()) {
       if (condition.holds(workspace)) {
         holding.push_back(condition.name);
       }
     }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  raise_if_any_failed(comm_, error, "stop conditions after epoch " + std::to_string(epoch));
+  });
   const std::string mine = join(holding, "\n");
   auto reports = comm_.gather(std::as_bytes(std::span(mine.data(), mine.size())));
 
@@ -433,15 +415,11 @@ void JobRunner::delete_checkpoints(
 
 GatheredBlobs JobRunner::gather_outputs(const Workspace& workspace) const {
   std::map<std::string, Blob> mine;
-  std::exception_ptr error;
-  try {
+  run_then_agree(comm_, "gather declared outputs", [&] {
     for (const auto& name : job_.outputs()) {
       mine.emplace(name, workspace.get(name));
     }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  raise_if_any_failed(comm_, error, "gather declared outputs");
+  });
   auto buffers = comm_.gather(encode_blobs(mine));
   GatheredBlobs gathered;
   for (std::size_t rank = 0; rank < buffers.size(); ++rank) {
