@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_line.hpp"
+#include "collective_errors.hpp"
 #include "epochrun/epochrun.hpp"
 #include "file_descriptor.hpp"
 #include "json_text.hpp"
@@ -98,21 +99,16 @@ void check(bool ok, const std::string& what) {
 }
 
 // Runs `step` on every rank, all starting together; returns the slowest rank's seconds. A
-// failure on any rank throws on every rank, so none is left waiting in the next collective.
+// failure on any rank is raised on every rank, so none is left waiting in the next collective.
 template <typename Step>
-double timed(const Communicator& comm, Step step) {
-  std::optional<std::string> failure;
+double timed(const Communicator& comm, const std::string& what, Step step) {
   comm.barrier();
   const auto started = Clock::now();
-  try {
+  double mine = 0;
+  run_then_agree(comm, what, [&] {
     step();
-  } catch (const std::exception& error) {
-    failure = error.what();
-  }
-  const double mine = std::chrono::duration<double>(Clock::now() - started).count();
-  if (auto error = comm.first_error(failure)) {
-    throw Error(*error);
-  }
+    mine = std::chrono::duration<double>(Clock::now() - started).count();
+  });
   return comm.allreduce_max(mine);
 }
 
@@ -261,22 +257,21 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
 }
 
 // Rank 0: the working directory must be new or empty, since all of it is removed at the end.
-std::optional<std::string> prepare_directory(const fs::path& directory) {
+void prepare_directory(const fs::path& directory) {
   std::error_code error;
   if (fs::exists(directory, error) &&
       (!fs::is_directory(directory, error) || !fs::is_empty(directory, error))) {
-    return "--dir " + directory.string() +
-           " exists and is not an empty directory; bench removes its directory at the end, so "
-           "give it a new one";
+    throw UsageError("--dir " + directory.string() +
+                     " exists and is not an empty directory; bench removes its directory at the "
+                     "end, so give it a new one");
   }
   fs::create_directories(directory / "checkpoints", error);
   if (!error) {
     fs::create_directories(directory / "plain", error);
   }
   if (error) {
-    return "cannot create " + directory.string() + ": " + error.message();
+    throw UsageError("cannot create " + directory.string() + ": " + error.message());
   }
-  return std::nullopt;
 }
 
 nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
@@ -322,16 +317,16 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
     const bool limit_first = round % 2 == 1;
     auto time_save = [&] {
       save.seconds.push_back(
-          timed(comm, [&] { checkpoints.save(comm, header, workspace, names); }));
+          timed(comm, "save", [&] { checkpoints.save(comm, header, workspace, names); }));
     };
     auto time_write = [&] {
-      write.seconds.push_back(timed(comm, [&] { write_limit(plain, workspace); }));
+      write.seconds.push_back(timed(comm, "write_limit", [&] { write_limit(plain, workspace); }));
     };
     bool same = false;
     auto time_load = [&] {
       before_read();
       Workspace loaded;
-      load.seconds.push_back(timed(comm, [&] {
+      load.seconds.push_back(timed(comm, "load", [&] {
         checkpoints.load(comm, CheckpointExpectation{round, header.job, header.node_names}, loaded);
       }));
       same = loaded.blobs() == workspace.blobs();
@@ -339,7 +334,8 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
     auto time_read = [&] {
       before_read();
       std::vector<std::unique_ptr<std::byte[]>> buffers;
-      read.seconds.push_back(timed(comm, [&] { buffers = read_limit(plain, workspace); }));
+      read.seconds.push_back(
+          timed(comm, "read_limit", [&] { buffers = read_limit(plain, workspace); }));
     };
     if (limit_first) {
       time_write();
@@ -353,19 +349,15 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
       time_read();
     }
     // What was measured must be what was saved, or the figures mean nothing.
-    if (auto error =
-            comm.first_error(same ? std::nullopt
-                                  : std::optional<std::string>(
-                                        "the loaded checkpoint differs from what was saved"))) {
-      throw Error(*error);
-    }
-    // Each round's files go before the next, so that no round measures a fuller directory.
-    std::error_code ignored;
-    fs::remove(plain, ignored);
-    comm.barrier();
-    if (comm.is_root()) {
-      checkpoints.remove({round});
-    }
+    run_then_agree(comm, "round " + std::to_string(round), [&] {
+      if (!same) {
+        throw Error("the loaded checkpoint differs from what was saved");
+      }
+      // Each round's files go before the next, so that no round measures a fuller directory.
+      fs::remove(plain);
+    });
+    run_on_root_then_agree(comm, "round " + std::to_string(round),
+                           [&] { checkpoints.remove({round}); });
   }
   const double total_bytes = double(bytes_per_rank) * comm.size();
   auto rows = nlohmann::json::array();
@@ -392,10 +384,11 @@ int bench_command(int argc, char** argv) {
   const auto world = Communicator::world();
   configure_logging(world.rank(), spdlog::level::warn);
   const fs::path directory = options->directory;
-  if (auto error =
-          world.first_error(world.is_root() ? prepare_directory(directory) : std::nullopt)) {
-    print_error(*error);
-    return static_cast<int>(ExitCode::kUsageError);
+  try {
+    run_on_root_then_agree(world, "bench", [&] { prepare_directory(directory); });
+  } catch (const std::exception& error) {
+    print_error(error.what());  // and the directory, not ours, is left alone
+    return static_cast<int>(exit_code_for(error));
   }
   int status = 0;
   try {
