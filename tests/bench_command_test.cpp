@@ -65,7 +65,8 @@ TEST(BenchCommand, BadFlagsExitTwoWithOneLineAndTouchNothing) {
         std::vector<std::string>{"--mib-per-rank", "0"},
         std::vector<std::string>{"--mib-per-rank", "nan"}, std::vector<std::string>{"--blobs", "0"},
         std::vector<std::string>{"--mib-per-rank", "0.0001", "--blobs", "1000"},
-        std::vector<std::string>{"--dir", "busy"}}) {
+        std::vector<std::string>{"--dir", "busy"},
+        std::vector<std::string>{"--json", "no_such_dir/F", "--dir", "work"}}) {
     auto result = bench(args, cwd.path());
     EXPECT_EQ(result.exit_code, 2) << args[0] << "\n" << result.err;
     int error_lines = 0;

@@ -384,8 +384,20 @@ int bench_command(int argc, char** argv) {
   const auto world = Communicator::world();
   configure_logging(world.rank(), spdlog::level::warn);
   const fs::path directory = options->directory;
+  // Opened before anything is measured: a typo in --json must not cost minutes of rounds.
+  std::ofstream json_out;
   try {
-    run_on_root_then_agree(world, "bench", [&] { prepare_directory(directory); });
+    run_on_root_then_agree(world, "bench", [&] {
+      prepare_directory(directory);
+      if (!options->json_file.empty()) {
+        json_out.open(options->json_file);
+        if (!json_out) {
+          const std::string reason = std::strerror(errno);
+          fs::remove_all(directory);  // new or empty a moment ago
+          throw UsageError("cannot write --json " + options->json_file + ": " + reason);
+        }
+      }
+    });
   } catch (const std::exception& error) {
     print_error(error.what());  // and the directory, not ours, is left alone
     return static_cast<int>(exit_code_for(error));
@@ -396,11 +408,10 @@ int bench_command(int argc, char** argv) {
     const auto rows = measure(*options, world, directory, cold);
     if (world.is_root()) {
       print_table(rows, *options, world.size(), cold, directory);
-      if (!options->json_file.empty()) {
-        std::ofstream out(options->json_file);
-        out << json_text(rows, 2) << "\n";
-        out.close();
-        if (!out) {
+      if (json_out.is_open()) {
+        json_out << json_text(rows, 2) << "\n";
+        json_out.close();
+        if (!json_out) {
           throw Error("cannot write " + options->json_file);
         }
       }
