@@ -7,7 +7,7 @@ Left panel: bandwidth (MB/s, median round) against the size per rank, from the r
 one blob per rank. Right panel: bandwidth against the blob count, from the results that share
 the size per rank of the largest group of blob counts (a sweep at a fixed total). Each measure
 is one line: epochrun's save and load solid, the write and read limits dashed in the same
-colour as the measure they bound.
+colour as the measure they bound. Also prints the results as a Markdown table.
 """
 import json
 import math
@@ -106,6 +106,23 @@ def legend(left, top):
     return out
 
 
+def markdown_table(rows):
+    """One line per bench run: save and load against their limits (MB/s and median ratios)."""
+    runs = defaultdict(dict)
+    for row in rows:
+        runs[(row["blobs"], row["mib_per_rank"], row["ranks"], row["cold"])][row["name"]] = row
+    lines = ["| ranks | MiB/rank | blobs | reads | save MB/s | write limit MB/s | save ratio "
+             "| load MB/s | read limit MB/s | load ratio |",
+             "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for (blobs, mib, ranks, cold), m in sorted(runs.items()):
+        lines.append(
+            f"| {ranks} | {mib:g} | {blobs} | {'cold' if cold else 'page cache'} "
+            f"| {m['save']['mb_per_second']:.0f} | {m['write_limit']['mb_per_second']:.0f} "
+            f"| {m['save']['ratio']:.2f} | {m['load']['mb_per_second']:.0f} "
+            f"| {m['read_limit']['mb_per_second']:.0f} | {m['load']['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
 def main(argv):
     if len(argv) < 3:
         sys.stderr.write(__doc__)
@@ -135,6 +152,7 @@ def main(argv):
     elements.append("</svg>")
     with open(argv[1], "w") as f:
         f.write("\n".join(elements) + "\n")
+    print(markdown_table(rows))
     return 0
 
 
