@@ -79,5 +79,25 @@ TEST(BenchCommand, BadFlagsExitTwoWithOneLineAndTouchNothing) {
   EXPECT_EQ(read_file(cwd / "busy" / "keep"), "mine");
 }
 
+// A disk too small for the checkpoint: one line, exit 1, no hang, and nothing left on it.
+TEST(BenchCommand, AFullDiskEndsTheRunWithOneLineAndLeavesNothingBehind) {
+  ScratchDir cwd;
+  TmpfsMount disk(cwd / "disk", "8m");
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+  }
+  auto result = bench({"--mib-per-rank", "4", "--dir", "disk/work"}, cwd.path());
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  int error_lines = 0;
+  for (const auto& line : result.err_lines()) {
+    if (line.rfind("epochrun: error: ", 0) == 0) {
+      ++error_lines;
+      EXPECT_NE(line.find("space"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(error_lines, 1) << result.err;
+  EXPECT_TRUE(list_directory(cwd / "disk").empty());
+}
+
 }  // namespace
 }  // namespace epochrun::testing
