@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
@@ -54,6 +57,11 @@ void replace_atomically(const std::filesystem::path& target, Fill fill,
   }
 }
 
+// The directory that holds the entry `path` names ("." for a bare name).
+std::filesystem::path parent_directory(const std::filesystem::path& path) {
+  return path.has_parent_path() ? path.parent_path() : ".";
+}
+
 // fsync through a read-only descriptor: works for directories, and for a file that another
 // process (another rank) wrote.
 void fsync_path(const std::filesystem::path& path, int open_flags, const std::string& what) {
@@ -91,9 +99,11 @@ void fsync_directory(const std::filesystem::path& directory) {
 
 void create_private_directories(const std::filesystem::path& directory) {
   std::filesystem::path partial;
+  std::vector<std::filesystem::path> created;
   for (const auto& component : directory) {
     partial /= component;
     if (::mkdir(partial.c_str(), 0755) == 0) {
+      created.push_back(partial);
       continue;
     }
     if (errno != EEXIST) {
@@ -104,13 +114,19 @@ void create_private_directories(const std::filesystem::path& directory) {
       throw Error("create directory " + partial.string() + ": a non-directory is in the way");
     }
   }
+  // A new directory survives a power loss only once its entry in its parent is on disk. The
+  // deepest first: no directory of the chain becomes durable before what this call created
+  // beneath it.
+  for (auto made = created.rbegin(); made != created.rend(); ++made) {
+    fsync_directory(parent_directory(*made));
+  }
 }
 
 void rename_durably(const std::filesystem::path& temporary, const std::filesystem::path& target) {
   if (::rename(temporary.c_str(), target.c_str()) != 0) {
     throw Error(errno_message("rename to " + target.string()));
   }
-  fsync_directory(target.parent_path().empty() ? "." : target.parent_path());
+  fsync_directory(parent_directory(target));
 }
 
 void make_read_only_for_others(const std::filesystem::path& file) {

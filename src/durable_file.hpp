@@ -18,8 +18,9 @@ void fsync_file(const std::filesystem::path& file);
 // Makes a rename or unlink in `directory` durable. Throws Error.
 void fsync_directory(const std::filesystem::path& directory);
 
-// mkdir -p with mode 0755 for every directory it creates, whatever the umask: checkpoint
-// directories are never group- or world-writable. Throws Error.
+// mkdir -p with mode 0755 (narrowed by the umask) for every directory it creates: checkpoint
+// directories are never group- or world-writable. Each created directory is fsynced into its
+// parent, so that it survives a power loss. Throws Error.
 void create_private_directories(const std::filesystem::path& directory);
 
 // The commit step of every write-then-rename in epochrun: renames `temporary` over `target`

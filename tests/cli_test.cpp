@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_file.hpp"
@@ -426,6 +428,53 @@ TEST_F(Cli, ListJobsAndHelp) {
   EXPECT_NE(help.out.find("--sgd_regression.learning_rate"), std::string::npos);
   EXPECT_EQ(epochrun({"--help"}, cwd_.path()).exit_code, 0);
 }
+
+// Runs `argv` in `cwd` like run_process, but a run still going after `seconds` is killed and
+// returned as nullopt, so that a hang fails the test instead of holding it.
+std::optional<ProcessResult> run_bounded(const std::vector<std::string>& argv,
+                                         const std::filesystem::path& cwd, double seconds = 120) {
+  ChildProcess child(argv, cwd, kMpiEnvironment);
+  return child.wait(seconds);
+}
+
+// A directory epochrun creates (the checkpoint directory and its missing parents, the upload
+// directory and its) exists after a power loss only once its entry in its parent is on disk.
+// A power loss cannot be staged here, so the test watches the system calls: every mkdir is
+// followed by an fsync of the parent directory.
+TEST_F(Cli, EveryDirectoryItCreatesIsFsyncedIntoItsParent) {
+  ScratchDir elsewhere;
+  const auto trace = elsewhere / "trace";
+  auto result =
+      run_bounded({STRACE_BINARY, "-f", "-y", "-qq", "-e", "trace=mkdir,mkdirat,fsync", "-o",
+                   trace.string(), EPOCHRUN_BINARY, "run", "--job", "sum_pipeline",
+                   "--checkpoint-dir", "a/b/ckpt", "--upload-dir", "u/v", "--num-epochs", "1"},
+                  cwd_.path());
+  ASSERT_TRUE(result.has_value()) << "the run did not end";
+  ASSERT_EQ(result->exit_code, 0) << result->err;
+  std::vector<std::string> calls;
+  std::istringstream in(read_file(trace));
+  for (std::string line; std::getline(in, line);) {
+    calls.push_back(line);
+  }
+  const auto root = std::filesystem::canonical(cwd_.path());
+  for (const std::string directory : {"a", "a/b", "a/b/ckpt", "u", "u/v"}) {
+    auto made = std::find_if(calls.begin(), calls.end(), [&](const std::string& call) {
+      return call.find("mkdir(\"" + directory + "\", ") != std::string::npos &&
+             call.ends_with(" = 0");
+    });
+    ASSERT_NE(made, calls.end()) << directory << " was not created by epochrun:\n"
+                                 << read_file(trace);
+    const auto parent = "<" + (root / directory).parent_path().string() + ">)";
+    EXPECT_TRUE(std::any_of(made, calls.end(),
+                            [&](const std::string& call) {
+                              return call.find(" fsync(") != std::string::npos &&
+                                     call.find(parent) != std::string::npos;
+                            }))
+        << directory << " was never fsynced into its parent:\n"
+        << read_file(trace);
+  }
+}
+
 
 }  // namespace
 }  // namespace epochrun::testing
