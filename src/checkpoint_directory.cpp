@@ -207,6 +207,12 @@ void CheckpointDirectory::remove(const std::vector<std::int64_t>& epochs) const 
   }
 }
 
+int CheckpointDirectory::remove_stale_temporaries() const {
+  return epochrun::remove_stale_temporaries(directory_, [](const std::string& name) {
+    return parse_checkpoint_file_name(name).has_value() || name == kIndexFileName;
+  });
+}
+
 void CheckpointDirectory::write_index(const std::string& job) const {
   auto entries = nlohmann::json::array();
   for (auto epoch : committed_epochs()) {

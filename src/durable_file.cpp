@@ -17,6 +17,10 @@
 namespace epochrun {
 namespace {
 
+// temporary_sibling's name: "." + target + kTemporaryMarker + pid + "." + kRandomDigits hex.
+constexpr char kTemporaryMarker[] = ".tmp.";
+constexpr std::size_t kRandomDigits = 16;
+
 void write_all(int fd, const char* data, std::size_t size, const std::string& what) {
   while (size > 0) {
     ssize_t written = ::write(fd, data, size);
@@ -136,13 +140,14 @@ void make_read_only_for_others(const std::filesystem::path& file) {
   }
 }
 
-int remove_stale_temporaries(const std::filesystem::path& directory) {
+int remove_stale_temporaries(const std::filesystem::path& directory,
+                             const std::function<bool(const std::string&)>& is_ours) {
   int removed = 0;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-    const auto name = entry.path().filename().string();
-    if (name.starts_with(".") && name.find(".tmp.") != std::string::npos &&
-        entry.is_regular_file() && !entry.is_symlink() && ::unlink(entry.path().c_str()) == 0) {
+    const auto target = temporary_target(entry.path().filename().string());
+    if (target && is_ours(*target) && entry.is_regular_file() && !entry.is_symlink() &&
+        ::unlink(entry.path().c_str()) == 0) {
       ++removed;
     }
   }
@@ -151,9 +156,32 @@ int remove_stale_temporaries(const std::filesystem::path& directory) {
 
 std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
   static thread_local std::mt19937_64 generator{std::random_device{}()};
-  return target.parent_path() /
-         ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-          std::to_string(generator() % 1000000000));
+  char random[kRandomDigits + 1];
+  std::snprintf(random, sizeof random, "%016llx", static_cast<unsigned long long>(generator()));
+  return target.parent_path() / ("." + target.filename().string() + kTemporaryMarker +
+                                 std::to_string(::getpid()) + "." + random);
+}
+
+std::optional<std::string> temporary_target(std::string_view name) {
+  auto is_hex_digit = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  // From the end: the random part, the pid, the marker; what is left is the target.
+  if (name.size() < kRandomDigits + 1 ||
+      !std::all_of(name.end() - kRandomDigits, name.end(), is_hex_digit) ||
+      name[name.size() - kRandomDigits - 1] != '.') {
+    return std::nullopt;
+  }
+  name.remove_suffix(kRandomDigits + 1);
+  const auto pid_start = name.find_last_not_of("0123456789") + 1;
+  const auto pid = name.substr(pid_start);
+  if (pid.empty() || pid.size() > 10 || pid.front() == '0') {
+    return std::nullopt;
+  }
+  name.remove_suffix(pid.size());
+  const std::string_view marker = kTemporaryMarker;
+  if (!name.ends_with(marker) || name.size() < marker.size() + 2 || name.front() != '.') {
+    return std::nullopt;
+  }
+  return std::string(name.substr(1, name.size() - marker.size() - 1));
 }
 
 void write_file_atomically(const std::filesystem::path& target, std::string_view content) {

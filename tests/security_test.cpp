@@ -78,5 +78,48 @@ TEST(Security, PlantedSymlinksAreReplacedNeverWrittenThrough) {
   }
 }
 
+// Stale-temporary cleanup (at the start of a run, before an upload) deletes what an interrupted
+// epochrun write left, and nothing of the user's that merely looks alike.
+TEST(Security, StaleTemporaryCleanupRemovesOnlyEpochrunsOwnTemporaries) {
+  const auto world = Communicator::world();
+  ScratchDir scratch(world);
+  const auto checkpoints = scratch / "checkpoints";
+  const auto upload = scratch / "upload";
+  const std::vector<std::string> users = {
+      ".notes.tmp.txt", ".epoch-000002.h5.tmp.draft", ".index.json.tmp.1.2",
+      ".epoch-000002.h5.tmp.4242.0123456789ABCDEF", ".epoch-000002.h5.tmp.4242.0123456789abcde",
+      // epochrun's format, but a target epochrun never writes here
+      ".model.h5.tmp.4242.0123456789abcdef"};
+  const std::string stale_checkpoint = ".epoch-000002.h5.tmp.4242.0123456789abcdef";
+  const std::string stale_index = ".index.json.tmp.4242.fedcba9876543210";
+  if (world.is_root()) {
+    for (const auto& directory : {checkpoints, upload}) {
+      std::filesystem::create_directories(directory);
+      for (const auto& name : users) {
+        write_file(directory / name, "the user's");
+      }
+      write_file(directory / stale_checkpoint, "left by a killed save or upload");
+    }
+    write_file(checkpoints / stale_index, "left by a killed index update");
+  }
+  world.barrier();
+
+  auto options = options_for(checkpoints, ResumeRequest::latest());
+  options.uploader = make_uploader(upload.string());
+  Workspace workspace;
+  auto summary = run_sum_pipeline(world, options, workspace);
+  EXPECT_TRUE(summary.uploaded_to.has_value());
+  world.barrier();
+  if (world.is_root()) {
+    for (const auto& directory : {checkpoints, upload}) {
+      for (const auto& name : users) {
+        EXPECT_EQ(read_file(directory / name), "the user's") << directory / name;
+      }
+      EXPECT_FALSE(std::filesystem::exists(directory / stale_checkpoint)) << directory;
+    }
+    EXPECT_FALSE(std::filesystem::exists(checkpoints / stale_index));
+  }
+}
+
 }  // namespace
 }  // namespace epochrun::testing

@@ -72,6 +72,11 @@ class CheckpointDirectory {
   // syncing the deletions that did happen.
   void remove(const std::vector<std::int64_t>& epochs) const;
 
+  // Deletes what an interrupted save or index update left here (rank 0 only): temporary
+  // files named exactly as epochrun names them for a checkpoint or the index, nothing else.
+  // Returns how many.
+  int remove_stale_temporaries() const;
+
   // Rewrites index.json from the committed files (rank 0's job after each commit).
   void write_index(const std::string& job) const;
 
