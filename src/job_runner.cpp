@@ -183,10 +183,14 @@ RunSummary JobRunner::run(Workspace& workspace) {
     if (options_.checkpoint_dir.empty()) {
       return;
     }
-    lock.emplace(options_.checkpoint_dir);
-    if (!lock->held()) {
-      spdlog::warn("running without the checkpoint directory lock: {}", lock->unavailable_reason());
+    if (!options_.directory_lock) {
+      spdlog::warn(
+          "running without the checkpoint directory lock (--no-directory-lock): no other "
+          "run may use {} meanwhile",
+          options_.checkpoint_dir.string());
+      return;
     }
+    lock.emplace(options_.checkpoint_dir);
   });
 
   const auto resume_epoch = load_newest_valid(resume_candidates(), workspace, summary);

@@ -366,9 +366,9 @@ TEST_F(Cli, UploadAndSaveFailureAreReportedInTheSummary) {
   EXPECT_EQ(list_directory(cwd_ / "U"), (std::vector<std::string>{"epoch-000004.h5"}));
   EXPECT_EQ(read_json(cwd_ / "s.json")["uploaded_to"], "U/epoch-000004.h5");
 
-  auto failing = epochrun(
-      {"run", "--job", "sum_pipeline", "--checkpoint-dir", "/proc", "--summary-json", "f.json"},
-      cwd_.path(), 3);
+  auto failing = epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "/proc",
+                           "--no-directory-lock", "--summary-json", "f.json"},
+                          cwd_.path(), 3);
   ASSERT_EQ(failing.exit_code, 0) << failing.err;
   auto summary = read_json(cwd_ / "f.json");
   EXPECT_EQ(summary["last_epoch"], 4);
@@ -377,9 +377,9 @@ TEST_F(Cli, UploadAndSaveFailureAreReportedInTheSummary) {
   EXPECT_NE(failing.err.find("checkpoint for epoch 3 failed, the job goes on"), std::string::npos)
       << failing.err;
 
-  auto no_checkpoint_to_upload =
-      epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "/proc", "--upload-dir", "U2"},
-               cwd_.path(), 3);
+  auto no_checkpoint_to_upload = epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir",
+                                           "/proc", "--no-directory-lock", "--upload-dir", "U2"},
+                                          cwd_.path(), 3);
   EXPECT_EQ(no_checkpoint_to_upload.exit_code, 4) << no_checkpoint_to_upload.err;
 }
 
@@ -472,6 +472,44 @@ TEST_F(Cli, EveryDirectoryItCreatesIsFsyncedIntoItsParent) {
                             }))
         << directory << " was never fsynced into its parent:\n"
         << read_file(trace);
+  }
+}
+
+// A leftover under the lock's name (a directory, a dangling symlink) must not switch the lock
+// off: the run is refused with exit 3 and one line saying why and how to go on, before it
+// touches anything. --no-directory-lock is the user's explicit choice to run unlocked.
+TEST_F(Cli, ALockThatCannotBeTakenRefusesTheRunUnlessUnlockedIsAsked) {
+  const std::vector<std::pair<std::string, std::string>> obstacles = {
+      {"a directory", "is a directory"}, {"a dangling symlink", "is a symbolic link"}};
+  for (const auto& [obstacle, reason] : obstacles) {
+    ScratchDir cwd;
+    const auto lock = cwd / "D" / ".epochrun.lock";
+    std::filesystem::create_directories(cwd / "D");
+    if (obstacle == "a directory") {
+      std::filesystem::create_directory(lock);
+    } else {
+      std::filesystem::create_symlink(cwd / "nowhere", lock);
+    }
+    const auto before = list_directory(cwd / "D");
+    std::vector<std::string> args = {"run", "--job", "sum_pipeline", "--checkpoint-dir", "D"};
+    auto refused = run_bounded(epochrun_on_ranks(3, args), cwd.path());
+    ASSERT_TRUE(refused.has_value()) << obstacle << ": the run did not end";
+    EXPECT_EQ(refused->exit_code, 3) << obstacle << "\n" << refused->err;
+    const auto lines = error_lines(*refused);
+    ASSERT_EQ(lines.size(), 1u) << obstacle << "\n" << refused->err;
+    EXPECT_NE(lines[0].find("D/.epochrun.lock " + reason), std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("--no-directory-lock"), std::string::npos) << lines[0];
+    EXPECT_EQ(list_directory(cwd / "D"), before) << obstacle;
+
+    args.push_back("--no-directory-lock");
+    auto unlocked = run_bounded(epochrun_on_ranks(3, args), cwd.path());
+    ASSERT_TRUE(unlocked.has_value()) << obstacle << ": the unlocked run did not end";
+    EXPECT_EQ(unlocked->exit_code, 0) << obstacle << "\n" << unlocked->err;
+    EXPECT_NE(unlocked->err.find("running without the checkpoint directory lock"),
+              std::string::npos)
+        << unlocked->err;
+    EXPECT_EQ(CheckpointDirectory(cwd / "D").committed_epochs(),
+              (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
   }
 }
 

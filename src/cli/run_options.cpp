@@ -43,7 +43,10 @@ po::options_description general_options(GeneralOptions& o) {
       "task-failure-timeout",
       po::value(&o.task_failure_timeout)->default_value(o.task_failure_timeout),
       "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
-      "the whole job (exit 1): they may be blocked in a collective call of the job");
+      "the whole job (exit 1): they may be blocked in a collective call of the job")(
+      "no-directory-lock", po::bool_switch(),
+      "run without the checkpoint directory lock (for file systems without flock): no other run "
+      "may use the directory meanwhile");
   return options;
 }
 
@@ -179,6 +182,7 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   }
   validate(run.retention);
   run.delete_checkpoints_on_success = general.delete_on_success;
+  run.directory_lock = !values["no-directory-lock"].as<bool>();
   if (!(general.task_failure_timeout > 0 && general.task_failure_timeout <= 86400)) {
     std::ostringstream given;
     given << general.task_failure_timeout;
