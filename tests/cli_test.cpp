@@ -178,9 +178,31 @@ TEST_F(Cli, EachBadInputIsOneLineExitTwoAndWritesNothing) {
       {{"inspect"}, "checkpoint directory"},
       {{"inspect", "no_such_dir"}, "not a directory"},
       {{"list-jobs", "extra"}, "no arguments"},
+      // Paths that can never work: inside a symlink loop; a checkpoint directory that is a
+      // file, a loop or a dangling link, or lies below one.
+      {{"run", "--config", "loop/run.ini"}, "config file 'loop/run.ini'"},
+      {{"run", "--job", "sum_pipeline", "--summary-json", "loop/s.json"}, "--summary-json"},
+      {{"inspect", "loop"}, "'loop' is not a directory"},
+      {{"inspect", "loop/D"}, "'loop/D' is not a directory"},
+      {{"run", "--job", "sum_pipeline", "--checkpoint-dir", "file"},
+       "--checkpoint-dir 'file' can never hold a checkpoint: file is not a directory"},
+      {{"run", "--job", "sum_pipeline", "--checkpoint-dir", "file/D"}, "file is not a directory"},
+      {{"run", "--job", "sum_pipeline", "--checkpoint-dir", "loop"}, "can never hold"},
+      {{"run", "--job", "sum_pipeline", "--checkpoint-dir", "loop/D"}, "can never hold"},
+      {{"run", "--job", "sum_pipeline", "--checkpoint-dir", "dangling/D"},
+       "dangling is a dangling symbolic link"},
+      // Boost would read -1 into an unsigned option as 2^64 - 1.
+      {{"run", "--job", "sgd_regression", "--sgd_regression.seed", "-1"},
+       "--sgd_regression.seed must not be negative, got '-1'"},
+      {{"run", "--config", "bad.ini"},
+       "--sgd_regression.seed must not be negative",
+       "job = sgd_regression\n[sgd_regression]\nseed = -7\n"},
   };
   for (const auto& bad : cases) {
     ScratchDir cwd;
+    std::filesystem::create_symlink("loop", cwd / "loop");
+    std::filesystem::create_symlink("nowhere/x", cwd / "dangling");
+    write_file(cwd / "file", "not a directory");
     if (!bad.ini.empty()) {
       std::ofstream(cwd / "bad.ini") << bad.ini;
     }
@@ -511,6 +533,16 @@ TEST_F(Cli, ALockThatCannotBeTakenRefusesTheRunUnlessUnlockedIsAsked) {
     EXPECT_EQ(CheckpointDirectory(cwd / "D").committed_epochs(),
               (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
   }
+}
+
+// A negative value of an unsigned option is refused (EachBadInputIsOneLineExitTwoAndWritesNothing);
+// the largest one is a value, not a mistake.
+TEST_F(Cli, TheLargestUnsignedValueIsAccepted) {
+  auto largest =
+      epochrun({"run", "--job", "sgd_regression", "--sgd_regression.seed", "18446744073709551615",
+                "--num-epochs", "1", "--sgd_regression.model_file", ""},
+               cwd_.path());
+  EXPECT_EQ(largest.exit_code, 0) << largest.err;
 }
 
 
