@@ -545,6 +545,31 @@ TEST_F(Cli, TheLargestUnsignedValueIsAccepted) {
   EXPECT_EQ(largest.exit_code, 0) << largest.err;
 }
 
+// Every python snippet of docs/FORMAT.md runs with the system's python3 and h5py (Debian's)
+// against a real checkpoint, so the documentation never shows code that fails.
+TEST_F(Cli, EveryPythonSnippetOfTheFormatDocumentRuns) {
+  auto run = run_bounded(
+      epochrun_on_ranks(3, {"run", "--job", "sgd_regression", "--checkpoint-dir", "checkpoints",
+                            "--num-epochs", "4", "--sgd_regression.model_file", ""}),
+      cwd_.path());
+  ASSERT_TRUE(run.has_value()) << "the run did not end";
+  ASSERT_EQ(run->exit_code, 0) << run->err;
+  const auto document = read_file(source_file("docs/FORMAT.md"));
+  const std::string open = "```python\n";
+  int snippets = 0;
+  for (auto start = document.find(open); start != std::string::npos;
+       start = document.find(open, start)) {
+    start += open.size();
+    const auto end = document.find("```", start);
+    ASSERT_NE(end, std::string::npos) << "an unterminated python block";
+    const auto snippet = document.substr(start, end - start);
+    auto python = run_bounded({SYSTEM_PYTHON, "-c", snippet}, cwd_.path());
+    ASSERT_TRUE(python.has_value()) << snippet;
+    EXPECT_EQ(python->exit_code, 0) << snippet << "\n" << python->err;
+    ++snippets;
+  }
+  EXPECT_GE(snippets, 1);
+}
 
 }  // namespace
 }  // namespace epochrun::testing

@@ -10,31 +10,41 @@
 namespace epochrun::testing {
 namespace {
 
-bool writable_by_group_or_others(const std::filesystem::path& path) {
+mode_t mode_of(const std::filesystem::path& path) {
   struct stat status {};
   EXPECT_EQ(::lstat(path.c_str(), &status), 0) << path;
-  return (status.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+  return status.st_mode & 07777;
 }
 
+// Nothing is group- or world-writable, whatever the umask, and the modes are what
+// docs/FORMAT.md says: checkpoints 0644 under any umask; the index and the uploaded copy 0644,
+// the directories epochrun creates 0755, both narrowed by the umask.
 TEST(Security, FilesAndDirectoriesAreNotGroupOrWorldWritableWhateverTheUmask) {
   const auto world = Communicator::world();
-  ScratchDir scratch(world);
-  const mode_t saved = ::umask(0);
-  auto options = options_for(scratch / "deep/checkpoints");
-  options.uploader = make_uploader((scratch / "upload").string());
-  Workspace workspace;
-  run_sum_pipeline(world, options, workspace);
-  ::umask(saved);
-  world.barrier();
-  if (world.is_root()) {
-    for (const auto& directory :
-         {scratch / "deep", scratch / "deep/checkpoints", scratch / "upload"}) {
-      EXPECT_FALSE(writable_by_group_or_others(directory)) << directory;
+  for (const mode_t mask : {mode_t{0}, mode_t{077}}) {
+    ScratchDir scratch(world);
+    const mode_t saved = ::umask(mask);
+    auto options = options_for(scratch / "deep/checkpoints");
+    options.uploader = make_uploader((scratch / "upload").string());
+    Workspace workspace;
+    run_sum_pipeline(world, options, workspace);
+    ::umask(saved);
+    world.barrier();
+    if (world.is_root()) {
+      const auto checkpoints = scratch / "deep/checkpoints";
+      for (const auto& directory : {scratch / "deep", checkpoints, scratch / "upload"}) {
+        EXPECT_EQ(mode_of(directory), 0755 & ~mask) << directory << " umask " << mask;
+      }
+      for (const auto& name : list_directory(checkpoints)) {
+        EXPECT_EQ(mode_of(checkpoints / name) & (S_IWGRP | S_IWOTH), 0u) << name;
+      }
+      for (std::int64_t epoch = 0; epoch <= 4; ++epoch) {
+        EXPECT_EQ(mode_of(checkpoints / checkpoint_file_name(epoch)), 0644) << "umask " << mask;
+      }
+      EXPECT_EQ(mode_of(checkpoints / kIndexFileName), 0644 & ~mask) << "umask " << mask;
+      EXPECT_EQ(mode_of(scratch / "upload" / checkpoint_file_name(4)), 0644 & ~mask)
+          << "umask " << mask;
     }
-    for (const auto& name : list_directory(scratch / "deep/checkpoints")) {
-      EXPECT_FALSE(writable_by_group_or_others(scratch / "deep/checkpoints" / name)) << name;
-    }
-    EXPECT_FALSE(writable_by_group_or_others(scratch / "upload" / checkpoint_file_name(4)));
   }
 }
 

@@ -50,7 +50,7 @@ class CheckpointDirectory {
 
   // Collective. The commit protocol: write under a temporary name, fsync on every rank,
   // rename to the final name (atomically replacing an older file of the same epoch), fsync
-  // the directory, then rewrite index.json. Creates the directory (mode 0755) when missing.
+  // the directory, then rewrite index.json. Creates the directory when missing.
   // On any failure throws SaveError on every rank, removes the temporary file and leaves
   // every committed checkpoint as it was.
   SaveStats save(const Communicator& comm, const CheckpointHeader& header,
