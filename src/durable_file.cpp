@@ -146,7 +146,8 @@ int remove_stale_temporaries(const std::filesystem::path& directory,
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
     const auto target = temporary_target(entry.path().filename().string());
-    if (target && is_ours(*target) && entry.is_regular_file() && !entry.is_symlink() &&
+    // Never through a symlink, nor following one (a symlink loop would fail).
+    if (target && is_ours(*target) && !entry.is_symlink(error) && entry.is_regular_file(error) &&
         ::unlink(entry.path().c_str()) == 0) {
       ++removed;
     }

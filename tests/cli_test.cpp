@@ -571,5 +571,29 @@ TEST_F(Cli, EveryPythonSnippetOfTheFormatDocumentRuns) {
   EXPECT_GE(snippets, 1);
 }
 
+// A symlink loop planted under a checkpoint's name or an epochrun temporary's name is neither
+// a checkpoint nor a temporary: inspect lists the real checkpoints (it aborted), and a resume
+// goes on from the newest real one (it failed with "filesystem error", exit 1).
+TEST_F(Cli, SymlinkLoopsUnderCheckpointOrTemporaryNamesAreIgnored) {
+  auto first = run_bounded(
+      epochrun_on_ranks(3, {"run", "--job", "sum_pipeline", "--checkpoint-dir", "D"}), cwd_.path());
+  ASSERT_TRUE(first.has_value() && first->exit_code == 0) << (first ? first->err : "hung");
+  for (const std::string name : {"epoch-000009.h5", ".epoch-000009.h5.tmp.4242.0123456789abcdef"}) {
+    std::filesystem::create_symlink(name, cwd_ / "D" / name);
+  }
+  auto listing = run_bounded({EPOCHRUN_BINARY, "inspect", "D", "--json"}, cwd_.path());
+  ASSERT_TRUE(listing.has_value()) << "inspect did not end";
+  ASSERT_EQ(listing->exit_code, 0) << listing->err;
+  EXPECT_EQ(nlohmann::json::parse(listing->out)["checkpoints"].size(), 5u);
+  auto resumed = run_bounded(
+      epochrun_on_ranks(3, {"run", "--job", "sum_pipeline", "--checkpoint-dir", "D",
+                            "--resume-from-epoch", "latest", "--summary-json", "s.json"}),
+      cwd_.path());
+  ASSERT_TRUE(resumed.has_value()) << "the resumed run did not end";
+  ASSERT_EQ(resumed->exit_code, 0) << resumed->err;
+  EXPECT_EQ(read_json(cwd_ / "s.json")["resumed_from"], 4);
+  EXPECT_TRUE(std::filesystem::is_symlink(cwd_ / "D/.epoch-000009.h5.tmp.4242.0123456789abcdef"));
+}
+
 }  // namespace
 }  // namespace epochrun::testing
