@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include "epochrun/blob_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "sum_pipeline_fixture.hpp"
 #include "test_support.hpp"
@@ -17,8 +18,8 @@ mode_t mode_of(const std::filesystem::path& path) {
 }
 
 // Nothing is group- or world-writable, whatever the umask, and the modes are what
-// docs/FORMAT.md says: checkpoints 0644 under any umask; the index and the uploaded copy 0644,
-// the directories epochrun creates 0755, both narrowed by the umask.
+// docs/FORMAT.md says: checkpoints and blob files 0644 under any umask; the index and the
+// uploaded copy 0644, the directories epochrun creates 0755, both narrowed by the umask.
 TEST(Security, FilesAndDirectoriesAreNotGroupOrWorldWritableWhateverTheUmask) {
   const auto world = Communicator::world();
   for (const mode_t mask : {mode_t{0}, mode_t{077}}) {
@@ -28,9 +29,13 @@ TEST(Security, FilesAndDirectoriesAreNotGroupOrWorldWritableWhateverTheUmask) {
     options.uploader = make_uploader((scratch / "upload").string());
     Workspace workspace;
     run_sum_pipeline(world, options, workspace);
+    if (world.is_root()) {
+      write_blob_file(scratch / "model.h5", {{"total", workspace.get("total")}}, {});
+    }
     ::umask(saved);
     world.barrier();
     if (world.is_root()) {
+      EXPECT_EQ(mode_of(scratch / "model.h5"), 0644) << "umask " << mask;
       const auto checkpoints = scratch / "deep/checkpoints";
       for (const auto& directory : {scratch / "deep", checkpoints, scratch / "upload"}) {
         EXPECT_EQ(mode_of(directory), 0755 & ~mask) << directory << " umask " << mask;
