@@ -464,36 +464,40 @@ std::optional<ProcessResult> run_bounded(const std::vector<std::string>& argv,
 // A power loss cannot be staged here, so the test watches the system calls: every mkdir is
 // followed by an fsync of the parent directory.
 TEST_F(Cli, EveryDirectoryItCreatesIsFsyncedIntoItsParent) {
-  ScratchDir elsewhere;
-  const auto trace = elsewhere / "trace";
+  ScratchDir traces;  // one file per thread (-ff): no call is split by another thread's
   auto result =
-      run_bounded({STRACE_BINARY, "-f", "-y", "-qq", "-e", "trace=mkdir,mkdirat,fsync", "-o",
-                   trace.string(), EPOCHRUN_BINARY, "run", "--job", "sum_pipeline",
+      run_bounded({STRACE_BINARY, "-ff", "-y", "-qq", "-e", "trace=mkdir,mkdirat,fsync", "-o",
+                   (traces / "trace").string(), EPOCHRUN_BINARY, "run", "--job", "sum_pipeline",
                    "--checkpoint-dir", "a/b/ckpt", "--upload-dir", "u/v", "--num-epochs", "1"},
                   cwd_.path());
   ASSERT_TRUE(result.has_value()) << "the run did not end";
   ASSERT_EQ(result->exit_code, 0) << result->err;
-  std::vector<std::string> calls;
-  std::istringstream in(read_file(trace));
-  for (std::string line; std::getline(in, line);) {
-    calls.push_back(line);
+  std::vector<std::vector<std::string>> threads;
+  for (const auto& name : list_directory(traces.path())) {
+    auto& calls = threads.emplace_back();
+    std::istringstream in(read_file(traces / name));
+    for (std::string line; std::getline(in, line);) {
+      calls.push_back(line);
+    }
   }
   const auto root = std::filesystem::canonical(cwd_.path());
   for (const std::string directory : {"a", "a/b", "a/b/ckpt", "u", "u/v"}) {
-    auto made = std::find_if(calls.begin(), calls.end(), [&](const std::string& call) {
-      return call.find("mkdir(\"" + directory + "\", ") != std::string::npos &&
-             call.ends_with(" = 0");
-    });
-    ASSERT_NE(made, calls.end()) << directory << " was not created by epochrun:\n"
-                                 << read_file(trace);
     const auto parent = "<" + (root / directory).parent_path().string() + ">)";
-    EXPECT_TRUE(std::any_of(made, calls.end(),
-                            [&](const std::string& call) {
-                              return call.find(" fsync(") != std::string::npos &&
-                                     call.find(parent) != std::string::npos;
-                            }))
-        << directory << " was never fsynced into its parent:\n"
-        << read_file(trace);
+    bool created = false;
+    bool fsynced = false;
+    for (const auto& calls : threads) {
+      auto made = std::find_if(calls.begin(), calls.end(), [&](const std::string& call) {
+        return call.starts_with("mkdir(\"" + directory + "\", ") && call.ends_with(" = 0");
+      });
+      if (made != calls.end()) {
+        created = true;
+        fsynced = std::any_of(made, calls.end(), [&](const std::string& call) {
+          return call.starts_with("fsync(") && call.find(parent) != std::string::npos;
+        });
+      }
+    }
+    EXPECT_TRUE(created) << directory << " was not created by epochrun";
+    EXPECT_TRUE(fsynced) << directory << " was never fsynced into its parent";
   }
 }
 
