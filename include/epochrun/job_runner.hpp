@@ -52,6 +52,10 @@ struct RunOptions {
   // blocked in a collective call of the job that the failing rank will never make; after this
   // the failing rank aborts the whole job (MPI_Abort, exit code 1) rather than hang it.
   std::chrono::duration<double> task_failure_timeout = std::chrono::seconds(60);
+  // Rank 0 holds an flock on the checkpoint directory for the whole run, and a run that cannot
+  // take it is refused (CheckpointError). False runs unlocked, for file systems without flock:
+  // keeping other runs away from the directory is then up to the user.
+  bool directory_lock = true;
 };
 
 class JobRunner {
