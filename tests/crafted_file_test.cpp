@@ -1,6 +1,7 @@
 // Crafted checkpoints that pass the integrity header -- a forger can recompute its hashes -- must
 // still be refused by epochrun's reader with a clear error: no crash, and no allocation larger
 // than the file justifies. Built with the HDF5 C API, then sealed as a real commit would be.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
@@ -9,6 +10,7 @@
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "epochrun/errors.hpp"
+#include "file_descriptor.hpp"
 #include "integrity_header.hpp"
 #include "test_support.hpp"
 
@@ -51,6 +53,13 @@ void write_names(hid_t object, const char* name, const std::vector<std::string>&
   H5Tclose(type);
 }
 
+// Seals `file` as a commit does, with `extents` as its raw-data extents.
+void seal(const std::filesystem::path& file, std::vector<DataExtent> extents) {
+  FileDescriptor fd(::open(file.c_str(), O_RDWR));
+  ASSERT_TRUE(fd.valid()) << file;
+  seal_checkpoint_file(fd.get(), file.string(), 512, std::move(extents));
+}
+
 struct Craft {
   std::function<void(hid_t file)> root = nullptr;  // replaces the valid root attributes
   std::function<void(hid_t node)> node = nullptr;  // fills /nodes/trainer_0
@@ -83,7 +92,7 @@ std::filesystem::path crafted_checkpoint(const std::filesystem::path& directory,
   H5Gclose(nodes);
   H5Fclose(h5file);
   H5Pclose(fcpl);
-  seal_checkpoint_file(file, 512, {});
+  seal(file, {});
   return file;
 }
 

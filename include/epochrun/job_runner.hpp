@@ -52,6 +52,10 @@ struct RunOptions {
   // blocked in a collective call of the job that the failing rank will never make; after this
   // the failing rank aborts the whole job (MPI_Abort, exit code 1) rather than hang it.
   std::chrono::duration<double> task_failure_timeout = std::chrono::seconds(60);
+  // How long a rank waits for the others at each step of a save or a load before it aborts
+  // the job (MPI_Abort, exit code 1): only a stuck rank (a hung disk, a stopped process) makes
+  // a step take longer.
+  std::chrono::duration<double> save_timeout = kDefaultSaveTimeout;
 };
 
 class JobRunner {
