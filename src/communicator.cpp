@@ -218,7 +218,9 @@ std::optional<std::string> Communicator::first_error_within(
     check_mpi(MPI_Isend(report.data(), to_count(report.size(), "MPI_Isend"), MPI_CHAR, 0,
                         kAgreementTag, comm_, &sent),
               "MPI_Isend");
-    auto answer = receive_within(0, deadline);
+    // A little longer than rank 0, which can name the ranks that did not come, so that it is
+    // the one to speak when rank 0 itself is not the one stuck.
+    auto answer = receive_within(0, deadline + std::chrono::seconds(1));
     if (!answer) {
       throw AgreementTimeout("rank 0 did not answer within " + seconds + " s");
     }

@@ -5,7 +5,12 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include <atomic>
 #include <functional>
+#include <thread>
 
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_file.hpp"
@@ -225,6 +230,119 @@ TEST_F(CraftedFile, ANewerFormatVersionIsAMismatchNamingBothVersions) {
               std::string::npos)
         << error.what();
   }
+}
+
+// A dataset of 8 bytes whose creation properties `configure` sets (external storage, a layout,
+// filters), with the given xxh64 attribute.
+void dataset_with(hid_t node, const char* name, const std::function<void(hid_t dcpl)>& configure,
+                  std::uint64_t xxh64 = 0) {
+  hsize_t count = 8;
+  hid_t space = H5Screate_simple(1, &count, nullptr);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  configure(dcpl);
+  hid_t created = H5Dcreate2(node, name, H5T_STD_U8LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  ASSERT_GE(created, 0) << name;
+  write_int(created, "xxh64", static_cast<std::int64_t>(xxh64), H5T_STD_U64LE);
+  H5Dclose(created);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+}
+
+// A crafted checkpoint whose one blob "x" is `configure`d, refused as corrupt (not read);
+// `expected` is in the message.
+void expect_refused_before_reading(const std::filesystem::path& directory,
+                                   const std::function<void(hid_t dcpl)>& configure,
+                                   const std::string& expected, std::uint64_t xxh64 = 0) {
+  auto file = crafted_checkpoint(directory, {.node = [&](hid_t node) {
+                                   write_names(node, "blob_names", {"x"});
+                                   dataset_with(node, "x", configure, xxh64);
+                                 }});
+  try {
+    CheckpointReader reader(file);
+    ADD_FAILURE() << "accepted; reading x gives "
+                  << ::testing::PrintToString(reader.read_blob("trainer_0", "x"));
+  } catch (const CorruptCheckpoint& error) {
+    EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+  }
+  // A resume refuses it the same way (`latest` skips a CorruptCheckpoint).
+  Workspace workspace;
+  EXPECT_THROW(
+      CheckpointDirectory(directory).load(
+          Communicator::self(), CheckpointExpectation{1, "crafted", {"trainer_0"}}, workspace),
+      CorruptCheckpoint);
+}
+
+// External storage makes HDF5 read the data from another file: a FIFO would block the reader
+// forever, and /etc/passwd would be read (with a forged checksum, even accepted).
+TEST_F(CraftedFile, ExternalStorageIsRefusedBeforeAnyRead) {
+  const auto fifo = directory_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  expect_refused_before_reading(
+      directory_.path(), [&](hid_t dcpl) { H5Pset_external(dcpl, fifo.c_str(), 0, 8); },
+      "keeps its data in external files");
+  const auto passwd = read_file("/etc/passwd").substr(0, 8);
+  expect_refused_before_reading(
+      directory_.path(), [](hid_t dcpl) { H5Pset_external(dcpl, "/etc/passwd", 0, 8); },
+      "keeps its data in external files", XXH64(passwd.data(), passwd.size(), 0));
+}
+
+TEST_F(CraftedFile, VirtualChunkedFilteredAndCompactDatasetsAreRefused) {
+  expect_refused_before_reading(
+      directory_.path(),
+      [](hid_t dcpl) {
+        hsize_t count = 8;
+        hid_t source = H5Screate_simple(1, &count, nullptr);
+        H5Pset_virtual(dcpl, source, "/etc/passwd", "/data", source);
+        H5Sclose(source);
+      },
+      "not stored contiguously");
+  expect_refused_before_reading(
+      directory_.path(),
+      [](hid_t dcpl) {
+        hsize_t chunk = 4;
+        H5Pset_chunk(dcpl, 1, &chunk);
+      },
+      "not stored contiguously");
+  expect_refused_before_reading(
+      directory_.path(),
+      [](hid_t dcpl) {
+        hsize_t chunk = 4;
+        H5Pset_chunk(dcpl, 1, &chunk);
+        H5Pset_deflate(dcpl, 6);
+      },
+      "not stored contiguously");
+  expect_refused_before_reading(
+      directory_.path(), [](hid_t dcpl) { H5Pset_layout(dcpl, H5D_COMPACT); },
+      "not stored contiguously");
+}
+
+// A FIFO renamed over a checkpoint's name after the directory was listed: opening it for
+// reading would wait for a writer forever. It is refused at once. (A watchdog plays the
+// writer after 10 s, so that the old behaviour fails this test instead of hanging it.)
+TEST_F(CraftedFile, AFifoUnderACheckpointNameIsRefusedWithoutBlocking) {
+  const auto file = CheckpointDirectory(directory_.path()).file_for(1);
+  ASSERT_EQ(::mkfifo(file.c_str(), 0644), 0);
+  std::atomic<bool> done = false;
+  std::atomic<bool> blocked = false;
+  std::thread watchdog([&] {
+    for (int waited = 0; waited < 1000 && !done; ++waited) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!done) {
+      blocked = true;
+      ::close(::open(file.c_str(), O_RDWR | O_NONBLOCK));
+    }
+  });
+  try {
+    CheckpointReader reader(file);
+    ADD_FAILURE() << "a FIFO was accepted as a checkpoint";
+  } catch (const CheckpointError& error) {
+    EXPECT_NE(std::string(error.what()).find("not a regular file"), std::string::npos)
+        << error.what();
+  }
+  done = true;
+  watchdog.join();
+  EXPECT_FALSE(blocked) << "opening the FIFO blocked until the watchdog wrote to it";
 }
 
 }  // namespace

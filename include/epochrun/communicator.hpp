@@ -75,11 +75,12 @@ class Communicator {
                                          std::chrono::duration<double> patience) const;
 
   // first_error bounded on every rank, for the steps of a save or a load: no rank, failing or
-  // not, waits more than `timeout` for the others to arrive. Built on point-to-point messages
-  // to rank 0 (which answers every rank) so that a rank that waited too long can name who did
-  // not come: AgreementTimeout("ranks 1, 2 did not arrive within 600 s", or "rank 0 did not
-  // answer ..."). After a timeout, messages of this agreement may still be in flight: the
-  // caller must end the job (abort), not go on.
+  // not, waits much more than `timeout` for the others to arrive (rank 0 `timeout`, the others
+  // one second more, so that rank 0 speaks first). Built on point-to-point messages to rank 0,
+  // which answers every rank, so that the rank that gives up can name who did not come:
+  // AgreementTimeout("ranks 1, 2 did not arrive within 600 s", or "rank 0 did not answer ...").
+  // After a timeout, messages of this agreement may still be in flight: the caller must end
+  // the job (abort), not go on.
   std::optional<std::string> first_error_within(const std::optional<std::string>& local_error,
                                                 std::chrono::duration<double> timeout) const;
 
