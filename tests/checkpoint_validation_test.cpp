@@ -174,6 +174,25 @@ TEST(CheckpointValidation, LatestSkipsACorruptNewestEpochAndRecommitsIt) {
   EXPECT_EQ(total_of(reloaded), 145);
 }
 
+// One bit flipped in the integrity header's version field of the newest epoch: damage, so
+// `latest` skips that epoch (before, it was taken for another version and failed the resume).
+TEST(CheckpointValidation, LatestSkipsAnEpochWhoseHeaderVersionIsDamaged) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  run_then_damage(world, directory.path(), 4, [](const std::filesystem::path& damaged) {
+    ASSERT_TRUE(flip_bit_in_pattern(damaged, "EPOCHRUN-CKPT-INTEGRITY\n", 0, 24));
+  });
+  Workspace workspace;
+  auto summary =
+      run_sum_pipeline(world, options_for(directory.path(), ResumeRequest::latest()), workspace);
+  EXPECT_EQ(summary.resumed_from, 3);
+  ASSERT_EQ(summary.skipped_corrupt.size(), 1u);
+  EXPECT_EQ(summary.skipped_corrupt[0].epoch, 4);
+  EXPECT_NE(summary.skipped_corrupt[0].error.find("damaged header"), std::string::npos)
+      << summary.skipped_corrupt[0].error;
+  EXPECT_EQ(total_of(workspace), 145);
+}
+
 TEST(CheckpointValidation, LatestStartsFromScratchWhenEveryEpochIsCorrupt) {
   const auto world = Communicator::world();
   ScratchDir directory(world);
