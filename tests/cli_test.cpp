@@ -364,28 +364,9 @@ TEST_F(Cli, InspectListsCheckpointsAndVerifyFindsDamage) {
 // (before, about 3% of the calls reported a healthy file as corrupt, once with a size of
 // 18446744073709551615 bytes).
 TEST_F(Cli, InspectVerifyDuringRetentionNeverCallsAVanishedCheckpointCorrupt) {
-  ChildProcess job(epochrun_on_ranks(3, {"run",
-                                         "--job",
-                                         "sgd_regression",
-                                         "--checkpoint-dir",
-                                         "D",
-                                         "--keep-last",
-                                         "1",
-                                         "--log-level",
-                                         "warn",
-                                         "--sgd_regression.features",
-                                         "4",
-                                         "--sgd_regression.samples_per_rank",
-                                         "256",
-                                         "--sgd_regression.batches_per_epoch",
-                                         "32",
-                                         "--sgd_regression.max_epochs",
-                                         "300",
-                                         "--sgd_regression.loss_threshold",
-                                         "0",
-                                         "--sgd_regression.model_file",
-                                         "model.h5"}),
-                   cwd_.path(), kMpiEnvironment);
+  auto args = small_sgd_regression_options(300);
+  args.insert(args.begin(), {"run", "--checkpoint-dir", "D", "--keep-last", "1"});
+  ChildProcess job(epochrun_on_ranks(3, args), cwd_.path(), kMpiEnvironment);
   int calls = 0;
   std::optional<ProcessResult> ended;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
