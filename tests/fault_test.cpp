@@ -11,6 +11,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -429,7 +432,7 @@ TEST_F(SaveFailureTest, AFailureOnOneRankRightAfterCreationFailsTheSaveEverywher
   command.insert(command.end(), {"--summary-json", "summary.json"});
   ChildProcess job(command, cwd.path(), with_fault("save-create@2:1:THROW"));
   const auto ended = job.wait(kJobEndsWithinSeconds);
-  expect_failed_save_handled(ended, cwd.path(), cwd / "D", 2, {});
+  ASSERT_NO_FATAL_FAILURE(expect_failed_save_handled(ended, cwd.path(), cwd / "D", 2, {}));
   const auto summary = nlohmann::json::parse(read_file(cwd / "summary.json"));
   ASSERT_EQ(summary["failed_saves"].size(), 1u) << summary;
   EXPECT_NE(summary["failed_saves"][0]["error"].get<std::string>().find("rank 1: injected fault"),
@@ -465,8 +468,8 @@ TEST_F(SaveFailureTest, AnIoErrorDuringASaveFailsItOnEveryRankWithoutAHang) {
   ASSERT_TRUE(disk.trigger_error()) << "cannot trigger an ext4 error here";
   ::kill(*paused, SIGCONT);
   const auto ended = job.wait(kJobEndsWithinSeconds);
-  expect_failed_save_handled(ended, cwd.path(), cwd / "disk" / "D", kFailingEpoch,
-                             committed_before);
+  ASSERT_NO_FATAL_FAILURE(expect_failed_save_handled(ended, cwd.path(), cwd / "disk" / "D",
+                                                     kFailingEpoch, committed_before));
   EXPECT_EQ(CheckpointDirectory(cwd / "disk" / "D").committed_epochs(),
             (std::vector<std::int64_t>{0, 1}));
   const auto summary = nlohmann::json::parse(read_file(cwd / "summary.json"));
@@ -474,6 +477,59 @@ TEST_F(SaveFailureTest, AnIoErrorDuringASaveFailsItOnEveryRankWithoutAHang) {
 
   ASSERT_TRUE(disk.repair_and_remount());
   expect_latest_finishes_identical(cwd.path(), "disk/D");
+}
+
+// Another process grabs every block the moment it is freed, for 1.5 s, while a `--keep-last 2`
+// run on a real 24 MiB tmpfs commits, deletes and saves: saves that meet the full disk fail --
+// at the pre-flight, at the reservation or while they write -- and their cleanup must not hang
+// (it did, about one try in three, inside HDF5's collective truncate of a failed file). Three
+// rounds, each grab starting after a later commit.
+TEST_F(SaveFailureTest, SpaceGrabbedWhileSavesFailNeverHangsTheirCleanup) {
+  for (std::int64_t grab_after = 1; grab_after <= 3; ++grab_after) {
+    SCOPED_TRACE("grab after the commit of epoch " + std::to_string(grab_after));
+    ScratchDir cwd;
+    TmpfsMount disk(cwd / "disk", "24m");
+    if (!disk.mounted()) {
+      GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+    }
+    auto command = job_command("", "disk/D");
+    command.insert(command.end(), {"--keep-last", "2", "--summary-json", "summary.json"});
+    ChildProcess job(command, cwd.path(), kMpiEnvironment);
+    wait_for_commit(cwd / "disk" / "D", grab_after);
+    {
+      // Grabs whatever is free, again and again, then gives it all back.
+      const auto filler = cwd / "disk" / "grabber";
+      const int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      ASSERT_GE(fd, 0);
+      const std::string block(4096, '\0');
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+      while (std::chrono::steady_clock::now() < until) {
+        if (::write(fd, block.data(), block.size()) < 0) {
+          std::this_thread::yield();
+        }
+      }
+      ::close(fd);
+      std::filesystem::remove(filler);
+    }
+    const auto ended = job.wait(kJobEndsWithinSeconds);
+    ASSERT_TRUE(ended.has_value()) << "the job hung while another process grabbed the space";
+    EXPECT_EQ(ended->exit_code, 0) << ended->err;
+    const auto summary = nlohmann::json::parse(read_file(cwd / "summary.json"));
+    std::printf("grab after the commit of epoch %lld: %zu failed saves\n",
+                static_cast<long long>(grab_after), summary["failed_saves"].size());
+    for (const auto& failure : summary["failed_saves"]) {
+      EXPECT_NE(failure["error"].get<std::string>().find("space"), std::string::npos) << failure;
+      std::printf("  %s\n", failure["error"].get<std::string>().c_str());
+    }
+    const CheckpointDirectory directory(cwd / "disk" / "D");
+    for (auto epoch : directory.committed_epochs()) {
+      EXPECT_EQ(contents_of(directory.file_for(epoch)), reference_->at(epoch)) << epoch;
+    }
+    for (const auto& name : list_directory(cwd / "disk" / "D")) {
+      EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
+    }
+    expect_latest_finishes_identical(cwd.path(), "disk/D");
+  }
 }
 
 // A rank that never reaches a step of the save (here: stopped, as a rank stuck in a hung disk
