@@ -52,8 +52,8 @@ class CheckpointDirectory {
   // Collective. The commit protocol: write under a temporary name (mode 0644 from its
   // creation), fsync on every rank, rename to the final name (atomically replacing an older
   // file of the same epoch), fsync the directory, then rewrite index.json. Creates the
-  // directory (mode 0755) when missing. On any failure throws SaveError on every rank, removes
-  // the temporary file and leaves every committed checkpoint as it was. A rank that waits more
+  // directory when missing. On any failure throws SaveError on every rank, removes the
+  // temporary file and leaves every committed checkpoint as it was. A rank that waits more
   // than `timeout` for the others at any step aborts the job (see write_checkpoint_file).
   SaveStats save(const Communicator& comm, const CheckpointHeader& header,
                  const Workspace& workspace, const std::vector<std::string>& blob_names,
@@ -75,6 +75,11 @@ class CheckpointDirectory {
   // (rank 0 only). Throws Error naming the first file that could not be deleted, after
   // syncing the deletions that did happen.
   void remove(const std::vector<std::int64_t>& epochs) const;
+
+  // Deletes what an interrupted save or index update left here (rank 0 only): temporary
+  // files named exactly as epochrun names them for a checkpoint or the index, nothing else.
+  // Returns how many.
+  int remove_stale_temporaries() const;
 
   // Rewrites index.json from the committed files (rank 0's job after each commit).
   void write_index(const std::string& job) const;

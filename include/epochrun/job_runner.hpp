@@ -56,6 +56,10 @@ struct RunOptions {
   // the job (MPI_Abort, exit code 1): only a stuck rank (a hung disk, a stopped process) makes
   // a step take longer.
   std::chrono::duration<double> save_timeout = kDefaultSaveTimeout;
+  // Rank 0 holds an flock on the checkpoint directory for the whole run, and a run that cannot
+  // take it is refused (CheckpointError). False runs unlocked, for file systems without flock:
+  // keeping other runs away from the directory is then up to the user.
+  bool directory_lock = true;
 };
 
 class JobRunner {
