@@ -47,8 +47,21 @@ po::options_description general_options(GeneralOptions& o) {
       "the whole job (exit 1): they may be blocked in a collective call of the job")(
       "no-directory-lock", po::bool_switch(),
       "run without the checkpoint directory lock (for file systems without flock): no other run "
-      "may use the directory meanwhile");
+      "may use the directory meanwhile")(
+      "save-timeout", po::value(&o.save_timeout)->default_value(o.save_timeout),
+      "seconds a rank waits for the other ranks at each step of a save or a load before it "
+      "aborts the whole job (exit 1): a rank that takes longer is stuck");
   return options;
+}
+
+// A timeout in seconds: more than 0 and at most a day. UsageError otherwise.
+std::chrono::duration<double> timeout_option(const std::string& flag, double seconds) {
+  if (!(seconds > 0 && seconds <= 86400)) {
+    std::ostringstream given;
+    given << seconds;
+    throw UsageError(flag + " must be more than 0 and at most 86400 seconds, got " + given.str());
+  }
+  return std::chrono::duration<double>(seconds);
 }
 
 // " (why)" for a failed file system query, to end a usage error's line; "" when it did not fail.
@@ -249,13 +262,8 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   validate(run.retention);
   run.delete_checkpoints_on_success = general.delete_on_success;
   run.directory_lock = !values["no-directory-lock"].as<bool>();
-  if (!(general.task_failure_timeout > 0 && general.task_failure_timeout <= 86400)) {
-    std::ostringstream given;
-    given << general.task_failure_timeout;
-    throw UsageError("--task-failure-timeout must be more than 0 and at most 86400 seconds, got " +
-                     given.str());
-  }
-  run.task_failure_timeout = std::chrono::duration<double>(general.task_failure_timeout);
+  run.task_failure_timeout = timeout_option("--task-failure-timeout", general.task_failure_timeout);
+  run.save_timeout = timeout_option("--save-timeout", general.save_timeout);
   invocation.log_level = parse_log_level(general.log_level);
   run.config_json = json_text(config_to_json(values));
   // Builds once here so that an inconsistent job option is a usage error before MPI starts.

@@ -26,6 +26,7 @@ struct GeneralOptions {
   std::int64_t keep_every = 0;
   bool delete_on_success = false;
   double task_failure_timeout = 60;
+  double save_timeout = 600;
 };
 
 // Everything `run` needs, validated.
