@@ -5,16 +5,18 @@
 
 Runs `mpirun -np N epochrun run --checkpoint-dir DIR/ck EPOCHRUN-RUN-OPTIONS` (DIR default: a
 new directory under the current one, removed afterwards) and reads rank 0's lines
-"epoch E done in X s; checkpoint ... in Y s": X is the epoch's own work (the epoch group and
-the stop decision), Y the save that follows it. Prints, over the epochs after the first
-(the first also pays for faulting the job's memory in), the median X, the median Y and the
-median of the per-epoch (X + Y) / X: the wall time per epoch with a checkpoint every epoch
-against the same epoch without one. (epochrun has no option yet to run without saving, so
-the epoch's own work, timed in the same run, stands for a run without checkpoints.)
+"[time] epoch E done in X s; checkpoint ... in Y s": X is the epoch's own work (the epoch
+group and the stop decision), Y the save that follows it, and W, the time from the previous
+such line to this one, the epoch's whole wall time (work, save, retention, logging). Prints,
+over the epochs after the first (whose W is unknown), the medians of X, Y and W and the
+median of the per-epoch W / X: the wall time per epoch with a checkpoint every epoch against
+the same epoch without one. (epochrun has no option yet to run without saving, so the epoch's
+own work, timed in the same run, stands for a run without checkpoints.)
 
 EPOCHRUN (default build/epochrun) and MPIRUN (default mpirun) select the programs.
 """
 import argparse
+import datetime
 import os
 import re
 import shutil
@@ -23,7 +25,8 @@ import subprocess
 import sys
 import tempfile
 
-LINE = re.compile(r"\] epoch (\d+) done in ([0-9.]+) s; checkpoint \S+ .* in ([0-9.]+) s")
+LINE = re.compile(r"^\[([0-9-]+ [0-9:.]+)\] .*\] epoch (\d+) done in ([0-9.]+) s; "
+                  r"checkpoint \S+ .* in ([0-9.]+) s", re.MULTILINE)
 
 
 def main():
@@ -47,19 +50,23 @@ def main():
     if run.returncode != 0:
         sys.stderr.write(run.stderr)
         return run.returncode
-    epochs = [(int(e), float(x), float(y)) for e, x, y in LINE.findall(run.stderr)]
-    if len(epochs) < 3:
+    lines = [(datetime.datetime.strptime(t, "%Y-%m-%d %H:%M:%S.%f"), int(e), float(x), float(y))
+             for t, e, x, y in LINE.findall(run.stderr)]
+    if len(lines) < 3:
         sys.stderr.write("checkpoint_cost: fewer than 3 epochs in the log; run more epochs\n")
         return 1
-    print(f"{'epoch':>5} {'work s':>8} {'save s':>8} {'(work+save)/work':>17}")
-    for epoch, work, save in epochs:
-        print(f"{epoch:>5} {work:8.3f} {save:8.3f} {(work + save) / work:17.2f}")
-    measured = epochs[1:]
-    work = statistics.median(x for _, x, _ in measured)
-    save = statistics.median(y for _, _, y in measured)
-    ratio = statistics.median((x + y) / x for _, x, y in measured)
-    print(f"medians over epochs {measured[0][0]}..{measured[-1][0]}: work {work:.3f} s, "
-          f"save {save:.3f} s, wall per epoch with a checkpoint / without: {ratio:.2f}")
+    epochs = [(e, x, y, (t - previous[0]).total_seconds())
+              for previous, (t, e, x, y) in zip(lines, lines[1:])]
+    print(f"{'epoch':>5} {'work s':>8} {'save s':>8} {'wall s':>8} {'wall/work':>10}")
+    for epoch, work, save, wall in epochs:
+        print(f"{epoch:>5} {work:8.3f} {save:8.3f} {wall:8.3f} {wall / work:10.2f}")
+    work = statistics.median(x for _, x, _, _ in epochs)
+    save = statistics.median(y for _, _, y, _ in epochs)
+    wall = statistics.median(w for _, _, _, w in epochs)
+    ratio = statistics.median(w / x for _, x, _, w in epochs)
+    print(f"medians over epochs {epochs[0][0]}..{epochs[-1][0]}: work {work:.3f} s, "
+          f"save {save:.3f} s, wall {wall:.3f} s; wall per epoch with a checkpoint / without "
+          f"(wall / work): {ratio:.2f}")
     return 0
 
 
