@@ -13,6 +13,7 @@
 // whatever runs second would otherwise always pay for what ran first. Ratios are medians of
 // the per-round ratios, so each compares two measures taken seconds apart.
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -380,6 +381,12 @@ int bench_command(int argc, char** argv) {
     return 0;
   }
 
+  // A restarted process reads its checkpoint into memory it has never touched. glibc would
+  // instead serve a buffer freed in the previous round from its heap, already faulted in (its
+  // mmap threshold grows with every large free, up to 32 MiB), and flatter both reads below
+  // that size. A fixed threshold gives every large buffer, the loads' and the limit's, new
+  // pages each round.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   MpiSession mpi(argc, argv);
   const auto world = Communicator::world();
   configure_logging(world.rank(), spdlog::level::warn);
