@@ -7,8 +7,8 @@
 #   ./dev.sh build           install and build only
 #   ./dev.sh test-sanitized  the whole suite built with AddressSanitizer + UBSan (./build-sanitized)
 #   ./dev.sh fuzz [SECONDS]  each libFuzzer target for SECONDS (default 60), clang build (./build-fuzz)
-#   ./dev.sh bench [ARGS]    checkpoint save/load against a plain-POSIX baseline on 3 ranks
-#                            (ARGS go to checkpoint_bench, e.g. --mib-per-rank 256 --cold)
+#   ./dev.sh bench [ARGS]    checkpoint save/load against plain POSIX I/O on 3 ranks
+#                            (ARGS go to `epochrun bench`, e.g. --mib-per-rank 256 --cold)
 #
 # The build goes to ./build (EPOCHRUN_BUILD_DIR overrides); `run` works in ./out.
 set -euo pipefail
@@ -138,7 +138,7 @@ case "${1:-}" in
     mpi_environment
     mkdir -p "$root/out"
     cd "$root/out"
-    mpirun -np 3 "$build/tests/checkpoint_bench" "$@"
+    mpirun -np 3 "$build/epochrun" bench "$@"
     ;;
   *)
     echo "usage: ./dev.sh run | test | build | test-sanitized | fuzz [SECONDS] | bench [ARGS]" >&2

@@ -26,5 +26,6 @@ int report_failure(const std::exception& error);
 int run_command(int argc, char** argv);
 int inspect_command(int argc, char** argv);
 int list_jobs_command(int argc, char** argv);
+int bench_command(int argc, char** argv);
 
 }  // namespace epochrun::cli

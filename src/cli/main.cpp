@@ -13,6 +13,7 @@ commands:
   run        run a job (mpirun -np N epochrun run --job NAME ...); see 'epochrun run --help'
   inspect    list the committed checkpoints of a directory; see 'epochrun inspect --help'
   list-jobs  list the jobs this program can run
+  bench      time checkpoint save and load against plain POSIX I/O (mpirun -np R epochrun bench)
 
 exit codes: 0 success, 1 job failed, 2 usage or config error, 3 checkpoint error,
             4 finished but the upload failed
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   using epochrun::ExitCode;
   if (argc < 2) {
     return epochrun::cli::fail_before_mpi(
-        "missing command (run, inspect or list-jobs); see 'epochrun --help'",
+        "missing command (run, inspect, list-jobs or bench); see 'epochrun --help'",
         static_cast<int>(ExitCode::kUsageError));
   }
   const std::string command = argv[1];
@@ -42,10 +43,13 @@ int main(int argc, char** argv) {
   if (command == "inspect") {
     return epochrun::cli::inspect_command(argc - 1, argv + 1);
   }
+  if (command == "bench") {
+    return epochrun::cli::bench_command(argc - 1, argv + 1);
+  }
   if (command == "list-jobs") {
     return epochrun::cli::list_jobs_command(argc - 1, argv + 1);
   }
   return epochrun::cli::fail_before_mpi(
-      "unknown command '" + command + "' (run, inspect or list-jobs)",
+      "unknown command '" + command + "' (run, inspect, list-jobs or bench)",
       static_cast<int>(ExitCode::kUsageError));
 }

@@ -1,0 +1,103 @@
+// `epochrun bench` as a user runs it: `mpiexec -n 3 epochrun bench ... --json F`. Only the
+// report's shape is checked; its timings decide nothing here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "launch.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+// `epochrun bench args...` on 3 ranks in `cwd`; fails the test when it runs over 5 minutes.
+ProcessResult bench(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
+  std::vector<std::string> full = {"bench"};
+  full.insert(full.end(), args.begin(), args.end());
+  ChildProcess child(epochrun_on_ranks(3, full), cwd, kMpiEnvironment);
+  auto result = child.wait(300);
+  if (!result) {
+    ADD_FAILURE() << "epochrun bench did not end within 5 minutes";
+    return {};
+  }
+  return *result;
+}
+
+TEST(BenchCommand, WritesOneJsonObjectPerMeasureWithFinitePositiveRatios) {
+  ScratchDir cwd;
+  auto result = bench(
+      {"--mib-per-rank", "1", "--rounds", "5", "--blobs", "4", "--json", "F", "--dir", "work"},
+      cwd.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("save"), std::string::npos) << result.out;
+  EXPECT_FALSE(std::filesystem::exists(cwd / "work")) << "the working directory is left behind";
+
+  const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
+  ASSERT_TRUE(rows.is_array());
+  std::vector<std::string> names;
+  for (const auto& row : rows) {
+    names.push_back(row.at("name").get<std::string>());
+    for (const char* key : {"median_seconds", "limit_median_seconds", "ratio", "min_seconds",
+                            "max_seconds", "mb_per_second"}) {
+      ASSERT_TRUE(row.at(key).is_number()) << key << " in " << row.dump();
+      const double value = row.at(key).get<double>();
+      EXPECT_TRUE(std::isfinite(value) && value > 0) << key << " = " << value;
+    }
+    EXPECT_LE(row["min_seconds"].get<double>(), row["median_seconds"].get<double>());
+    EXPECT_LE(row["median_seconds"].get<double>(), row["max_seconds"].get<double>());
+    EXPECT_EQ(row.at("ranks"), 3);
+    EXPECT_EQ(row.at("mib_per_rank"), 1.0);
+    EXPECT_EQ(row.at("blobs"), 4);
+    EXPECT_EQ(row.at("rounds"), 5);
+    EXPECT_EQ(row.at("seconds").size(), 5u);
+    EXPECT_TRUE(row.at("cold").is_boolean());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"save", "load", "write_limit", "read_limit"}));
+}
+
+TEST(BenchCommand, BadFlagsExitTwoWithOneLineAndTouchNothing) {
+  ScratchDir cwd;
+  std::filesystem::create_directory(cwd / "busy");
+  write_file(cwd / "busy" / "keep", "mine");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--frobnicate"}, std::vector<std::string>{"--rounds", "4"},
+        std::vector<std::string>{"--mib-per-rank", "0"},
+        std::vector<std::string>{"--mib-per-rank", "nan"}, std::vector<std::string>{"--blobs", "0"},
+        std::vector<std::string>{"--mib-per-rank", "0.0001", "--blobs", "1000"},
+        std::vector<std::string>{"--dir", "busy"},
+        std::vector<std::string>{"--json", "no_such_dir/F", "--dir", "work"}}) {
+    auto result = bench(args, cwd.path());
+    EXPECT_EQ(result.exit_code, 2) << args[0] << "\n" << result.err;
+    int error_lines = 0;
+    for (const auto& line : result.err_lines()) {
+      error_lines += line.rfind("epochrun: error: ", 0) == 0 ? 1 : 0;
+    }
+    EXPECT_EQ(error_lines, 1) << args[0] << "\n" << result.err;
+  }
+  EXPECT_EQ(list_directory(cwd.path()), std::vector<std::string>{"busy"});
+  EXPECT_EQ(read_file(cwd / "busy" / "keep"), "mine");
+}
+
+// A disk too small for the checkpoint: one line, exit 1, no hang, and nothing left on it.
+TEST(BenchCommand, AFullDiskEndsTheRunWithOneLineAndLeavesNothingBehind) {
+  ScratchDir cwd;
+  TmpfsMount disk(cwd / "disk", "8m");
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+  }
+  auto result = bench({"--mib-per-rank", "4", "--dir", "disk/work"}, cwd.path());
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  int error_lines = 0;
+  for (const auto& line : result.err_lines()) {
+    if (line.rfind("epochrun: error: ", 0) == 0) {
+      ++error_lines;
+      EXPECT_NE(line.find("space"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(error_lines, 1) << result.err;
+  EXPECT_TRUE(list_directory(cwd / "disk").empty());
+}
+
+}  // namespace
+}  // namespace epochrun::testing
