@@ -403,7 +403,8 @@ TEST_F(Cli, InspectVerifyDuringRetentionNeverCallsAVanishedCheckpointCorrupt) {
     auto inspected = epochrun({"inspect", "D", "--verify", "--json"}, cwd_.path());
     ++calls;
     ASSERT_EQ(inspected.exit_code, 0) << "call " << calls << ": " << inspected.out;
-    for (const auto& entry : nlohmann::json::parse(inspected.out)["checkpoints"]) {
+    const auto listing = nlohmann::json::parse(inspected.out);
+    for (const auto& entry : listing["checkpoints"]) {
       EXPECT_TRUE(entry["valid"].get<bool>()) << entry;
       EXPECT_LT(entry["bytes"].get<std::uint64_t>(), 1ULL << 20) << entry;
     }
