@@ -58,24 +58,13 @@ std::vector<std::string> job_command(const std::string& resume,
   return argv;
 }
 
-using Contents = std::map<std::string, std::map<std::string, Blob>>;
-
-Contents read_contents(const std::filesystem::path& file) {
-  CheckpointReader reader(file);
-  Contents contents;
-  for (const auto& [node, records] : reader.header().blobs) {
-    for (const auto& record : records) {
-      contents[node][record.name] = reader.read_blob(node, record.name);
-    }
-  }
-  return contents;
-}
+using Contents = CheckpointContents;
 
 // Every node's blobs of a checkpoint file; an unreadable file is a test failure, not an
 // exception, so that one bad trial does not stop the others.
 Contents contents_of(const std::filesystem::path& file) {
   try {
-    return read_contents(file);
+    return read_checkpoint_contents(file);
   } catch (const std::exception& error) {
     ADD_FAILURE() << error.what();
     return {};

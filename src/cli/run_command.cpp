@@ -29,9 +29,8 @@ int run_command(int argc, char** argv) {
     }
     if (summary.upload_error) {
       print_error("upload failed: " + *summary.upload_error);
-      return static_cast<int>(ExitCode::kUploadFailed);
     }
-    return 0;
+    return summary.exit_code;
   } catch (const std::exception& error) {
     if (world.is_root()) {
       print_error(error.what());

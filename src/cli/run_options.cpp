@@ -11,6 +11,7 @@
 #include "epochrun/errors.hpp"
 #include "epochrun/logging.hpp"
 #include "json_text.hpp"
+#include "preemption_signals.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -43,7 +44,10 @@ po::options_description general_options(GeneralOptions& o) {
       "task-failure-timeout",
       po::value(&o.task_failure_timeout)->default_value(o.task_failure_timeout),
       "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
-      "the whole job (exit 1): they may be blocked in a collective call of the job");
+      "the whole job (exit 1): they may be blocked in a collective call of the job")(
+      "preempt-signals", po::value(&o.preempt_signals)->default_value(o.preempt_signals),
+      "signals that stop the run after the epoch in progress with a checkpoint and exit code 75 "
+      "(names without SIG, comma-separated; none: no signal is caught)");
   return options;
 }
 
@@ -186,6 +190,7 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
                      given.str());
   }
   run.task_failure_timeout = std::chrono::duration<double>(general.task_failure_timeout);
+  run.preempt_signals = parse_preemption_signals(general.preempt_signals);
   invocation.log_level = parse_log_level(general.log_level);
   run.config_json = json_text(config_to_json(values));
   // Builds once here so that an inconsistent job option is a usage error before MPI starts.

@@ -26,6 +26,7 @@ struct GeneralOptions {
   std::int64_t keep_every = 0;
   bool delete_on_success = false;
   double task_failure_timeout = 60;
+  std::string preempt_signals = "USR1,TERM";
 };
 
 // Everything `run` needs, validated.
