@@ -17,6 +17,7 @@
 #include "preemption_signals.hpp"
 #include "slurm_environment.hpp"
 #include "stop_decider.hpp"
+#include "time_budget.hpp"
 
 namespace epochrun {
 namespace {
@@ -65,6 +66,8 @@ JobRunner::JobRunner(Job job, const Communicator& comm, RunOptions options)
     node_names_.push_back(Job::node_name(rank));
   }
 }
+
+JobRunner::~JobRunner() = default;
 
 void JobRunner::run_group(const TaskGroup& group, TaskContext& context) const {
   std::exception_ptr error;
@@ -191,8 +194,21 @@ RunSummary JobRunner::run(Workspace& workspace) {
     }
   });
 
+  time_budget_ = std::make_unique<TimeBudget>();
+  if (comm_.is_root()) {
+    *time_budget_ = make_time_budget(options_.program_start, options_.time_budget_seconds,
+                                     options_.time_margin_seconds, slurm);
+    if (time_budget_->limited()) {
+      spdlog::info(
+          "time limit: {:.0f} s left ({}); the run stops for a requeue when the next "
+          "epoch would not end {:.0f} s before (--time-margin)",
+          time_budget_->seconds_left(Clock::now()), time_budget_->source(),
+          time_budget_->margin_seconds());
+    }
+  }
+
   TaskContext context{workspace, job_comm_, node_name_, 0, nullptr};
-  const StopDecider decider(job_, comm_, node_names_, options_.num_epochs);
+  const StopDecider decider(job_, comm_, node_names_, options_.num_epochs, *time_budget_);
   const auto resumed = start(context, summary);
   const auto decision = run_epochs(resumed, decider, signals, context, summary);
   if (decision.finishes_job()) {
@@ -208,10 +224,13 @@ RunSummary JobRunner::run(Workspace& workspace) {
 }
 
 std::optional<std::int64_t> JobRunner::start(TaskContext& context, RunSummary& summary) {
+  const auto load_started = Clock::now();
   const auto resumed = load_newest_valid(resume_candidates(), context.workspace, summary);
   summary.resumed_from = resumed;
   if (resumed) {
     last_committed_ = resumed;
+    // Until this run has saved, a save is taken to cost what the load did.
+    time_budget_->record_save(seconds_since(load_started));
     return resumed;
   }
   run_group(job_.init_group, context);
@@ -219,7 +238,9 @@ std::optional<std::int64_t> JobRunner::start(TaskContext& context, RunSummary& s
   checkpointed_blobs_ = context.workspace.names();
   spdlog::info("job {} initialized on {} ranks ({} blobs, {} on rank 0)", job_.name(), comm_.size(),
                checkpointed_blobs_.size(), human_bytes(double(context.workspace.byte_size())));
+  const auto save_started = Clock::now();
   spdlog::info("epoch 0 (init) {}", save(0, context.workspace, summary));
+  time_budget_->record_save(seconds_since(save_started));
   return std::nullopt;
 }
 
@@ -253,12 +274,15 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
     const auto epoch_started = Clock::now();
     run_group(job_.epoch_group, context);
     fault_point("epoch", context.epoch);
+    const double epoch_seconds = seconds_since(epoch_started);
+    time_budget_->record_epoch(epoch_seconds);
     const auto decision = decider.after_epoch(context.workspace, context.epoch);
-    if (decision.interrupted()) {
+    if (decision.kind == StopKind::kPreempted) {
       signals.restore_defaults();
     }
-    const double epoch_seconds = seconds_since(epoch_started);
+    const auto save_started = Clock::now();
     const auto checkpoint = save(context.epoch, context.workspace, summary);
+    time_budget_->record_save(seconds_since(save_started));
     ++summary.epochs_run;
     spdlog::info("epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds, checkpoint,
                  decision.stops() ? "; stopping: " + decision.reason : "");

@@ -33,8 +33,12 @@ std::vector<std::string> split_lines(const std::vector<std::byte>& bytes) {
 
 StopDecider::StopDecider(const Job& job, const Communicator& comm,
                          std::vector<std::string> node_names,
-                         std::optional<std::int64_t> num_epochs)
-    : job_(job), comm_(comm), node_names_(std::move(node_names)), num_epochs_(num_epochs) {}
+                         std::optional<std::int64_t> num_epochs, const TimeBudget& budget)
+    : job_(job),
+      comm_(comm),
+      node_names_(std::move(node_names)),
+      num_epochs_(num_epochs),
+      budget_(budget) {}
 
 StopDecision StopDecider::after_epoch(const Workspace& workspace, std::int64_t epoch) const {
   std::vector<std::string> holding;
@@ -90,6 +94,12 @@ StopDecision StopDecider::decide(const std::vector<std::string>& holding,
       reasons.push_back(preemption);
       if (!decision.stops()) {
         decision.kind = StopKind::kPreempted;
+      }
+    }
+    if (epoch && !decision.stops()) {
+      if (auto limit = budget_.exhausted(std::chrono::steady_clock::now())) {
+        reasons.push_back(*limit);
+        decision.kind = StopKind::kTimeLimit;
       }
     }
     decision.reason = join(reasons, "; ");

@@ -262,5 +262,33 @@ TEST_F(Preemption, KillTermOfMpirunEndsTheJobAndTheResumeIsExact) {
   expect_resume_finishes_as_uninterrupted();
 }
 
+// --time-budget: rank 0 is held in epoch 1 until the budget is spent, so after that epoch the
+// next one cannot fit: epoch 1 is committed and the run exits 75 for a requeue.
+TEST_F(Preemption, TheTimeBudgetStopsWithACommittedCheckpointAndExit75) {
+  constexpr int kBudgetSeconds = 3;
+  ChildProcess job(
+      job_command({"--time-budget", std::to_string(kBudgetSeconds), "--upload-dir", "U"}),
+      cwd_.path(), with_fault("epoch-task@1:0:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 0 never paused in epoch 1";
+  std::this_thread::sleep_for(std::chrono::seconds(kBudgetSeconds));  // spends the budget
+  ::kill(*paused, SIGCONT);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  EXPECT_EQ(result->exit_code, 75) << result->err;
+  const auto summary = read_json(cwd_ / "S.json");
+  EXPECT_EQ(summary["stop_kind"], "time_limit");
+  EXPECT_EQ(summary["stop_reason"].get<std::string>().rfind("time limit: ", 0), 0u)
+      << summary["stop_reason"];
+  EXPECT_EQ(summary["last_committed_epoch"], 1);
+  EXPECT_EQ(summary["exit_code"], 75);
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "model.h5"));
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "U"));
+  EXPECT_NE(result->err.find("stopping: time limit: "), std::string::npos) << result->err;
+  EXPECT_NE(result->err.find("(--time-budget 3 s)"), std::string::npos) << result->err;
+  expect_committed_as_uninterrupted({0, 1});
+  expect_resume_finishes_as_uninterrupted();
+}
+
 }  // namespace
 }  // namespace epochrun::testing

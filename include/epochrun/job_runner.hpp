@@ -31,6 +31,7 @@ namespace epochrun {
 
 class PreemptionSignals;
 class StopDecider;
+class TimeBudget;
 
 // Where to start: from scratch, from an explicit epoch, or from the newest committed one
 // (from scratch when there is none).
@@ -63,6 +64,12 @@ struct RunOptions {
   // Signals that ask the run to stop after the epoch in progress, checkpoint it and exit
   // with ExitCode::kRequeue (docs/PREEMPTION.md). Empty: none are caught.
   std::vector<int> preempt_signals = {SIGUSR1, SIGTERM};
+  // The time limit: the run stops with ExitCode::kRequeue after the epoch whose checkpoint,
+  // plus the next epoch and its checkpoint, would not end `time_margin` before the earlier of
+  // program_start + time_budget and (under SLURM) the job's end time from squeue.
+  std::chrono::steady_clock::time_point program_start = std::chrono::steady_clock::now();
+  std::optional<double> time_budget_seconds;
+  std::optional<double> time_margin_seconds;  // unset: 60 s under SLURM, 0 otherwise
 };
 
 class JobRunner {
@@ -70,6 +77,7 @@ class JobRunner {
   // The tasks get `comm`; the runner works on a duplicate of it, so that its own collective
   // calls never match the job's.
   JobRunner(Job job, const Communicator& comm, RunOptions options);
+  ~JobRunner();
 
   // Runs the whole job on this rank's `workspace`. Save failures do not throw (they are in
   // the summary); a failing task, a failing load or a bad resume request does.
@@ -123,6 +131,7 @@ class JobRunner {
   std::vector<std::string> node_names_;
   std::vector<std::string> checkpointed_blobs_;
   std::optional<std::int64_t> last_committed_;  // by this run, or the epoch it resumed from
+  std::unique_ptr<TimeBudget> time_budget_;     // rank 0's; measured on every rank
 };
 
 }  // namespace epochrun

@@ -7,6 +7,7 @@
 namespace epochrun::cli {
 
 int run_command(int argc, char** argv) {
+  const auto program_start = std::chrono::steady_clock::now();  // --time-budget counts from here
   std::optional<Invocation> invocation;
   try {
     invocation = parse_run_options(argc, argv);
@@ -16,6 +17,7 @@ int run_command(int argc, char** argv) {
   if (!invocation) {
     return 0;
   }
+  invocation->run_options.program_start = program_start;
 
   MpiSession mpi(argc, argv);
   const auto world = Communicator::world();
