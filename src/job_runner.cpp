@@ -229,6 +229,7 @@ std::optional<std::int64_t> JobRunner::start(TaskContext& context, RunSummary& s
   summary.resumed_from = resumed;
   if (resumed) {
     last_committed_ = resumed;
+    last_commit_time_ = Clock::now();
     // Until this run has saved, a save is taken to cost what the load did.
     time_budget_->record_save(seconds_since(load_started));
     return resumed;
@@ -280,9 +281,14 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
     if (decision.kind == StopKind::kPreempted) {
       signals.restore_defaults();
     }
-    const auto save_started = Clock::now();
-    const auto checkpoint = save(context.epoch, context.workspace, summary);
-    time_budget_->record_save(seconds_since(save_started));
+    std::string checkpoint =
+        std::string("checkpoint skipped (") + options_.checkpoint_policy.skip_reason() + ")";
+    if (decision.stops() ||
+        options_.checkpoint_policy.due(context.epoch, seconds_since(last_commit_time_))) {
+      const auto save_started = Clock::now();
+      checkpoint = save(context.epoch, context.workspace, summary);
+      time_budget_->record_save(seconds_since(save_started));
+    }
     ++summary.epochs_run;
     spdlog::info("epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds, checkpoint,
                  decision.stops() ? "; stopping: " + decision.reason : "");
@@ -358,6 +364,7 @@ std::string JobRunner::save(std::int64_t epoch, const Workspace& workspace, RunS
                      .save(comm_, header, workspace, checkpointed_blobs_);
     summary.committed.push_back(epoch);
     last_committed_ = epoch;
+    last_commit_time_ = Clock::now();
     apply_retention(epoch, summary);
     return fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
                        human_bytes(double(stats.file_bytes)), stats.seconds,

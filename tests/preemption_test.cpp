@@ -290,5 +290,61 @@ TEST_F(Preemption, TheTimeBudgetStopsWithACommittedCheckpointAndExit75) {
   expect_resume_finishes_as_uninterrupted();
 }
 
+// --checkpoint-every with retention: only every 4th epoch is saved, but a preemption saves the
+// epoch it stops after (5); --keep-last 2 then deletes what a gap leaves behind; `latest`
+// resumes across the gap and ends bit-identical, its final epoch always saved.
+TEST_F(Preemption, CheckpointEveryLeavesGapsThatRetentionAndResumeHandle) {
+  const std::vector<std::string> policy = {"--checkpoint-every", "4", "--keep-last", "2"};
+  ChildProcess job(job_command(policy), cwd_.path(), with_fault("epoch-task@5:1:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 1 never paused in epoch 5";
+  signal_paused_rank(*paused, SIGUSR1);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  EXPECT_EQ(result->exit_code, 75) << result->err;
+  const auto summary = read_json(cwd_ / "S.json");
+  EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({0, 4, 5}));
+  EXPECT_EQ(summary["deleted_checkpoints"], nlohmann::json({0}));
+  EXPECT_EQ(summary["last_committed_epoch"], 5);
+  EXPECT_NE(result->err.find("epoch 3 done in"), std::string::npos);
+  EXPECT_NE(result->err.find("checkpoint skipped (--checkpoint-every)"), std::string::npos)
+      << result->err;
+  expect_committed_as_uninterrupted({4, 5});
+
+  auto resumed = run_process(
+      job_command({"--resume-from-epoch", "latest", "--checkpoint-every", "4", "--keep-last", "2"}),
+      cwd_.path(), kMpiEnvironment);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  expect_committed_as_uninterrupted({5, 6});  // 6: the last epoch, saved whatever the policy
+  EXPECT_EQ(read_blob_file(cwd_ / "model.h5"), read_blob_file(reference_dir_->path() / "model.h5"));
+}
+
+// --checkpoint-interval alone: epochs are saved by wall time only. A huge interval saves only
+// init and the last epoch; rank 0 held in epoch 2 past a short interval makes epoch 2 due.
+TEST_F(Preemption, CheckpointIntervalSavesByWallTime) {
+  auto sparse =
+      run_process(job_command({"--checkpoint-interval", "86400"}), cwd_.path(), kMpiEnvironment);
+  ASSERT_EQ(sparse.exit_code, 0) << sparse.err;
+  EXPECT_EQ(read_json(cwd_ / "S.json")["committed_checkpoints"], nlohmann::json({0, 6}));
+  expect_committed_as_uninterrupted({0, 6});
+
+  ScratchDir other;
+  ChildProcess job(job_command({"--checkpoint-interval", "1"}), other.path(),
+                   with_fault("epoch-task@2:0:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 0 never paused in epoch 2";
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the interval passes
+  ::kill(*paused, SIGCONT);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  ASSERT_EQ(result->exit_code, 0) << result->err;
+  const auto committed = CheckpointDirectory(other / "D").committed_epochs();
+  for (std::int64_t epoch : {0, 2, 6}) {
+    EXPECT_TRUE(std::find(committed.begin(), committed.end(), epoch) != committed.end())
+        << "epoch " << epoch << " not committed";
+  }
+  EXPECT_EQ(read_json(other / "S.json")["committed_checkpoints"], nlohmann::json(committed));
+}
+
 }  // namespace
 }  // namespace epochrun::testing

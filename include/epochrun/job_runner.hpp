@@ -1,10 +1,11 @@
 // The JobRunner: runs a Job on every rank in the reference's order, with a checkpoint after
-// init and after every epoch.
+// init, after every epoch the checkpoint policy chooses, and after the last.
 //
 //   resume decision -> init (from scratch) or load -> checkpoint 0 (from scratch)
 //   -> loop { preemption since the last decision? -> epoch group
-//             -> stop flags and preemption signals to rank 0, rank 0 decides, broadcast
-//             -> save this epoch -> stop? }
+//             -> stop flags, preemption signals and time limit to rank 0, rank 0 decides,
+//                broadcast -> save this epoch (when the checkpoint policy or a stop says so)
+//             -> stop? }
 //   -> finished job: upload -> gather declared outputs to rank 0 -> download group
 //                    -> exit group -> delete-on-success
 //      interrupted (preempted): nothing more; exit code 75 asks for a requeue
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/checkpoint_policy.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/job.hpp"
 #include "epochrun/retention.hpp"
@@ -55,6 +57,7 @@ struct RunOptions {
   std::shared_ptr<Uploader> uploader;  // null: no upload
   std::string config_json = "{}";      // recorded in every checkpoint
   RetentionPolicy retention;           // applied after every commit
+  CheckpointPolicy checkpoint_policy;  // which epochs between init and the last are saved
   // Keras' backup-and-restore: the checkpoints are deleted once the exit group has succeeded.
   bool delete_checkpoints_on_success = false;
   // How long a rank whose task threw waits for the other ranks to learn of it. They may be
@@ -132,6 +135,7 @@ class JobRunner {
   std::vector<std::string> checkpointed_blobs_;
   std::optional<std::int64_t> last_committed_;  // by this run, or the epoch it resumed from
   std::unique_ptr<TimeBudget> time_budget_;     // rank 0's; measured on every rank
+  std::chrono::steady_clock::time_point last_commit_time_;  // for --checkpoint-interval
 };
 
 }  // namespace epochrun

@@ -27,6 +27,8 @@ struct GeneralOptions {
   bool delete_on_success = false;
   double task_failure_timeout = 60;
   std::string preempt_signals = "USR1,TERM";
+  std::int64_t checkpoint_every = 1;
+  double checkpoint_interval = 0;
   double time_budget = 0;
   double time_margin = 0;
 };
