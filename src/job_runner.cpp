@@ -13,6 +13,7 @@
 #include "durable_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
+#include "epochrun/run_history.hpp"
 #include "fault_injection.hpp"
 #include "preemption_signals.hpp"
 #include "slurm_environment.hpp"
@@ -170,17 +171,8 @@ void JobRunner::check_loaded_blobs(const Workspace& workspace,
 
 RunSummary JobRunner::run(Workspace& workspace) {
   const auto started = Clock::now();
+  const auto started_at = std::chrono::system_clock::now();
   const PreemptionSignals signals(options_.preempt_signals);
-  const auto slurm = SlurmEnvironment::of_this_process();
-  RunSummary summary;
-  summary.job = job_.name();
-  summary.num_ranks = comm_.size();
-  summary.checkpoint_dir = options_.checkpoint_dir;
-  summary.restart_count = slurm.restart_count;
-  summary.slurm_job_id = slurm.job_id;
-  if (slurm.job_id) {
-    spdlog::info("SLURM job {}, restart count {}", *slurm.job_id, slurm.restart_count);
-  }
 
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   std::optional<DirectoryLock> lock;
@@ -194,19 +186,7 @@ RunSummary JobRunner::run(Workspace& workspace) {
     }
   });
 
-  time_budget_ = std::make_unique<TimeBudget>();
-  if (comm_.is_root()) {
-    *time_budget_ = make_time_budget(options_.program_start, options_.time_budget_seconds,
-                                     options_.time_margin_seconds, slurm);
-    if (time_budget_->limited()) {
-      spdlog::info(
-          "time limit: {:.0f} s left ({}); the run stops for a requeue when the next "
-          "epoch would not end {:.0f} s before (--time-margin)",
-          time_budget_->seconds_left(Clock::now()), time_budget_->source(),
-          time_budget_->margin_seconds());
-    }
-  }
-
+  auto summary = begin_run();
   TaskContext context{workspace, job_comm_, node_name_, 0, nullptr};
   const StopDecider decider(job_, comm_, node_names_, options_.num_epochs, *time_budget_);
   const auto resumed = start(context, summary);
@@ -216,10 +196,41 @@ RunSummary JobRunner::run(Workspace& workspace) {
   }
   summary.seconds = seconds_since(started);
   close_summary(decision, context.epoch, summary);
+  record_run(started_at, summary);
   // When run() returns on any rank, the directory is in its final state, lock file gone. (On
   // the failure paths every rank throws together and rank 0 drops the lock while unwinding.)
   lock.reset();
   comm_.barrier();
+  return summary;
+}
+
+RunSummary JobRunner::begin_run() {
+  const auto slurm = SlurmEnvironment::of_this_process();
+  RunSummary summary;
+  summary.job = job_.name();
+  summary.num_ranks = comm_.size();
+  summary.checkpoint_dir = options_.checkpoint_dir;
+  summary.restart_count = slurm.restart_count;
+  summary.slurm_job_id = slurm.job_id;
+  time_budget_ = std::make_unique<TimeBudget>();
+  if (!comm_.is_root()) {
+    return summary;
+  }
+  if (!options_.checkpoint_dir.empty()) {
+    spdlog::info("restart count {}{}; {} earlier run(s) in the run history ({})",
+                 slurm.restart_count, slurm.job_id ? " (SLURM job " + *slurm.job_id + ")" : "",
+                 read_run_history(options_.checkpoint_dir).size(),
+                 (options_.checkpoint_dir / kRunHistoryFileName).string());
+  }
+  *time_budget_ = make_time_budget(options_.program_start, options_.time_budget_seconds,
+                                   options_.time_margin_seconds, slurm);
+  if (time_budget_->limited()) {
+    spdlog::info(
+        "time limit: {:.0f} s left ({}); the run stops for a requeue when the next epoch would "
+        "not end {:.0f} s before (--time-margin)",
+        time_budget_->seconds_left(Clock::now()), time_budget_->source(),
+        time_budget_->margin_seconds());
+  }
   return summary;
 }
 
@@ -317,6 +328,21 @@ void JobRunner::finish_job(TaskContext& context, RunSummary& summary) {
     }
   }
   summary.outputs = std::move(outputs);
+}
+
+void JobRunner::record_run(std::chrono::system_clock::time_point started,
+                           RunSummary& summary) const {
+  if (!comm_.is_root() || options_.checkpoint_dir.empty()) {
+    return;
+  }
+  try {
+    append_run_record(options_.checkpoint_dir,
+                      run_record(summary, started, std::chrono::system_clock::now()));
+  } catch (const std::exception& error) {
+    // The run's work is done and committed; only its record is missing.
+    spdlog::warn("run history not recorded: {}", error.what());
+  }
+  summary.history = read_run_history(options_.checkpoint_dir);
 }
 
 void JobRunner::close_summary(const StopDecision& decision, std::int64_t last_epoch,

@@ -81,6 +81,7 @@ nlohmann::json to_json(const RunSummary& summary) {
           {"exit_code", summary.exit_code},
           {"restart_count", summary.restart_count},
           {"slurm_job_id", optional_json(summary.slurm_job_id)},
+          {"history", summary.history},
           {"seconds", summary.seconds},
           {"outputs", outputs}};
 }

@@ -402,14 +402,15 @@ TEST_F(Cli, RetentionFlagsAndDeleteOnSuccess) {
   ASSERT_EQ(kept.exit_code, 0) << kept.err;
   EXPECT_EQ(list_directory(cwd_ / "D"),
             (std::vector<std::string>{"epoch-000000.h5", "epoch-000003.h5", "epoch-000004.h5",
-                                      "index.json"}));
+                                      "index.json", "runs.jsonl"}));
   EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({1, 2}));
 
   auto backup = epochrun(
       {"run", "--job", "sum_pipeline", "--checkpoint-dir", "B", "--delete-checkpoints-on-success"},
       cwd_.path(), 3);
   ASSERT_EQ(backup.exit_code, 0) << backup.err;
-  EXPECT_TRUE(list_directory(cwd_ / "B").empty());
+  // The checkpoints go; the run history stays.
+  EXPECT_EQ(list_directory(cwd_ / "B"), (std::vector<std::string>{"runs.jsonl"}));
 }
 
 // Issue 7 item 11: with the upload failed, deleting the checkpoints would leave the job's final

@@ -93,6 +93,9 @@ class JobRunner {
   const std::string& node_name() const { return node_name_; }
 
  private:
+  // The summary's identity fields, the restart count and history in the log, and (rank 0) the
+  // time limit.
+  RunSummary begin_run();
   // The resume decision and the load, or init and checkpoint 0. Returns the epoch resumed from.
   std::optional<std::int64_t> start(TaskContext& context, RunSummary& summary);
   // The epoch loop, from the epoch after `resumed` (or after init) until the decision to stop;
@@ -102,6 +105,8 @@ class JobRunner {
                           RunSummary& summary);
   // The steps that belong to a finished job: upload, download, exit, delete-on-success.
   void finish_job(TaskContext& context, RunSummary& summary);
+  // Rank 0: appends this run's record to the run history and reads the history back.
+  void record_run(std::chrono::system_clock::time_point started, RunSummary& summary) const;
   // The summary's closing fields, the same on every rank, and the closing log line.
   void close_summary(const StopDecision& decision, std::int64_t last_epoch,
                      RunSummary& summary) const;

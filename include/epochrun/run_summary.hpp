@@ -40,6 +40,8 @@ struct RunSummary {
   int exit_code = 0;               // what the program returns (ExitCode)
   std::int64_t restart_count = 0;  // SLURM_RESTART_COUNT, 0 outside SLURM
   std::optional<std::string> slurm_job_id;
+  // Rank 0: the checkpoint directory's run history (docs/PREEMPTION.md), this run's record last.
+  nlohmann::json history = nlohmann::json::array();
   double seconds = 0;
   GatheredBlobs outputs;  // rank 0: each node's declared outputs
 };
