@@ -9,12 +9,14 @@
 
 #include "blob_codec.hpp"
 #include "collective_errors.hpp"
+#include "config_changes.hpp"
 #include "directory_lock.hpp"
 #include "durable_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/run_history.hpp"
 #include "fault_injection.hpp"
+#include "json_text.hpp"
 #include "preemption_signals.hpp"
 #include "slurm_environment.hpp"
 #include "stop_decider.hpp"
@@ -150,6 +152,20 @@ std::optional<std::int64_t> JobRunner::load_newest_valid(
   return std::nullopt;
 }
 
+void JobRunner::check_config_changes(std::int64_t epoch, RunSummary& summary) const {
+  run_on_root_then_agree(comm_, "resume", [&] {
+    const auto file = CheckpointDirectory(options_.checkpoint_dir).file_for(epoch);
+    summary.config_changes = job_config_changes(
+        job_.name(), CheckpointReader(file).header().config_json, options_.config_json);
+    refuse_run_defining_changes(job_, summary.config_changes, options_.allowed_config_changes,
+                                epoch);
+    for (const auto& change : summary.config_changes) {
+      spdlog::info("configuration changed since the checkpoint of epoch {}: {} {} -> {} (applied)",
+                   epoch, change.key, json_text(change.old_value), json_text(change.new_value));
+    }
+  });
+}
+
 void JobRunner::check_loaded_blobs(const Workspace& workspace,
                                    const std::filesystem::path& file) const {
   run_then_agree(comm_, "checkpoint " + file.string(), [&] {
@@ -239,6 +255,7 @@ std::optional<std::int64_t> JobRunner::start(TaskContext& context, RunSummary& s
   const auto resumed = load_newest_valid(resume_candidates(), context.workspace, summary);
   summary.resumed_from = resumed;
   if (resumed) {
+    check_config_changes(*resumed, summary);
     last_committed_ = resumed;
     last_commit_time_ = Clock::now();
     // Until this run has saved, a save is taken to cost what the load did.

@@ -56,6 +56,8 @@ struct RunOptions {
   std::optional<std::int64_t> num_epochs;
   std::shared_ptr<Uploader> uploader;  // null: no upload
   std::string config_json = "{}";      // recorded in every checkpoint
+  // Run-defining job options ("<job>.<key>") that may differ from the resumed checkpoint's.
+  std::vector<std::string> allowed_config_changes;
   RetentionPolicy retention;           // applied after every commit
   CheckpointPolicy checkpoint_policy;  // which epochs between init and the last are saved
   // Keras' backup-and-restore: the checkpoints are deleted once the exit group has succeeded.
@@ -116,6 +118,9 @@ class JobRunner {
   // Loads the first candidate that is not corrupt; nullopt when none is (start from scratch).
   std::optional<std::int64_t> load_newest_valid(const std::vector<std::int64_t>& candidates,
                                                 Workspace& workspace, RunSummary& summary);
+  // Rank 0 compares this run's configuration with the resumed checkpoint's: logs and records
+  // each change, and refuses (CheckpointMismatch, on every rank) a run-defining one.
+  void check_config_changes(std::int64_t epoch, RunSummary& summary) const;
   // CheckpointMismatch when a loaded blob is not what the job now declares.
   void check_loaded_blobs(const Workspace& workspace, const std::filesystem::path& file) const;
   // Returns the log text for the checkpoint (committed, or failed).

@@ -54,6 +54,9 @@ po::options_description general_options(GeneralOptions& o) {
       "preempt-signals", po::value(&o.preempt_signals)->default_value(o.preempt_signals),
       "signals that stop the run after the epoch in progress with a checkpoint and exit code 75 "
       "(names without SIG, comma-separated; none: no signal is caught)")(
+      "allow-config-change", po::value(&o.allow_config_change)->composing(),
+      "resume although this run-defining job option (e.g. sgd_regression.seed) differs from the "
+      "checkpoint's (repeatable)")(
       "time-budget", po::value(&o.time_budget),
       "seconds from the program start this run may take: it stops with a checkpoint and exit "
       "code 75 when the next epoch would not fit (under SLURM the job's end time also counts)")(
@@ -222,6 +225,14 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   }
   run.task_failure_timeout = std::chrono::duration<double>(general.task_failure_timeout);
   run.preempt_signals = parse_preemption_signals(general.preempt_signals);
+  for (const auto& key : general.allow_config_change) {
+    if (key.rfind(job + ".", 0) != 0 || job_description.find_nothrow(key, false) == nullptr) {
+      throw UsageError("--allow-config-change '" + key + "' is not an option of job " + job +
+                       " (e.g. " + job + ".<key>; 'epochrun run --job " + job +
+                       " --help' lists them)");
+    }
+  }
+  run.allowed_config_changes = general.allow_config_change;
   if (values.count("time-budget")) {
     require_seconds(general.time_budget, "--time-budget", false);
     run.time_budget_seconds = general.time_budget;
