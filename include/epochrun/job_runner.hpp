@@ -105,6 +105,10 @@ class JobRunner {
   StopDecision run_epochs(std::optional<std::int64_t> resumed, const StopDecider& decider,
                           const PreemptionSignals& signals, TaskContext& context,
                           RunSummary& summary);
+  // Saves the epoch that just ran when the checkpoint policy or a stop says so; returns the
+  // log text.
+  std::string checkpoint_epoch(const StopDecision& decision, const TaskContext& context,
+                               RunSummary& summary);
   // The steps that belong to a finished job: upload, download, exit, delete-on-success.
   void finish_job(TaskContext& context, RunSummary& summary);
   // Rank 0: appends this run's record to the run history and reads the history back.
