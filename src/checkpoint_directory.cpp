@@ -76,8 +76,9 @@ std::vector<std::int64_t> CheckpointDirectory::committed_epochs() const {
   }
   for (const auto& entry : entries) {
     auto epoch = parse_checkpoint_file_name(entry.path().filename().string());
-    // A symlink or directory under a checkpoint's name is never taken for a checkpoint.
-    if (epoch && entry.is_regular_file() && !entry.is_symlink()) {
+    // A symlink or directory under a checkpoint's name is never taken for a checkpoint (the
+    // symlink test comes first: following a symlink loop would fail).
+    if (epoch && !entry.is_symlink(error) && entry.is_regular_file(error)) {
       epochs.push_back(*epoch);
     }
   }
@@ -205,6 +206,12 @@ void CheckpointDirectory::remove(const std::vector<std::int64_t>& epochs) const 
   if (first_failure) {
     throw Error(*first_failure);
   }
+}
+
+int CheckpointDirectory::remove_stale_temporaries() const {
+  return epochrun::remove_stale_temporaries(directory_, [](const std::string& name) {
+    return parse_checkpoint_file_name(name).has_value() || name == kIndexFileName;
+  });
 }
 
 void CheckpointDirectory::write_index(const std::string& job) const {

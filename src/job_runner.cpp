@@ -101,7 +101,7 @@ std::vector<std::int64_t> JobRunner::resume_candidates() const {
     const auto& request = options_.resume;
     CheckpointDirectory directory(options_.checkpoint_dir);
     // A run killed inside a save leaves its temporary file behind: give that space back.
-    if (const int stale = remove_stale_temporaries(options_.checkpoint_dir); stale > 0) {
+    if (const int stale = directory.remove_stale_temporaries(); stale > 0) {
       spdlog::info("removed {} temporary file(s) of an interrupted save", stale);
     }
     if (request.kind != ResumeRequest::Kind::kFromScratch && options_.checkpoint_dir.empty()) {
@@ -196,10 +196,14 @@ RunSummary JobRunner::run(Workspace& workspace) {
     if (options_.checkpoint_dir.empty()) {
       return;
     }
-    lock.emplace(options_.checkpoint_dir);
-    if (!lock->held()) {
-      spdlog::warn("running without the checkpoint directory lock: {}", lock->unavailable_reason());
+    if (!options_.directory_lock) {
+      spdlog::warn(
+          "running without the checkpoint directory lock (--no-directory-lock): no other "
+          "run may use {} meanwhile",
+          options_.checkpoint_dir.string());
+      return;
     }
+    lock.emplace(options_.checkpoint_dir);
   });
 
   auto summary = begin_run();

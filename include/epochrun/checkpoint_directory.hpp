@@ -50,7 +50,7 @@ class CheckpointDirectory {
 
   // Collective. The commit protocol: write under a temporary name, fsync on every rank,
   // rename to the final name (atomically replacing an older file of the same epoch), fsync
-  // the directory, then rewrite index.json. Creates the directory (mode 0755) when missing.
+  // the directory, then rewrite index.json. Creates the directory when missing.
   // On any failure throws SaveError on every rank, removes the temporary file and leaves
   // every committed checkpoint as it was.
   SaveStats save(const Communicator& comm, const CheckpointHeader& header,
@@ -71,6 +71,11 @@ class CheckpointDirectory {
   // (rank 0 only). Throws Error naming the first file that could not be deleted, after
   // syncing the deletions that did happen.
   void remove(const std::vector<std::int64_t>& epochs) const;
+
+  // Deletes what an interrupted save or index update left here (rank 0 only): temporary
+  // files named exactly as epochrun names them for a checkpoint or the index, nothing else.
+  // Returns how many.
+  int remove_stale_temporaries() const;
 
   // Rewrites index.json from the committed files (rank 0's job after each commit).
   void write_index(const std::string& job) const;

@@ -75,6 +75,10 @@ struct RunOptions {
   std::chrono::steady_clock::time_point program_start = std::chrono::steady_clock::now();
   std::optional<double> time_budget_seconds;
   std::optional<double> time_margin_seconds;  // unset: 60 s under SLURM, 0 otherwise
+  // Rank 0 holds an flock on the checkpoint directory for the whole run, and a run that cannot
+  // take it is refused (CheckpointError). False runs unlocked, for file systems without flock:
+  // keeping other runs away from the directory is then up to the user.
+  bool directory_lock = true;
 };
 
 class JobRunner {

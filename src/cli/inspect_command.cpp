@@ -102,8 +102,10 @@ int inspect_command(int argc, char** argv) {
     if (directory_name.empty()) {
       throw UsageError("inspect needs a checkpoint directory: epochrun inspect DIR");
     }
-    if (!std::filesystem::is_directory(directory_name)) {
-      throw UsageError("'" + directory_name + "' is not a directory");
+    std::error_code error;  // a symlink loop, for one, is the user's to fix: a usage error
+    if (!std::filesystem::is_directory(directory_name, error)) {
+      throw UsageError("'" + directory_name + "' is not a directory" +
+                       (error ? " (" + error.message() + ")" : ""));
     }
   } catch (const std::exception& error) {
     return report_failure(error);
