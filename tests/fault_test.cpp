@@ -31,27 +31,15 @@ constexpr std::uint64_t kSeed = 20261122;
 
 std::vector<std::string> job_command(const std::string& resume,
                                      const std::string& checkpoint_dir = "D") {
-  auto argv = epochrun_on_ranks(3, {"run",
-                                    "--job",
-                                    "sgd_regression",
-                                    "--checkpoint-dir",
-                                    checkpoint_dir,
-                                    "--upload-dir",
-                                    "U",
-                                    "--log-level",
-                                    "warn",
-                                    "--sgd_regression.features",
-                                    "4",
-                                    "--sgd_regression.samples_per_rank",
-                                    "256",
-                                    "--sgd_regression.batches_per_epoch",
-                                    "32",
-                                    "--sgd_regression.max_epochs",
-                                    std::to_string(kLastEpoch),
-                                    "--sgd_regression.loss_threshold",
-                                    "0",
-                                    "--sgd_regression.model_file",
-                                    "model.h5"});
+  auto argv = epochrun_on_ranks(
+      3, {"run", "--job", "sgd_regression", "--checkpoint-dir", checkpoint_dir, "--upload-dir", "U",
+          "--log-level", "warn",
+          // SIGTERM here is a kill, as a node going down sends it;
+          // as a preemption request it is preemption_tests' subject.
+          "--preempt-signals", "none", "--sgd_regression.features", "4",
+          "--sgd_regression.samples_per_rank", "256", "--sgd_regression.batches_per_epoch", "32",
+          "--sgd_regression.max_epochs", std::to_string(kLastEpoch),
+          "--sgd_regression.loss_threshold", "0", "--sgd_regression.model_file", "model.h5"});
   if (!resume.empty()) {
     argv.insert(argv.end(), {"--resume-from-epoch", resume});
   }
