@@ -459,6 +459,32 @@ TEST_F(Cli, DeleteOnSuccessKeepsTheCheckpointsWhenTheUploadFailed) {
       << result.err;
 }
 
+// A preempted run whose last save fails still asks for a requeue (exit 75), and its summary and
+// log say where a resume would continue: here nowhere, since no checkpoint fits on a real 8 KiB
+// tmpfs.
+TEST_F(Cli, APreemptedRunWhoseSaveFailedStillExits75AndSaysWhatIsCommitted) {
+  TmpfsMount disk(cwd_ / "disk", "8k");
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+  }
+  ChildProcess job(epochrun_on_ranks(3, {"run", "--job", "sum_pipeline", "--checkpoint-dir",
+                                         "disk/D", "--summary-json", "s.json"}),
+                   cwd_.path(), with_fault("epoch-task@2:1:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 1 never paused in epoch 2";
+  ::kill(*paused, SIGUSR1);
+  ::kill(*paused, SIGCONT);
+  const auto result = job.wait(120);
+  ASSERT_TRUE(result.has_value()) << "the preempted job did not end";
+  EXPECT_EQ(result->exit_code, 75) << result->err;
+  const auto summary = read_json(cwd_ / "s.json");
+  EXPECT_EQ(summary["stop_kind"], "preempted");
+  EXPECT_TRUE(summary["last_committed_epoch"].is_null());
+  EXPECT_EQ(summary["failed_saves"].size(), 3u);  // epochs 0, 1, 2
+  EXPECT_NE(result->err.find("there is no committed checkpoint; exit code 75"), std::string::npos)
+      << result->err;
+}
+
 std::vector<std::string> small_sgd(const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"run",
                                    "--job",
