@@ -133,13 +133,6 @@ void rename_durably(const std::filesystem::path& temporary, const std::filesyste
   fsync_directory(parent_directory(target));
 }
 
-void make_read_only_for_others(const std::filesystem::path& file) {
-  FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0 || ::fchmod(fd.get(), 0644) != 0) {
-    throw Error(errno_message("set the mode of " + file.string()));
-  }
-}
-
 int remove_stale_temporaries(const std::filesystem::path& directory,
                              const std::function<bool(const std::string&)>& is_ours) {
   int removed = 0;

@@ -29,10 +29,6 @@ void create_private_directories(const std::filesystem::path& directory);
 // Throws Error.
 void rename_durably(const std::filesystem::path& temporary, const std::filesystem::path& target);
 
-// Sets a file we created to 0644 (HDF5 and MPI-IO create files with 0666 minus the umask):
-// checkpoints are never group- or world-writable. Refuses to follow a symlink. Throws Error.
-void make_read_only_for_others(const std::filesystem::path& file);
-
 // A temporary name beside `target` that no committed file ever has:
 // ".<target name>.tmp.<pid>.<random>", the random part 16 lowercase hexadecimal digits.
 std::filesystem::path temporary_sibling(const std::filesystem::path& target);

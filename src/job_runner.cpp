@@ -128,7 +128,8 @@ std::optional<std::int64_t> JobRunner::load_newest_valid(
     const auto load_started = Clock::now();
     try {
       checkpointed_blobs_ =
-          directory.load(comm_, CheckpointExpectation{epoch, job_.name(), node_names_}, workspace);
+          directory.load(comm_, CheckpointExpectation{epoch, job_.name(), node_names_}, workspace,
+                         options_.save_timeout);
     } catch (const CorruptCheckpoint& error) {
       // An explicit epoch must load or fail; `latest` falls back to the previous valid one.
       if (options_.resume.kind != ResumeRequest::Kind::kLatest) {
@@ -413,7 +414,7 @@ std::string JobRunner::save(std::int64_t epoch, const Workspace& workspace, RunS
   header.config_json = options_.config_json;
   try {
     auto stats = CheckpointDirectory(options_.checkpoint_dir)
-                     .save(comm_, header, workspace, checkpointed_blobs_);
+                     .save(comm_, header, workspace, checkpointed_blobs_, options_.save_timeout);
     summary.committed.push_back(epoch);
     last_committed_ = epoch;
     last_commit_time_ = Clock::now();

@@ -75,6 +75,10 @@ struct RunOptions {
   std::chrono::steady_clock::time_point program_start = std::chrono::steady_clock::now();
   std::optional<double> time_budget_seconds;
   std::optional<double> time_margin_seconds;  // unset: 60 s under SLURM, 0 otherwise
+  // How long a rank waits for the others at each step of a save or a load before it aborts
+  // the job (MPI_Abort, exit code 1): only a stuck rank (a hung disk, a stopped process) makes
+  // a step take longer.
+  std::chrono::duration<double> save_timeout = kDefaultSaveTimeout;
   // Rank 0 holds an flock on the checkpoint directory for the whole run, and a run that cannot
   // take it is refused (CheckpointError). False runs unlocked, for file systems without flock:
   // keeping other runs away from the directory is then up to the user.

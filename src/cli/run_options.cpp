@@ -65,8 +65,35 @@ po::options_description general_options(GeneralOptions& o) {
       "seconds to keep free before the time limit (default 60 under SLURM, 0 otherwise)")(
       "no-directory-lock", po::bool_switch(),
       "run without the checkpoint directory lock (for file systems without flock): no other run "
-      "may use the directory meanwhile");
+      "may use the directory meanwhile")(
+      "save-timeout", po::value(&o.save_timeout)->default_value(o.save_timeout),
+      "seconds a rank waits for the other ranks at each step of a save or a load before it "
+      "aborts the whole job (exit 1): a rank that takes longer is stuck");
   return options;
+}
+
+// A timeout in seconds: more than 0 and at most a day. UsageError otherwise.
+std::string shown(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+// A finite number of seconds, more than 0 (or at least 0 when `zero_allowed`).
+void require_seconds(double value, const std::string& option, bool zero_allowed) {
+  const bool ok = std::isfinite(value) && (zero_allowed ? value >= 0 : value > 0);
+  if (!ok) {
+    throw UsageError(option + " must be a number of seconds " +
+                     (zero_allowed ? "of at least 0" : "more than 0") + ", got " + shown(value));
+  }
+}
+
+std::chrono::duration<double> timeout_option(const std::string& flag, double seconds) {
+  if (!(seconds > 0 && seconds <= 86400)) {
+    throw UsageError(flag + " must be more than 0 and at most 86400 seconds, got " +
+                     shown(seconds));
+  }
+  return std::chrono::duration<double>(seconds);
 }
 
 // " (why)" for a failed file system query, to end a usage error's line; "" when it did not fail.
@@ -160,21 +187,6 @@ nlohmann::json config_to_json(const po::variables_map& values) {
     }
   }
   return json;
-}
-
-std::string shown(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
-
-// A finite number of seconds, more than 0 (or at least 0 when `zero_allowed`).
-void require_seconds(double value, const std::string& option, bool zero_allowed) {
-  const bool ok = std::isfinite(value) && (zero_allowed ? value >= 0 : value > 0);
-  if (!ok) {
-    throw UsageError(option + " must be a number of seconds " +
-                     (zero_allowed ? "of at least 0" : "more than 0") + ", got " + shown(value));
-  }
 }
 
 }  // namespace
@@ -289,11 +301,8 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   validate(run.checkpoint_policy);
   run.delete_checkpoints_on_success = general.delete_on_success;
   run.directory_lock = !values["no-directory-lock"].as<bool>();
-  if (!(general.task_failure_timeout > 0 && general.task_failure_timeout <= 86400)) {
-    throw UsageError("--task-failure-timeout must be more than 0 and at most 86400 seconds, got " +
-                     shown(general.task_failure_timeout));
-  }
-  run.task_failure_timeout = std::chrono::duration<double>(general.task_failure_timeout);
+  run.task_failure_timeout = timeout_option("--task-failure-timeout", general.task_failure_timeout);
+  run.save_timeout = timeout_option("--save-timeout", general.save_timeout);
   run.preempt_signals = parse_preemption_signals(general.preempt_signals);
   for (const auto& key : general.allow_config_change) {
     if (key.rfind(job + ".", 0) != 0 || job_description.find_nothrow(key, false) == nullptr) {

@@ -33,6 +33,7 @@ struct GeneralOptions {
   std::vector<std::string> allow_config_change;
   double time_budget = 0;
   double time_margin = 0;
+  double save_timeout = 600;
 };
 
 // Everything `run` needs, validated.
