@@ -36,31 +36,23 @@ constexpr std::uint64_t kSeed = 20261122;
 std::vector<std::string> job_command(const std::string& resume,
                                      const std::string& checkpoint_dir = "D") {
   auto args = small_sgd_regression_options(kLastEpoch);
-  args.insert(args.begin(), {"run", "--checkpoint-dir", checkpoint_dir, "--upload-dir", "U"});
+  args.insert(args.begin(), {"run", "--checkpoint-dir", checkpoint_dir, "--upload-dir", "U",
+                             // SIGTERM here is a kill, as a node going down sends it; as a
+                             // preemption request it is preemption_tests' subject.
+                             "--preempt-signals", "none"});
   if (!resume.empty()) {
     args.insert(args.end(), {"--resume-from-epoch", resume});
   }
   return epochrun_on_ranks(3, args);
 }
 
-using Contents = std::map<std::string, std::map<std::string, Blob>>;
-
-Contents read_contents(const std::filesystem::path& file) {
-  CheckpointReader reader(file);
-  Contents contents;
-  for (const auto& [node, records] : reader.header().blobs) {
-    for (const auto& record : records) {
-      contents[node][record.name] = reader.read_blob(node, record.name);
-    }
-  }
-  return contents;
-}
+using Contents = CheckpointContents;
 
 // Every node's blobs of a checkpoint file; an unreadable file is a test failure, not an
 // exception, so that one bad trial does not stop the others.
 Contents contents_of(const std::filesystem::path& file) {
   try {
-    return read_contents(file);
+    return read_checkpoint_contents(file);
   } catch (const std::exception& error) {
     ADD_FAILURE() << error.what();
     return {};

@@ -19,6 +19,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "epochrun/checkpoint_file.hpp"
+
 namespace epochrun::testing {
 namespace {
 
@@ -294,6 +296,17 @@ bool flip_bit_in_pattern(const std::filesystem::path& file, const std::string& p
   bytes[at + offset] = static_cast<char>(bytes[at + offset] ^ 0x10);
   write_file(file, bytes);
   return true;
+}
+
+CheckpointContents read_checkpoint_contents(const std::filesystem::path& file) {
+  CheckpointReader reader(file);
+  CheckpointContents contents;
+  for (const auto& [node, records] : reader.header().blobs) {
+    for (const auto& record : records) {
+      contents[node][record.name] = reader.read_blob(node, record.name);
+    }
+  }
+  return contents;
 }
 
 std::vector<std::string> list_directory(const std::filesystem::path& directory) {

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "cli/command_line.hpp"
+#include "cli/run_history_report.hpp"
 #include "epochrun/epochrun.hpp"
 #include "json_text.hpp"
 
@@ -133,12 +134,16 @@ int inspect_command(int argc, char** argv) {
       epochs.push_back(std::move(*entry));
     }
   }
+  const auto history = read_run_history(directory_name);
   if (json) {
-    std::cout << json_text(nlohmann::json{{"directory", directory_name}, {"checkpoints", epochs}},
+    std::cout << json_text(nlohmann::json{{"directory", directory_name},
+                                          {"checkpoints", epochs},
+                                          {"history", history}},
                            2)
               << "\n";
   } else {
     print_text(directory_name, epochs);
+    print_run_history(std::cout, history);
   }
   return static_cast<int>(all_valid ? ExitCode::kSuccess : ExitCode::kCheckpointError);
 }

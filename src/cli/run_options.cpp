@@ -2,6 +2,7 @@
 
 #include <boost/any.hpp>
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "epochrun/errors.hpp"
 #include "epochrun/logging.hpp"
 #include "json_text.hpp"
+#include "preemption_signals.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -39,12 +41,28 @@ po::options_description general_options(GeneralOptions& o) {
       "keep-last", po::value(&o.keep_last),
       "keep only the K newest checkpoints (older ones go once a newer one is committed)")(
       "keep-every", po::value(&o.keep_every), "also keep every epoch divisible by N as a snapshot")(
-      "delete-checkpoints-on-success", po::bool_switch(&o.delete_on_success),
-      "delete the checkpoints once the exit group has succeeded (backup-and-restore)")(
+      "checkpoint-every", po::value(&o.checkpoint_every),
+      "checkpoint every Nth epoch (default 1; with only --checkpoint-interval: by time alone); "
+      "init, the last epoch and a preemption or time-limit stop are always checkpointed")(
+      "checkpoint-interval", po::value(&o.checkpoint_interval),
+      "also checkpoint an epoch ending S seconds or more after the last committed checkpoint "
+      "(0: off)")("delete-checkpoints-on-success", po::bool_switch(&o.delete_on_success),
+                  "delete the checkpoints once the exit group has succeeded (backup-and-restore)")(
       "task-failure-timeout",
       po::value(&o.task_failure_timeout)->default_value(o.task_failure_timeout),
       "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
       "the whole job (exit 1): they may be blocked in a collective call of the job")(
+      "preempt-signals", po::value(&o.preempt_signals)->default_value(o.preempt_signals),
+      "signals that stop the run after the epoch in progress with a checkpoint and exit code 75 "
+      "(names without SIG, comma-separated; none: no signal is caught)")(
+      "allow-config-change", po::value(&o.allow_config_change)->composing(),
+      "resume although this run-defining job option (e.g. sgd_regression.seed) differs from the "
+      "checkpoint's (repeatable)")(
+      "time-budget", po::value(&o.time_budget),
+      "seconds from the program start this run may take: it stops with a checkpoint and exit "
+      "code 75 when the next epoch would not fit (under SLURM the job's end time also counts)")(
+      "time-margin", po::value(&o.time_margin),
+      "seconds to keep free before the time limit (default 60 under SLURM, 0 otherwise)")(
       "no-directory-lock", po::bool_switch(),
       "run without the checkpoint directory lock (for file systems without flock): no other run "
       "may use the directory meanwhile")(
@@ -55,11 +73,25 @@ po::options_description general_options(GeneralOptions& o) {
 }
 
 // A timeout in seconds: more than 0 and at most a day. UsageError otherwise.
+std::string shown(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+// A finite number of seconds, more than 0 (or at least 0 when `zero_allowed`).
+void require_seconds(double value, const std::string& option, bool zero_allowed) {
+  const bool ok = std::isfinite(value) && (zero_allowed ? value >= 0 : value > 0);
+  if (!ok) {
+    throw UsageError(option + " must be a number of seconds " +
+                     (zero_allowed ? "of at least 0" : "more than 0") + ", got " + shown(value));
+  }
+}
+
 std::chrono::duration<double> timeout_option(const std::string& flag, double seconds) {
   if (!(seconds > 0 && seconds <= 86400)) {
-    std::ostringstream given;
-    given << seconds;
-    throw UsageError(flag + " must be more than 0 and at most 86400 seconds, got " + given.str());
+    throw UsageError(flag + " must be more than 0 and at most 86400 seconds, got " +
+                     shown(seconds));
   }
   return std::chrono::duration<double>(seconds);
 }
@@ -260,10 +292,34 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
     run.retention.keep_every = general.keep_every;
   }
   validate(run.retention);
+  if (values.count("checkpoint-every")) {
+    run.checkpoint_policy.every = general.checkpoint_every;
+  }
+  if (values.count("checkpoint-interval") && general.checkpoint_interval != 0) {
+    run.checkpoint_policy.interval_seconds = general.checkpoint_interval;
+  }
+  validate(run.checkpoint_policy);
   run.delete_checkpoints_on_success = general.delete_on_success;
   run.directory_lock = !values["no-directory-lock"].as<bool>();
   run.task_failure_timeout = timeout_option("--task-failure-timeout", general.task_failure_timeout);
   run.save_timeout = timeout_option("--save-timeout", general.save_timeout);
+  run.preempt_signals = parse_preemption_signals(general.preempt_signals);
+  for (const auto& key : general.allow_config_change) {
+    if (key.rfind(job + ".", 0) != 0 || job_description.find_nothrow(key, false) == nullptr) {
+      throw UsageError("--allow-config-change '" + key + "' is not an option of job " + job +
+                       " (e.g. " + job + ".<key>; 'epochrun run --job " + job +
+                       " --help' lists them)");
+    }
+  }
+  run.allowed_config_changes = general.allow_config_change;
+  if (values.count("time-budget")) {
+    require_seconds(general.time_budget, "--time-budget", false);
+    run.time_budget_seconds = general.time_budget;
+  }
+  if (values.count("time-margin")) {
+    require_seconds(general.time_margin, "--time-margin", true);
+    run.time_margin_seconds = general.time_margin;
+  }
   invocation.log_level = parse_log_level(general.log_level);
   run.config_json = json_text(config_to_json(values));
   // Builds once here so that an inconsistent job option is a usage error before MPI starts.
