@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "epochrun/checkpoint_file.hpp"
+
 namespace epochrun::testing {
 namespace {
 
@@ -241,6 +243,17 @@ std::vector<std::string> list_directory(const std::filesystem::path& directory) 
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+CheckpointContents read_contents(const std::filesystem::path& checkpoint_file) {
+  CheckpointReader reader(checkpoint_file);
+  CheckpointContents contents;
+  for (const auto& [node, records] : reader.header().blobs) {
+    for (const auto& record : records) {
+      contents[node][record.name] = reader.read_blob(node, record.name);
+    }
+  }
+  return contents;
 }
 
 }  // namespace epochrun::testing

@@ -116,6 +116,10 @@ bool flip_bit_in_pattern(const std::filesystem::path& file, const std::string& p
 // Names of the entries of a directory, sorted (empty when it does not exist).
 std::vector<std::string> list_directory(const std::filesystem::path& directory);
 
+// Every node's blobs of a checkpoint file, read and verified: what "bit-identical" compares.
+using CheckpointContents = std::map<std::string, std::map<std::string, Blob>>;
+CheckpointContents read_contents(const std::filesystem::path& checkpoint_file);
+
 }  // namespace epochrun::testing
 
 namespace epochrun {
