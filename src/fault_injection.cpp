@@ -2,10 +2,12 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "epochrun/errors.hpp"
 
@@ -21,11 +23,7 @@ struct Fault {
   std::string spec;
 };
 
-std::optional<Fault> parse_fault(const char* text) {
-  if (text == nullptr || *text == '\0') {
-    return std::nullopt;
-  }
-  const std::string spec = text;
+Fault parse_fault(const std::string& spec) {
   auto bad = [&]() {
     return UsageError("invalid EPOCHRUN_FAULT '" + spec +
                       "': expected phase@epoch[:rank][:KILL|TERM|STOP|THROW]");
@@ -72,6 +70,19 @@ std::optional<Fault> parse_fault(const char* text) {
   return fault;
 }
 
+// Several faults, comma-separated: a test can pause a rank twice (a second signal mid-save).
+std::vector<Fault> parse_faults(const char* text) {
+  std::vector<Fault> faults;
+  const std::string list = text == nullptr ? "" : text;
+  std::size_t begin = 0;
+  while (begin < list.size()) {
+    const auto end = std::min(list.find(',', begin), list.size());
+    faults.push_back(parse_fault(list.substr(begin, end - begin)));
+    begin = end + 1;
+  }
+  return faults;
+}
+
 int world_rank() {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -85,17 +96,19 @@ int world_rank() {
 }  // namespace
 
 void fault_point(std::string_view phase, std::int64_t epoch) {
-  static const std::optional<Fault> fault = parse_fault(std::getenv("EPOCHRUN_FAULT"));
-  if (!fault || fault->phase != phase || fault->epoch != epoch) {
-    return;
+  static const std::vector<Fault> faults = parse_faults(std::getenv("EPOCHRUN_FAULT"));
+  for (const auto& fault : faults) {
+    if (fault.phase != phase || fault.epoch != epoch) {
+      continue;
+    }
+    if (fault.rank && *fault.rank != world_rank()) {
+      continue;
+    }
+    if (fault.throws) {
+      throw Error("injected fault (EPOCHRUN_FAULT=" + fault.spec + ")");
+    }
+    std::raise(fault.signal);
   }
-  if (fault->rank && *fault->rank != world_rank()) {
-    return;
-  }
-  if (fault->throws) {
-    throw Error("injected fault (EPOCHRUN_FAULT=" + fault->spec + ")");
-  }
-  std::raise(fault->signal);
 }
 
 }  // namespace epochrun

@@ -1,6 +1,6 @@
 // A documented test switch for reaching short phases deterministically (docs/TESTING.md):
 //
-//   EPOCHRUN_FAULT="<phase>@<epoch>[:<rank>][:KILL|TERM|STOP|THROW]"
+//   EPOCHRUN_FAULT="<phase>@<epoch>[:<rank>][:KILL|TERM|STOP|THROW][,<another>...]"
 //
 // makes that rank (every rank when omitted) send itself the signal (KILL when omitted) when it
 // reaches that phase of that epoch; STOP pauses it there until a SIGCONT, so that a test can

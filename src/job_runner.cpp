@@ -14,6 +14,10 @@
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
+#include "preemption_signals.hpp"
+#include "slurm_environment.hpp"
+#include "stop_decider.hpp"
+#include "time_budget.hpp"
 
 namespace epochrun {
 namespace {
@@ -33,14 +37,6 @@ std::string human_bytes(double bytes) {
   }
   char text[32];
   std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
-  return text;
-}
-
-std::string join(const std::vector<std::string>& parts, const std::string& separator) {
-  std::string text;
-  for (const auto& part : parts) {
-    text += (text.empty() ? "" : separator) + part;
-  }
   return text;
 }
 
@@ -70,6 +66,8 @@ JobRunner::JobRunner(Job job, const Communicator& comm, RunOptions options)
     node_names_.push_back(Job::node_name(rank));
   }
 }
+
+JobRunner::~JobRunner() = default;
 
 void JobRunner::run_group(const TaskGroup& group, TaskContext& context) const {
   std::exception_ptr error;
@@ -172,10 +170,17 @@ void JobRunner::check_loaded_blobs(const Workspace& workspace,
 
 RunSummary JobRunner::run(Workspace& workspace) {
   const auto started = Clock::now();
+  const PreemptionSignals signals(options_.preempt_signals);
+  const auto slurm = SlurmEnvironment::of_this_process();
   RunSummary summary;
   summary.job = job_.name();
   summary.num_ranks = comm_.size();
   summary.checkpoint_dir = options_.checkpoint_dir;
+  summary.restart_count = slurm.restart_count;
+  summary.slurm_job_id = slurm.job_id;
+  if (slurm.job_id) {
+    spdlog::info("SLURM job {}, restart count {}", *slurm.job_id, slurm.restart_count);
+  }
 
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   std::optional<DirectoryLock> lock;
@@ -189,64 +194,28 @@ RunSummary JobRunner::run(Workspace& workspace) {
     }
   });
 
-  const auto resume_epoch = load_newest_valid(resume_candidates(), workspace, summary);
-  summary.resumed_from = resume_epoch;
+  time_budget_ = std::make_unique<TimeBudget>();
+  if (comm_.is_root()) {
+    *time_budget_ = make_time_budget(options_.program_start, options_.time_budget_seconds,
+                                     options_.time_margin_seconds, slurm);
+    if (time_budget_->limited()) {
+      spdlog::info(
+          "time limit: {:.0f} s left ({}); the run stops for a requeue when the next "
+          "epoch would not end {:.0f} s before (--time-margin)",
+          time_budget_->seconds_left(Clock::now()), time_budget_->source(),
+          time_budget_->margin_seconds());
+    }
+  }
+
   TaskContext context{workspace, job_comm_, node_name_, 0, nullptr};
-  if (!resume_epoch) {
-    run_group(job_.init_group, context);
-    // As in the reference: what init created is what every checkpoint of this run holds.
-    checkpointed_blobs_ = workspace.names();
-    spdlog::info("job {} initialized on {} ranks ({} blobs, {} on rank 0)", job_.name(),
-                 comm_.size(), checkpointed_blobs_.size(),
-                 human_bytes(double(workspace.byte_size())));
-    spdlog::info("epoch 0 (init) {}", save(0, workspace, summary));
+  const StopDecider decider(job_, comm_, node_names_, options_.num_epochs, *time_budget_);
+  const auto resumed = start(context, summary);
+  const auto decision = run_epochs(resumed, decider, signals, context, summary);
+  if (decision.finishes_job()) {
+    finish_job(context, summary);
   }
-
-  std::int64_t epoch = resume_epoch ? *resume_epoch + 1 : 1;
-  StopDecision decision;
-  // A checkpoint whose stop conditions already held is a finished loop (the run was stopped
-  // after its last commit, before the exit group): running another epoch would train past
-  // where the uninterrupted run stopped. The reference runs one more epoch here; we do not.
-  if (resume_epoch) {
-    decision = decide_stop(workspace, *resume_epoch);
-    if (decision.stop) {
-      decision.reason += " (already at the resumed epoch " + std::to_string(*resume_epoch) + ")";
-      epoch = *resume_epoch;
-    }
-  }
-  if (!decision.stop) {
-    while (true) {
-      const auto epoch_started = Clock::now();
-      context.epoch = epoch;
-      run_group(job_.epoch_group, context);
-      fault_point("epoch", epoch);
-      decision = decide_stop(workspace, epoch);
-      const double epoch_seconds = seconds_since(epoch_started);
-      const auto checkpoint = save(epoch, workspace, summary);
-      ++summary.epochs_run;
-      spdlog::info("epoch {} done in {:.3f} s; {}{}", epoch, epoch_seconds, checkpoint,
-                   decision.stop ? "; stopping: " + decision.reason : "");
-      if (decision.stop) {
-        break;
-      }
-      ++epoch;
-    }
-  }
-  summary.last_epoch = epoch;
-  summary.stop_reason = decision.reason;
-
-  upload(summary);
-  context.epoch = epoch;
-  auto outputs = gather_outputs(workspace);
-  context.downloaded = comm_.is_root() ? &outputs : nullptr;
-  run_group(job_.download_group, context);
-  run_group(job_.exit_group, context);
-  if (options_.delete_checkpoints_on_success) {
-    delete_all_checkpoints(summary);
-  }
-  summary.outputs = std::move(outputs);
   summary.seconds = seconds_since(started);
-  spdlog::info("job {} finished after epoch {} in {:.3f} s", job_.name(), epoch, summary.seconds);
+  close_summary(decision, context.epoch, summary);
   // When run() returns on any rank, the directory is in its final state, lock file gone. (On
   // the failure paths every rank throws together and rank 0 drops the lock while unwinding.)
   lock.reset();
@@ -254,45 +223,125 @@ RunSummary JobRunner::run(Workspace& workspace) {
   return summary;
 }
 
-JobRunner::StopDecision JobRunner::decide_stop(const Workspace& workspace,
-                                               std::int64_t epoch) const {
-  // Every node evaluates its own conditions and sends the names of those that hold to rank 0.
-  std::vector<std::string> holding;
-  run_then_agree(comm_, "stop conditions after epoch " + std::to_string(epoch), [&] {
-    for (const auto& condition : job_.stop_conditions()) {
-      if (condition.holds(workspace)) {
-        holding.push_back(condition.name);
-      }
-    }
-  });
-  const std::string mine = join(holding, "\n");
-  auto reports = comm_.gather(std::as_bytes(std::span(mine.data(), mine.size())));
-
-  // Rank 0 decides for everyone and broadcasts the reason; an empty reason means go on.
-  std::string reason;
-  if (comm_.is_root()) {
-    std::map<std::string, std::vector<std::string>> nodes_by_condition;
-    for (std::size_t rank = 0; rank < reports.size(); ++rank) {
-      std::string text(reinterpret_cast<const char*>(reports[rank].data()), reports[rank].size());
-      std::size_t begin = 0;
-      while (begin < text.size()) {
-        auto end = std::min(text.find('\n', begin), text.size());
-        nodes_by_condition[text.substr(begin, end - begin)].push_back(node_names_[rank]);
-        begin = end + 1;
-      }
-    }
-    std::vector<std::string> reasons;
-    for (const auto& [condition, nodes] : nodes_by_condition) {
-      reasons.push_back("stop condition '" + condition + "' on " +
-                        (nodes.size() == node_names_.size() ? "every node" : join(nodes, ", ")));
-    }
-    if (options_.num_epochs && epoch >= *options_.num_epochs) {
-      reasons.push_back("epoch limit " + std::to_string(*options_.num_epochs) + " (--num-epochs)");
-    }
-    reason = join(reasons, "; ");
+std::optional<std::int64_t> JobRunner::start(TaskContext& context, RunSummary& summary) {
+  const auto load_started = Clock::now();
+  const auto resumed = load_newest_valid(resume_candidates(), context.workspace, summary);
+  summary.resumed_from = resumed;
+  if (resumed) {
+    last_committed_ = resumed;
+    // Until this run has saved, a save is taken to cost what the load did.
+    time_budget_->record_save(seconds_since(load_started));
+    return resumed;
   }
-  comm_.broadcast(reason);
-  return StopDecision{!reason.empty(), reason};
+  run_group(job_.init_group, context);
+  // As in the reference: what init created is what every checkpoint of this run holds.
+  checkpointed_blobs_ = context.workspace.names();
+  spdlog::info("job {} initialized on {} ranks ({} blobs, {} on rank 0)", job_.name(), comm_.size(),
+               checkpointed_blobs_.size(), human_bytes(double(context.workspace.byte_size())));
+  const auto save_started = Clock::now();
+  spdlog::info("epoch 0 (init) {}", save(0, context.workspace, summary));
+  time_budget_->record_save(seconds_since(save_started));
+  return std::nullopt;
+}
+
+StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const StopDecider& decider,
+                                   const PreemptionSignals& signals, TaskContext& context,
+                                   RunSummary& summary) {
+  context.epoch = resumed.value_or(0);
+  // A checkpoint whose stop conditions already held is a finished loop (the run was stopped
+  // after its last commit, before the exit group): running another epoch would train past
+  // where the uninterrupted run stopped. The reference runs one more epoch here; we do not.
+  if (resumed) {
+    auto decision = decider.after_epoch(context.workspace, *resumed);
+    if (decision.finishes_job()) {
+      decision.kind = StopKind::kAlreadyStopped;
+      decision.reason += " (already at the resumed epoch " + std::to_string(*resumed) + ")";
+      return decision;
+    }
+  }
+  while (true) {
+    // A signal that came during init, the load or the last checkpoint: the workspace holds
+    // the state of context.epoch, so stop here rather than run a whole epoch more.
+    if (auto decision = decider.between_epochs(); decision.stops()) {
+      signals.restore_defaults();
+      if (last_committed_ != context.epoch) {
+        spdlog::info("epoch {} {}", context.epoch, save(context.epoch, context.workspace, summary));
+      }
+      spdlog::info("stopping before epoch {}: {}", context.epoch + 1, decision.reason);
+      return decision;
+    }
+    ++context.epoch;
+    const auto epoch_started = Clock::now();
+    run_group(job_.epoch_group, context);
+    fault_point("epoch", context.epoch);
+    const double epoch_seconds = seconds_since(epoch_started);
+    time_budget_->record_epoch(epoch_seconds);
+    const auto decision = decider.after_epoch(context.workspace, context.epoch);
+    if (decision.kind == StopKind::kPreempted) {
+      signals.restore_defaults();
+    }
+    const auto save_started = Clock::now();
+    const auto checkpoint = save(context.epoch, context.workspace, summary);
+    time_budget_->record_save(seconds_since(save_started));
+    ++summary.epochs_run;
+    spdlog::info("epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds, checkpoint,
+                 decision.stops() ? "; stopping: " + decision.reason : "");
+    if (decision.stops()) {
+      return decision;
+    }
+  }
+}
+
+void JobRunner::finish_job(TaskContext& context, RunSummary& summary) {
+  upload(summary);
+  auto outputs = gather_outputs(context.workspace);
+  context.downloaded = comm_.is_root() ? &outputs : nullptr;
+  run_group(job_.download_group, context);
+  run_group(job_.exit_group, context);
+  context.downloaded = nullptr;
+  if (options_.delete_checkpoints_on_success) {
+    if (summary.upload_error) {
+      // The final state would then exist nowhere.
+      if (comm_.is_root()) {
+        spdlog::warn("the upload failed: the checkpoints in {} are kept",
+                     options_.checkpoint_dir.string());
+      }
+    } else {
+      delete_all_checkpoints(summary);
+    }
+  }
+  summary.outputs = std::move(outputs);
+}
+
+void JobRunner::close_summary(const StopDecision& decision, std::int64_t last_epoch,
+                              RunSummary& summary) const {
+  summary.last_epoch = last_epoch;
+  summary.stop_kind = decision.kind;
+  summary.stop_reason = decision.reason;
+  std::int64_t newest = -1;
+  if (comm_.is_root() && !options_.checkpoint_dir.empty()) {
+    newest = CheckpointDirectory(options_.checkpoint_dir).latest_epoch().value_or(-1);
+  }
+  comm_.broadcast(newest);
+  if (newest >= 0) {
+    summary.last_committed_epoch = newest;
+  }
+  const auto code = decision.interrupted() ? ExitCode::kRequeue
+                    : summary.upload_error ? ExitCode::kUploadFailed
+                                           : ExitCode::kSuccess;
+  summary.exit_code = static_cast<int>(code);
+  if (!decision.interrupted()) {
+    spdlog::info("job {} finished after epoch {} in {:.3f} s", job_.name(), last_epoch,
+                 summary.seconds);
+    return;
+  }
+  spdlog::warn(
+      "job {} stopped after epoch {}, before it finished, in {:.3f} s ({}); {}; exit code {}: "
+      "run it again with --resume-from-epoch latest",
+      job_.name(), last_epoch, summary.seconds, decision.reason,
+      newest >= 0 ? "the newest committed checkpoint is epoch " + std::to_string(newest)
+                  : std::string("there is no committed checkpoint"),
+      summary.exit_code);
 }
 
 std::string JobRunner::save(std::int64_t epoch, const Workspace& workspace, RunSummary& summary) {
@@ -308,6 +357,7 @@ std::string JobRunner::save(std::int64_t epoch, const Workspace& workspace, RunS
     auto stats = CheckpointDirectory(options_.checkpoint_dir)
                      .save(comm_, header, workspace, checkpointed_blobs_);
     summary.committed.push_back(epoch);
+    last_committed_ = epoch;
     apply_retention(epoch, summary);
     return fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
                        human_bytes(double(stats.file_bytes)), stats.seconds,

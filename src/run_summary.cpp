@@ -68,6 +68,7 @@ nlohmann::json to_json(const RunSummary& summary) {
           {"resumed_from", optional_json(summary.resumed_from)},
           {"last_epoch", summary.last_epoch},
           {"epochs_run", summary.epochs_run},
+          {"stop_kind", stop_kind_name(summary.stop_kind)},
           {"stop_reason", summary.stop_reason},
           {"checkpoint_dir", summary.checkpoint_dir.string()},
           {"committed_checkpoints", summary.committed},
@@ -76,6 +77,10 @@ nlohmann::json to_json(const RunSummary& summary) {
           {"deleted_checkpoints", summary.deleted},
           {"uploaded_to", optional_json(summary.uploaded_to)},
           {"upload_error", optional_json(summary.upload_error)},
+          {"last_committed_epoch", optional_json(summary.last_committed_epoch)},
+          {"exit_code", summary.exit_code},
+          {"restart_count", summary.restart_count},
+          {"slurm_job_id", optional_json(summary.slurm_job_id)},
           {"seconds", summary.seconds},
           {"outputs", outputs}};
 }

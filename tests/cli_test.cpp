@@ -163,6 +163,16 @@ TEST_F(Cli, EachBadInputIsOneLineExitTwoAndWritesNothing) {
       {{"run", "--job", "sum_pipeline", "--task-failure-timeout", "nan"},
        "--task-failure-timeout must be more than 0"},
       {{"run", "--job", "sum_pipeline", "--task-failure-timeout", "soon"}, "task-failure-timeout"},
+      {{"run", "--job", "sum_pipeline", "--preempt-signals", "USR1,BOGUS"},
+       "invalid --preempt-signals 'USR1,BOGUS': unknown signal 'BOGUS'"},
+      {{"run", "--job", "sum_pipeline", "--preempt-signals", "SIGUSR1"},
+       "unknown signal 'SIGUSR1'"},
+      {{"run", "--job", "sum_pipeline", "--preempt-signals", ""}, "unknown signal ''"},
+      {{"run", "--job", "sum_pipeline", "--time-budget", "0"},
+       "--time-budget must be a number of seconds more than 0, got 0"},
+      {{"run", "--job", "sum_pipeline", "--time-budget", "inf"}, "--time-budget must be"},
+      {{"run", "--job", "sum_pipeline", "--time-margin", "-1"},
+       "--time-margin must be a number of seconds of at least 0, got -1"},
       {{"run", "--job", "sgd_regression", "--sgd_regression.learning_rate", "-1"}, "learning_rate"},
       {{"run", "--job", "sgd_regression", "--sgd_regression.learning_rate", "fast"},
        "learning_rate"},
@@ -396,6 +406,24 @@ TEST_F(Cli, RetentionFlagsAndDeleteOnSuccess) {
       cwd_.path(), 3);
   ASSERT_EQ(backup.exit_code, 0) << backup.err;
   EXPECT_TRUE(list_directory(cwd_ / "B").empty());
+}
+
+// Issue 7 item 11: with the upload failed, deleting the checkpoints would leave the job's final
+// state nowhere. They stay, and the log says so.
+TEST_F(Cli, DeleteOnSuccessKeepsTheCheckpointsWhenTheUploadFailed) {
+  write_file(cwd_ / "U", "a file where the upload directory should be\n");
+  auto result = epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D", "--upload-dir",
+                          "U", "--delete-checkpoints-on-success", "--summary-json", "s.json"},
+                         cwd_.path(), 3);
+  EXPECT_EQ(result.exit_code, 4) << result.err;
+  auto summary = read_json(cwd_ / "s.json");
+  EXPECT_FALSE(summary["upload_error"].is_null());
+  EXPECT_EQ(summary["deleted_checkpoints"], nlohmann::json::array());
+  EXPECT_EQ(summary["last_committed_epoch"], 4);
+  EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(),
+            (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_NE(result.err.find("the upload failed: the checkpoints in D are kept"), std::string::npos)
+      << result.err;
 }
 
 // Found by fuzz_config: paths are bytes on Linux, and recording a non-UTF-8 one in the config

@@ -58,11 +58,13 @@ std::vector<std::string> job_command(const std::string& resume,
   return argv;
 }
 
+using Contents = CheckpointContents;
+
 // Every node's blobs of a checkpoint file; an unreadable file is a test failure, not an
 // exception, so that one bad trial does not stop the others.
-CheckpointContents contents_of(const std::filesystem::path& file) {
+Contents contents_of(const std::filesystem::path& file) {
   try {
-    return read_contents(file);
+    return read_checkpoint_contents(file);
   } catch (const std::exception& error) {
     ADD_FAILURE() << error.what();
     return {};
@@ -167,7 +169,7 @@ class KillAnywhere : public ::testing::Test {
     auto result = reference_run.wait(kJobEndsWithinSeconds);
     ASSERT_TRUE(result.has_value());
     ASSERT_EQ(result->exit_code, 0) << result->err;
-    reference_ = new std::map<std::int64_t, CheckpointContents>();
+    reference_ = new std::map<std::int64_t, Contents>();
     for (std::int64_t epoch = 0; epoch <= kLastEpoch; ++epoch) {
       (*reference_)[epoch] =
           contents_of(CheckpointDirectory(reference_dir_->path() / "D").file_for(epoch));
@@ -272,11 +274,11 @@ class KillAnywhere : public ::testing::Test {
 
   std::string outcome_;  // of the interrupted run, for the report
   static ScratchDir* reference_dir_;
-  static std::map<std::int64_t, CheckpointContents>* reference_;
+  static std::map<std::int64_t, Contents>* reference_;
 };
 
 ScratchDir* KillAnywhere::reference_dir_ = nullptr;
-std::map<std::int64_t, CheckpointContents>* KillAnywhere::reference_ = nullptr;
+std::map<std::int64_t, Contents>* KillAnywhere::reference_ = nullptr;
 
 TEST_F(KillAnywhere, EveryTrialResumesBitIdenticalAndLosesNoCommittedEpoch) {
   std::mt19937_64 random(kSeed);

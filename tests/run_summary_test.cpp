@@ -40,6 +40,39 @@ TEST(RunSummary, FromScratchIsNull) {
   EXPECT_TRUE(to_json(RunSummary{})["resumed_from"].is_null());
 }
 
+TEST(RunSummary, APreemptedRunSaysWhyWhereToResumeAndItsExitCode) {
+  RunSummary summary;
+  summary.stop_kind = StopKind::kPreempted;
+  summary.stop_reason = "preempted (SIGUSR1 on rank 2)";
+  summary.last_committed_epoch = 7;
+  summary.exit_code = 75;
+  summary.restart_count = 2;
+  summary.slurm_job_id = "4711";
+  auto json = to_json(summary);
+  EXPECT_EQ(json["stop_kind"], "preempted");
+  EXPECT_EQ(json["stop_reason"], "preempted (SIGUSR1 on rank 2)");
+  EXPECT_EQ(json["last_committed_epoch"], 7);
+  EXPECT_EQ(json["exit_code"], 75);
+  EXPECT_EQ(json["restart_count"], 2);
+  EXPECT_EQ(json["slurm_job_id"], "4711");
+  auto empty = to_json(RunSummary{});
+  EXPECT_TRUE(empty["last_committed_epoch"].is_null());
+  EXPECT_TRUE(empty["slurm_job_id"].is_null());
+  EXPECT_EQ(empty["restart_count"], 0);
+}
+
+TEST(StopDecision, OnlyPreemptionAndTimeLimitInterruptTheJob) {
+  for (auto kind : {StopKind::kStopCondition, StopKind::kEpochLimit, StopKind::kAlreadyStopped}) {
+    EXPECT_TRUE((StopDecision{kind, "x"}).finishes_job()) << stop_kind_name(kind);
+  }
+  for (auto kind : {StopKind::kPreempted, StopKind::kTimeLimit}) {
+    EXPECT_TRUE((StopDecision{kind, "x"}).interrupted()) << stop_kind_name(kind);
+    EXPECT_FALSE((StopDecision{kind, "x"}).finishes_job()) << stop_kind_name(kind);
+  }
+  EXPECT_FALSE(StopDecision{}.stops());
+  EXPECT_EQ(std::string(stop_kind_name(StopKind::kTimeLimit)), "time_limit");
+}
+
 }  // namespace
 }  // namespace epochrun
 

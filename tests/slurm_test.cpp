@@ -247,8 +247,9 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
 
     // Bit-identical to the uninterrupted run: the final checkpoint and the model.
     EXPECT_EQ(newest_epoch(checkpoints), kLastEpoch) << output;
-    EXPECT_EQ(read_contents(CheckpointDirectory(checkpoints).file_for(kLastEpoch)),
-              read_contents(CheckpointDirectory(reference_->path() / "D").file_for(kLastEpoch)));
+    EXPECT_EQ(read_checkpoint_contents(CheckpointDirectory(checkpoints).file_for(kLastEpoch)),
+              read_checkpoint_contents(
+                  CheckpointDirectory(reference_->path() / "D").file_for(kLastEpoch)));
     EXPECT_EQ(read_blob_file(run_dir / "model.h5"),
               read_blob_file(reference_->path() / "model.h5"));
 

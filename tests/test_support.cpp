@@ -235,6 +235,17 @@ bool flip_bit_in_pattern(const std::filesystem::path& file, const std::string& p
   return true;
 }
 
+CheckpointContents read_checkpoint_contents(const std::filesystem::path& file) {
+  CheckpointReader reader(file);
+  CheckpointContents contents;
+  for (const auto& [node, records] : reader.header().blobs) {
+    for (const auto& record : records) {
+      contents[node][record.name] = reader.read_blob(node, record.name);
+    }
+  }
+  return contents;
+}
+
 std::vector<std::string> list_directory(const std::filesystem::path& directory) {
   std::vector<std::string> names;
   std::error_code error;
@@ -243,17 +254,6 @@ std::vector<std::string> list_directory(const std::filesystem::path& directory) 
   }
   std::sort(names.begin(), names.end());
   return names;
-}
-
-CheckpointContents read_contents(const std::filesystem::path& checkpoint_file) {
-  CheckpointReader reader(checkpoint_file);
-  CheckpointContents contents;
-  for (const auto& [node, records] : reader.header().blobs) {
-    for (const auto& record : records) {
-      contents[node][record.name] = reader.read_blob(node, record.name);
-    }
-  }
-  return contents;
 }
 
 }  // namespace epochrun::testing

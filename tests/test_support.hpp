@@ -113,12 +113,12 @@ std::string int64_bytes(std::int64_t first, std::int64_t count);
 // `file`; returns false when there is no such place.
 bool flip_bit_in_pattern(const std::filesystem::path& file, const std::string& pattern,
                          int occurrence, std::size_t offset);
+// Every node's blobs of a checkpoint file: node name -> blob name -> blob.
+using CheckpointContents = std::map<std::string, std::map<std::string, Blob>>;
+CheckpointContents read_checkpoint_contents(const std::filesystem::path& file);
+
 // Names of the entries of a directory, sorted (empty when it does not exist).
 std::vector<std::string> list_directory(const std::filesystem::path& directory);
-
-// Every node's blobs of a checkpoint file, read and verified: what "bit-identical" compares.
-using CheckpointContents = std::map<std::string, std::map<std::string, Blob>>;
-CheckpointContents read_contents(const std::filesystem::path& checkpoint_file);
 
 }  // namespace epochrun::testing
 

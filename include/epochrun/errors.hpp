@@ -15,6 +15,9 @@ enum class ExitCode : int {
   kUsageError = 2,       // bad flag, bad value, missing config file, unknown job
   kCheckpointError = 3,  // asked-for checkpoint missing, unreadable or mismatched
   kUploadFailed = 4,     // the job finished and checkpointed, but the upload failed
+  // EX_TEMPFAIL: the run stopped before the job finished (a preemption signal, the time
+  // limit); run it again with --resume-from-epoch latest to continue.
+  kRequeue = 75,
 };
 
 // Base of every epochrun error; `what()` is one line meant for a human.

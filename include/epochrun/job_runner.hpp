@@ -2,12 +2,16 @@
 // init and after every epoch.
 //
 //   resume decision -> init (from scratch) or load -> checkpoint 0 (from scratch)
-//   -> loop { epoch group -> stop flags to rank 0, rank 0 decides, broadcast
+//   -> loop { preemption since the last decision? -> epoch group
+//             -> stop flags and preemption signals to rank 0, rank 0 decides, broadcast
 //             -> save this epoch -> stop? }
-//   -> upload -> gather declared outputs to rank 0 -> download group -> exit group
+//   -> finished job: upload -> gather declared outputs to rank 0 -> download group
+//                    -> exit group -> delete-on-success
+//      interrupted (preempted): nothing more; exit code 75 asks for a requeue
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -20,9 +24,14 @@
 #include "epochrun/job.hpp"
 #include "epochrun/retention.hpp"
 #include "epochrun/run_summary.hpp"
+#include "epochrun/stop_decision.hpp"
 #include "epochrun/uploader.hpp"
 
 namespace epochrun {
+
+class PreemptionSignals;
+class StopDecider;
+class TimeBudget;
 
 // Where to start: from scratch, from an explicit epoch, or from the newest committed one
 // (from scratch when there is none).
@@ -52,6 +61,15 @@ struct RunOptions {
   // blocked in a collective call of the job that the failing rank will never make; after this
   // the failing rank aborts the whole job (MPI_Abort, exit code 1) rather than hang it.
   std::chrono::duration<double> task_failure_timeout = std::chrono::seconds(60);
+  // Signals that ask the run to stop after the epoch in progress, checkpoint it and exit
+  // with ExitCode::kRequeue (docs/PREEMPTION.md). Empty: none are caught.
+  std::vector<int> preempt_signals = {SIGUSR1, SIGTERM};
+  // The time limit: the run stops with ExitCode::kRequeue after the epoch whose checkpoint,
+  // plus the next epoch and its checkpoint, would not end `time_margin` before the earlier of
+  // program_start + time_budget and (under SLURM) the job's end time from squeue.
+  std::chrono::steady_clock::time_point program_start = std::chrono::steady_clock::now();
+  std::optional<double> time_budget_seconds;
+  std::optional<double> time_margin_seconds;  // unset: 60 s under SLURM, 0 otherwise
 };
 
 class JobRunner {
@@ -59,6 +77,7 @@ class JobRunner {
   // The tasks get `comm`; the runner works on a duplicate of it, so that its own collective
   // calls never match the job's.
   JobRunner(Job job, const Communicator& comm, RunOptions options);
+  ~JobRunner();
 
   // Runs the whole job on this rank's `workspace`. Save failures do not throw (they are in
   // the summary); a failing task, a failing load or a bad resume request does.
@@ -71,11 +90,18 @@ class JobRunner {
   const std::string& node_name() const { return node_name_; }
 
  private:
-  struct StopDecision {
-    bool stop = false;
-    std::string reason;
-  };
-
+  // The resume decision and the load, or init and checkpoint 0. Returns the epoch resumed from.
+  std::optional<std::int64_t> start(TaskContext& context, RunSummary& summary);
+  // The epoch loop, from the epoch after `resumed` (or after init) until the decision to stop;
+  // context.epoch is then the last epoch whose state the workspace holds.
+  StopDecision run_epochs(std::optional<std::int64_t> resumed, const StopDecider& decider,
+                          const PreemptionSignals& signals, TaskContext& context,
+                          RunSummary& summary);
+  // The steps that belong to a finished job: upload, download, exit, delete-on-success.
+  void finish_job(TaskContext& context, RunSummary& summary);
+  // The summary's closing fields, the same on every rank, and the closing log line.
+  void close_summary(const StopDecision& decision, std::int64_t last_epoch,
+                     RunSummary& summary) const;
   // The epochs to try, in order: none (from scratch), the explicit one, or every committed
   // epoch newest first (`latest`).
   std::vector<std::int64_t> resume_candidates() const;
@@ -84,7 +110,6 @@ class JobRunner {
                                                 Workspace& workspace, RunSummary& summary);
   // CheckpointMismatch when a loaded blob is not what the job now declares.
   void check_loaded_blobs(const Workspace& workspace, const std::filesystem::path& file) const;
-  StopDecision decide_stop(const Workspace& workspace, std::int64_t epoch) const;
   // Returns the log text for the checkpoint (committed, or failed).
   std::string save(std::int64_t epoch, const Workspace& workspace, RunSummary& summary);
   void upload(RunSummary& summary) const;
@@ -105,6 +130,8 @@ class JobRunner {
   std::string node_name_;
   std::vector<std::string> node_names_;
   std::vector<std::string> checkpointed_blobs_;
+  std::optional<std::int64_t> last_committed_;  // by this run, or the epoch it resumed from
+  std::unique_ptr<TimeBudget> time_budget_;     // rank 0's; measured on every rank
 };
 
 }  // namespace epochrun

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "epochrun/stop_decision.hpp"
 #include "epochrun/task.hpp"
 
 namespace epochrun {
@@ -24,6 +25,7 @@ struct RunSummary {
   std::optional<std::int64_t> resumed_from;  // nullopt: started from scratch
   std::int64_t last_epoch = 0;               // the reference's return value
   std::int64_t epochs_run = 0;               // epochs executed by this run
+  StopKind stop_kind = StopKind::kContinue;
   std::string stop_reason;
   std::vector<std::int64_t> committed;  // epochs this run committed, in order
   std::vector<FailedSave> failed_saves;
@@ -32,6 +34,12 @@ struct RunSummary {
   std::optional<std::string> uploaded_to;
   std::optional<std::string> upload_error;
   std::filesystem::path checkpoint_dir;
+  // The newest committed checkpoint in the directory at the end: where a requeued run with
+  // --resume-from-epoch latest continues. nullopt when there is none.
+  std::optional<std::int64_t> last_committed_epoch;
+  int exit_code = 0;               // what the program returns (ExitCode)
+  std::int64_t restart_count = 0;  // SLURM_RESTART_COUNT, 0 outside SLURM
+  std::optional<std::string> slurm_job_id;
   double seconds = 0;
   GatheredBlobs outputs;  // rank 0: each node's declared outputs
 };

@@ -24,6 +24,11 @@ struct TaskContext {
   std::int64_t epoch = 0;
   // Rank 0 only, from the download phase on: every node's declared outputs.
   const GatheredBlobs* downloaded = nullptr;
+
+  // True once this rank has received a preemption signal (--preempt-signals). The runner
+  // stops after the epoch in progress anyway; a task may use this to end long work early,
+  // as far as the state it leaves in the workspace stays one a resume can continue from.
+  bool preemption_requested() const;
 };
 
 using TaskFunction = std::function<void(TaskContext&)>;

@@ -15,7 +15,8 @@ commands:
   list-jobs  list the jobs this program can run
 
 exit codes: 0 success, 1 job failed, 2 usage or config error, 3 checkpoint error,
-            4 finished but the upload failed
+            4 finished but the upload failed, 75 stopped early (preemption signal, time
+            limit): run again with --resume-from-epoch latest
 )";
 
 }  // namespace

@@ -7,6 +7,7 @@
 namespace epochrun::cli {
 
 int run_command(int argc, char** argv) {
+  const auto program_start = std::chrono::steady_clock::now();  // --time-budget counts from here
   std::optional<Invocation> invocation;
   try {
     invocation = parse_run_options(argc, argv);
@@ -16,6 +17,7 @@ int run_command(int argc, char** argv) {
   if (!invocation) {
     return 0;
   }
+  invocation->run_options.program_start = program_start;
 
   MpiSession mpi(argc, argv);
   const auto world = Communicator::world();
@@ -29,9 +31,8 @@ int run_command(int argc, char** argv) {
     }
     if (summary.upload_error) {
       print_error("upload failed: " + *summary.upload_error);
-      return static_cast<int>(ExitCode::kUploadFailed);
     }
-    return 0;
+    return summary.exit_code;
   } catch (const std::exception& error) {
     if (world.is_root()) {
       print_error(error.what());

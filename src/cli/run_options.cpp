@@ -2,6 +2,7 @@
 
 #include <boost/any.hpp>
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "epochrun/errors.hpp"
 #include "epochrun/logging.hpp"
 #include "json_text.hpp"
+#include "preemption_signals.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -43,7 +45,15 @@ po::options_description general_options(GeneralOptions& o) {
       "task-failure-timeout",
       po::value(&o.task_failure_timeout)->default_value(o.task_failure_timeout),
       "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
-      "the whole job (exit 1): they may be blocked in a collective call of the job");
+      "the whole job (exit 1): they may be blocked in a collective call of the job")(
+      "preempt-signals", po::value(&o.preempt_signals)->default_value(o.preempt_signals),
+      "signals that stop the run after the epoch in progress with a checkpoint and exit code 75 "
+      "(names without SIG, comma-separated; none: no signal is caught)")(
+      "time-budget", po::value(&o.time_budget),
+      "seconds from the program start this run may take: it stops with a checkpoint and exit "
+      "code 75 when the next epoch would not fit (under SLURM the job's end time also counts)")(
+      "time-margin", po::value(&o.time_margin),
+      "seconds to keep free before the time limit (default 60 under SLURM, 0 otherwise)");
   return options;
 }
 
@@ -79,6 +89,21 @@ nlohmann::json config_to_json(const po::variables_map& values) {
     }
   }
   return json;
+}
+
+std::string shown(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+// A finite number of seconds, more than 0 (or at least 0 when `zero_allowed`).
+void require_seconds(double value, const std::string& option, bool zero_allowed) {
+  const bool ok = std::isfinite(value) && (zero_allowed ? value >= 0 : value > 0);
+  if (!ok) {
+    throw UsageError(option + " must be a number of seconds " +
+                     (zero_allowed ? "of at least 0" : "more than 0") + ", got " + shown(value));
+  }
 }
 
 }  // namespace
@@ -180,12 +205,19 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   validate(run.retention);
   run.delete_checkpoints_on_success = general.delete_on_success;
   if (!(general.task_failure_timeout > 0 && general.task_failure_timeout <= 86400)) {
-    std::ostringstream given;
-    given << general.task_failure_timeout;
     throw UsageError("--task-failure-timeout must be more than 0 and at most 86400 seconds, got " +
-                     given.str());
+                     shown(general.task_failure_timeout));
   }
   run.task_failure_timeout = std::chrono::duration<double>(general.task_failure_timeout);
+  run.preempt_signals = parse_preemption_signals(general.preempt_signals);
+  if (values.count("time-budget")) {
+    require_seconds(general.time_budget, "--time-budget", false);
+    run.time_budget_seconds = general.time_budget;
+  }
+  if (values.count("time-margin")) {
+    require_seconds(general.time_margin, "--time-margin", true);
+    run.time_margin_seconds = general.time_margin;
+  }
   invocation.log_level = parse_log_level(general.log_level);
   run.config_json = json_text(config_to_json(values));
   // Builds once here so that an inconsistent job option is a usage error before MPI starts.

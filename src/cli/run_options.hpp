@@ -26,6 +26,9 @@ struct GeneralOptions {
   std::int64_t keep_every = 0;
   bool delete_on_success = false;
   double task_failure_timeout = 60;
+  std::string preempt_signals = "USR1,TERM";
+  double time_budget = 0;
+  double time_margin = 0;
 };
 
 // Everything `run` needs, validated.

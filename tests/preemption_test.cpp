@@ -1,0 +1,294 @@
+// Preemption as a user meets it: `mpiexec -n 3 epochrun run ...` gets a signal (on one rank, or
+// on mpiexec itself) and must stop after the epoch in progress with that epoch committed, exit
+// with the requeue code 75 and a summary saying why, skip the steps of a finished job, and
+// leave a directory that `--resume-from-epoch latest` finishes bit-identical to an
+// uninterrupted run. "Mid-epoch" and "mid-save" are reached exactly with EPOCHRUN_FAULT=...STOP
+// (docs/TESTING.md): the rank is paused there while the test sends its signal.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "epochrun/blob_file.hpp"
+#include "epochrun/checkpoint_directory.hpp"
+#include "launch.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+constexpr std::int64_t kLastEpoch = 6;
+constexpr double kJobEndsWithinSeconds = 120;
+
+std::vector<std::string> job_command(const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"run",
+                                   "--job",
+                                   "sgd_regression",
+                                   "--checkpoint-dir",
+                                   "D",
+                                   "--summary-json",
+                                   "S.json",
+                                   "--sgd_regression.features",
+                                   "4",
+                                   "--sgd_regression.samples_per_rank",
+                                   "256",
+                                   "--sgd_regression.max_epochs",
+                                   std::to_string(kLastEpoch),
+                                   "--sgd_regression.loss_threshold",
+                                   "0",
+                                   "--sgd_regression.model_file",
+                                   "model.h5"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return epochrun_on_ranks(3, args);
+}
+
+using Contents = CheckpointContents;
+
+nlohmann::json read_json(const std::filesystem::path& file) {
+  return nlohmann::json::parse(read_file(file));
+}
+
+std::vector<std::string> temporaries_in(const std::filesystem::path& directory) {
+  std::vector<std::string> found;
+  for (const auto& name : list_directory(directory)) {
+    if (name.find(".tmp.") != std::string::npos) {
+      found.push_back(name);
+    }
+  }
+  return found;
+}
+
+// True once `signal` is pending for `pid` (a stopped process keeps it pending), waiting at
+// most 30 s.
+bool wait_until_pending(int pid, int signal) {
+  const unsigned long long bit = 1ULL << (signal - 1);
+  for (int waited = 0; waited < 3000; ++waited) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0) {
+        if (std::stoull(line.substr(7), nullptr, 16) & bit) {
+          return true;
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Sends `signal` to the paused rank `pid`, then lets it go on.
+void signal_paused_rank(int pid, int signal) {
+  ::kill(pid, signal);
+  ::kill(pid, SIGCONT);
+}
+
+class Preemption : public ::testing::Test {
+ protected:
+  // The uninterrupted run: every epoch's checkpoint contents and the exported model.
+  static void SetUpTestSuite() {
+    reference_dir_ = new ScratchDir();
+    auto result = run_process(job_command(), reference_dir_->path(), kMpiEnvironment);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    reference_ = new std::map<std::int64_t, Contents>();
+    for (std::int64_t epoch = 0; epoch <= kLastEpoch; ++epoch) {
+      (*reference_)[epoch] = read_checkpoint_contents(
+          CheckpointDirectory(reference_dir_->path() / "D").file_for(epoch));
+    }
+  }
+  static void TearDownTestSuite() {
+    delete reference_;
+    delete reference_dir_;
+  }
+
+  // Each committed epoch in D holds exactly the uninterrupted run's state of that epoch.
+  void expect_committed_as_uninterrupted(const std::vector<std::int64_t>& epochs) {
+    EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), epochs);
+    for (auto epoch : epochs) {
+      EXPECT_EQ(read_checkpoint_contents(CheckpointDirectory(cwd_ / "D").file_for(epoch)),
+                reference_->at(epoch))
+          << "epoch " << epoch;
+    }
+  }
+
+  // `--resume-from-epoch latest` finishes the job; its final checkpoint and model are the
+  // uninterrupted run's, and no temporary file is left.
+  ProcessResult expect_resume_finishes_as_uninterrupted() {
+    auto resumed =
+        run_process(job_command({"--resume-from-epoch", "latest"}), cwd_.path(), kMpiEnvironment);
+    EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_EQ(read_checkpoint_contents(CheckpointDirectory(cwd_ / "D").file_for(kLastEpoch)),
+              reference_->at(kLastEpoch));
+    EXPECT_EQ(read_blob_file(cwd_ / "model.h5"),
+              read_blob_file(reference_dir_->path() / "model.h5"));
+    EXPECT_TRUE(temporaries_in(cwd_ / "D").empty());
+    return resumed;
+  }
+
+  static ScratchDir* reference_dir_;
+  static std::map<std::int64_t, Contents>* reference_;
+  ScratchDir cwd_;
+};
+
+ScratchDir* Preemption::reference_dir_ = nullptr;
+std::map<std::int64_t, Contents>* Preemption::reference_ = nullptr;
+
+TEST_F(Preemption, ASignalOnOneRankMidEpochCommitsThatEpochAndExits75) {
+  ChildProcess job(job_command({"--upload-dir", "U"}), cwd_.path(),
+                   with_fault("epoch-task@3:1:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 1 never paused in epoch 3";
+  signal_paused_rank(*paused, SIGUSR1);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the preempted job did not end";
+  EXPECT_EQ(result->exit_code, 75) << result->err;
+
+  const auto summary = read_json(cwd_ / "S.json");
+  EXPECT_EQ(summary["stop_kind"], "preempted");
+  EXPECT_EQ(summary["stop_reason"], "preempted (SIGUSR1 on rank 1)");
+  EXPECT_EQ(summary["exit_code"], 75);
+  EXPECT_EQ(summary["last_epoch"], 3);
+  EXPECT_EQ(summary["last_committed_epoch"], 3);
+  EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({0, 1, 2, 3}));
+  EXPECT_EQ(summary["restart_count"], 0);
+  EXPECT_TRUE(summary["slurm_job_id"].is_null());
+  // Upload, download and exit groups belong to the finished job.
+  EXPECT_TRUE(summary["uploaded_to"].is_null());
+  EXPECT_EQ(summary["outputs"], nlohmann::json::object());
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "U"));
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "model.h5"));
+  EXPECT_NE(result->err.find("stopping: preempted (SIGUSR1 on rank 1)"), std::string::npos)
+      << result->err;
+  expect_committed_as_uninterrupted({0, 1, 2, 3});
+
+  expect_resume_finishes_as_uninterrupted();
+  const auto resumed = read_json(cwd_ / "S.json");
+  EXPECT_EQ(resumed["resumed_from"], 3);
+  EXPECT_EQ(resumed["stop_kind"], "stop_condition");
+  EXPECT_EQ(resumed["exit_code"], 0);
+}
+
+// A signal during a save, after that epoch's decision: the checkpoint commits and the run stops
+// before it starts another epoch.
+TEST_F(Preemption, ASignalDuringASaveStopsBeforeTheNextEpoch) {
+  ChildProcess job(job_command(), cwd_.path(), with_fault("save-create@3:2:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 2 never paused in the save of epoch 3";
+  signal_paused_rank(*paused, SIGTERM);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the preempted job did not end";
+  EXPECT_EQ(result->exit_code, 75) << result->err;
+  const auto summary = read_json(cwd_ / "S.json");
+  EXPECT_EQ(summary["stop_reason"], "preempted (SIGTERM on rank 2)");
+  EXPECT_EQ(summary["last_epoch"], 3);
+  EXPECT_EQ(summary["epochs_run"], 3);
+  EXPECT_EQ(summary["last_committed_epoch"], 3);
+  EXPECT_NE(result->err.find("stopping before epoch 4: preempted"), std::string::npos)
+      << result->err;
+  expect_committed_as_uninterrupted({0, 1, 2, 3});
+  expect_resume_finishes_as_uninterrupted();
+}
+
+// The second signal of a preemption, while the last epoch is being saved: the rank stops at
+// once (the signal's default action), nothing committed is touched, and the next start removes
+// the partial temporary file.
+TEST_F(Preemption, ASecondSignalMidSaveStopsAtOnceAndTouchesNothingCommitted) {
+  ChildProcess job(job_command(), cwd_.path(),
+                   with_fault("epoch-task@3:1:STOP,save-write@3:1:STOP"));
+  const auto in_epoch = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(in_epoch.has_value()) << "rank 1 never paused in epoch 3";
+  signal_paused_rank(*in_epoch, SIGUSR1);
+  const auto in_save = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(in_save.has_value()) << "rank 1 never paused in the save of epoch 3";
+  EXPECT_EQ(temporaries_in(cwd_ / "D").size(), 1u);
+  signal_paused_rank(*in_save, SIGUSR1);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the job did not end after the second signal";
+  EXPECT_NE(result->exit_code, 0) << result->err;
+  EXPECT_NE(result->exit_code, 75) << result->err;
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "S.json"));
+  expect_committed_as_uninterrupted({0, 1, 2});
+  EXPECT_EQ(temporaries_in(cwd_ / "D").size(), 1u);
+
+  const auto resumed = expect_resume_finishes_as_uninterrupted();
+  EXPECT_NE(resumed.err.find("removed 1 temporary file(s) of an interrupted save"),
+            std::string::npos)
+      << resumed.err;
+  EXPECT_EQ(read_json(cwd_ / "S.json")["resumed_from"], 2);
+}
+
+// Open MPI's mpirun forwards SIGUSR1 to every rank: the same stop as a signal on the ranks,
+// and mpirun's own exit code is the ranks' 75.
+TEST_F(Preemption, KillUsr1OfMpirunStopsTheJobWithItsCheckpointAndExit75) {
+  ChildProcess job(job_command(), cwd_.path(), with_fault("epoch-task@3:0:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 0 never paused in epoch 3";
+  ::kill(job.pid(), SIGUSR1);
+  // Forwarded asynchronously: let rank 0 go on only once the signal has reached it.
+  ASSERT_TRUE(wait_until_pending(*paused, SIGUSR1)) << "mpirun did not forward SIGUSR1";
+  ::kill(*paused, SIGCONT);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the preempted job did not end";
+  EXPECT_EQ(result->exit_code, 75) << result->err;
+  const auto summary = read_json(cwd_ / "S.json");
+  EXPECT_EQ(summary["stop_kind"], "preempted");
+  EXPECT_EQ(summary["stop_reason"], "preempted (SIGUSR1 on rank 0)");
+  EXPECT_EQ(summary["last_committed_epoch"], 3);
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "model.h5"));
+  expect_committed_as_uninterrupted({0, 1, 2, 3});
+  expect_resume_finishes_as_uninterrupted();
+}
+
+// Open MPI 4.1's mpirun does not forward SIGTERM (ess_base_forward_signals refuses it): it
+// terminates the job, SIGTERM to the ranks and SIGKILL odls_base_sigkill_timeout (1 s) later,
+// and exits 1 (docs/PREEMPTION.md). What is committed survives and the resume is exact.
+TEST_F(Preemption, KillTermOfMpirunEndsTheJobAndTheResumeIsExact) {
+  ChildProcess job(job_command(), cwd_.path(), with_fault("epoch-task@3:0:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 0 never paused in epoch 3";
+  ::kill(job.pid(), SIGTERM);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "mpirun did not end after SIGTERM";
+  EXPECT_NE(result->exit_code, 0) << result->err;
+  std::cout << "kill -TERM mpirun: exit code " << result->exit_code << ", committed:";
+  for (auto epoch : CheckpointDirectory(cwd_ / "D").committed_epochs()) {
+    std::cout << " " << epoch;
+  }
+  std::cout << "\n";
+  const auto committed = CheckpointDirectory(cwd_ / "D").committed_epochs();
+  ASSERT_FALSE(committed.empty());
+  expect_committed_as_uninterrupted(committed);
+  expect_resume_finishes_as_uninterrupted();
+}
+
+// --time-budget: rank 0 is held in epoch 1 until the budget is spent, so after that epoch the
+// next one cannot fit: epoch 1 is committed and the run exits 75 for a requeue.
+TEST_F(Preemption, TheTimeBudgetStopsWithACommittedCheckpointAndExit75) {
+  constexpr int kBudgetSeconds = 3;
+  ChildProcess job(
+      job_command({"--time-budget", std::to_string(kBudgetSeconds), "--upload-dir", "U"}),
+      cwd_.path(), with_fault("epoch-task@1:0:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 0 never paused in epoch 1";
+  std::this_thread::sleep_for(std::chrono::seconds(kBudgetSeconds));  // spends the budget
+  ::kill(*paused, SIGCONT);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  EXPECT_EQ(result->exit_code, 75) << result->err;
+  const auto summary = read_json(cwd_ / "S.json");
+  EXPECT_EQ(summary["stop_kind"], "time_limit");
+  EXPECT_EQ(summary["stop_reason"].get<std::string>().rfind("time limit: ", 0), 0u)
+      << summary["stop_reason"];
+  EXPECT_EQ(summary["last_committed_epoch"], 1);
+  EXPECT_EQ(summary["exit_code"], 75);
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "model.h5"));
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "U"));
+  EXPECT_NE(result->err.find("stopping: time limit: "), std::string::npos) << result->err;
+  EXPECT_NE(result->err.find("(--time-budget 3 s)"), std::string::npos) << result->err;
+  expect_committed_as_uninterrupted({0, 1});
+  expect_resume_finishes_as_uninterrupted();
+}
+
+}  // namespace
+}  // namespace epochrun::testing
