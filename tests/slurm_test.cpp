@@ -140,23 +140,29 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     if (!std::filesystem::is_directory(kSlurmTools)) {
       return;
     }
-    auto started = run_process({(kSlurmTools / "start-slurm.sh").string()}, "/");
-    cluster_up_ = started.exit_code == 0;
-    ASSERT_TRUE(cluster_up_) << started.out << started.err;
+    // About 10 s, more when it installs SLURM first.
+    ChildProcess start({(kSlurmTools / "start-slurm.sh").string()}, "/");
+    const auto started = start.wait(300);
+    ASSERT_TRUE(started.has_value()) << "start-slurm.sh did not end within 300 s";
+    cluster_up_ = started->exit_code == 0;
+    ASSERT_TRUE(cluster_up_) << started->out << started->err;
 
     reference_ = new ScratchDir();
     auto args = job_options();
     args.insert(args.begin(), "run");
     args.insert(args.end(), {"--checkpoint-dir", "D", "--log-level", "warn"});
     auto argv = epochrun_on_ranks(3, args);
+    const auto reference_start = Clock::now();
     ChildProcess run(argv, reference_->path(), kMpiEnvironment);
     auto result = run.wait(kCaseSeconds);
+    reference_seconds_ = std::chrono::duration<double>(Clock::now() - reference_start).count();
     ASSERT_TRUE(result.has_value()) << "the uninterrupted run did not end";
     ASSERT_EQ(result->exit_code, 0) << result->err;
   }
   static void TearDownTestSuite() {
     if (std::filesystem::is_directory(kSlurmTools)) {
-      run_process({(kSlurmTools / "stop-slurm.sh").string()}, "/");
+      ChildProcess stop({(kSlurmTools / "stop-slurm.sh").string()}, "/");
+      EXPECT_TRUE(stop.wait(120).has_value()) << "stop-slurm.sh did not end within 120 s";
     }
     delete reference_;
     reference_ = nullptr;
@@ -177,11 +183,15 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
                                        "--ntasks=3", "--job-name=" + name, "--output=job.out"};
     auto options = job_options();
     if (preemption == Preemption::kTimeLimit) {
-      // The warning comes at one of slurmctld's 30-s checks, anywhere in the first minute; the
-      // runner's own prediction (end - 52 s) stops a run after 5 to 7 s of epochs, less than
-      // the whole job needs, if the warning has not come by then.
+      // The warning comes at one of slurmctld's 30-s checks, anywhere in the first minute. The
+      // runner's own prediction stops a run once the next epoch would not end --time-margin
+      // before the end: a margin that leaves each run about half of what the uninterrupted run
+      // took makes sure the limit stops the job at least once, however fast or loaded the
+      // machine is (a fixed margin either let a fast run finish or stopped a slow one after
+      // every epoch).
       sbatch.insert(sbatch.end(), {"--time=00:01:00", "--signal=B:USR1@50"});
-      options.insert(options.end(), {"--time-margin", "52"});
+      const int margin = std::clamp(static_cast<int>(59 - reference_seconds_ / 2), 30, 56);
+      options.insert(options.end(), {"--time-margin", std::to_string(margin)});
     }
     sbatch.push_back(kBatchScript.string());
     sbatch.insert(sbatch.end(), options.begin(), options.end());
@@ -323,6 +333,8 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
 
   static inline bool cluster_up_ = false;
   static inline ScratchDir* reference_ = nullptr;
+  // How long the uninterrupted run took here and now (the machine's pace).
+  static inline double reference_seconds_ = 0;
   ScratchDir cwd_;
   std::string job_id_;
 };
