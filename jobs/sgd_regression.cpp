@@ -247,6 +247,10 @@ Job make_sgd_regression(const SgdRegressionOptions& options) {
                   {sizeof(std::uint64_t) + (features + 1) * sizeof(double)});
   job.expect_blob(kSgdDataCursor, DType::kI64, {});
   job.expect_blob(kSgdLoss, DType::kF64, {});
+  // The problem and its data; learning rate, momentum, batching and limits may change.
+  for (const char* option : {"seed", "features", "samples_per_rank", "noise"}) {
+    job.declare_run_defining_option(option);
+  }
   job.declare_output(kSgdWeights);
   job.declare_output(kSgdBias);
   job.declare_output(kSgdLoss);

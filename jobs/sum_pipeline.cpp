@@ -51,6 +51,9 @@ Job make_sum_pipeline(const SumPipelineOptions& options) {
   job.expect_blob(kSumCursor, DType::kI64, {});
   job.expect_blob(kSumTotal, DType::kI64, {1});
   job.expect_blob(kSumExhausted, DType::kI32, {});
+  // The data and the starting total; items_per_epoch may change.
+  job.declare_run_defining_option("num_items");
+  job.declare_run_defining_option("initial_total");
   job.declare_output(kSumTotal);
   return job;
 }

@@ -1,5 +1,7 @@
 #include "epochrun/epoch_limiter.hpp"
 
+#include <algorithm>
+
 #include "epochrun/errors.hpp"
 
 namespace epochrun {
@@ -11,11 +13,12 @@ void add_epoch_limiter(Job& job, std::int64_t num_epochs) {
   job.init_group.add("epoch_limiter_init", [num_epochs](TaskContext& context) {
     context.workspace.put(kEpochsRemainingBlob, Blob::scalar<std::int64_t>(num_epochs));
   });
-  job.epoch_group.add("epoch_limiter_countdown", [](TaskContext& context) {
-    auto& remaining = context.workspace.get(kEpochsRemainingBlob).item<std::int64_t>();
-    if (remaining > 0) {
-      --remaining;
-    }
+  // Counted from the epoch number rather than down from the stored value, so that a limit
+  // changed on resume (a resubmitted job with more or fewer epochs) applies from the next
+  // epoch on; from scratch both give the same values.
+  job.epoch_group.add("epoch_limiter_countdown", [num_epochs](TaskContext& context) {
+    context.workspace.get(kEpochsRemainingBlob).item<std::int64_t>() =
+        std::max<std::int64_t>(num_epochs - context.epoch, 0);
   });
   job.add_stop_condition("epoch_limit", [](const Workspace& workspace) {
     return workspace.get(kEpochsRemainingBlob).item<std::int64_t>() <= 0;

@@ -50,6 +50,10 @@ void Job::declare_output(std::string blob_name) {
   outputs_.push_back(std::move(blob_name));
 }
 
+void Job::declare_run_defining_option(std::string key) {
+  run_defining_options_.push_back(std::move(key));
+}
+
 void Job::expect_blob(std::string blob_name, DType dtype, Shape shape) {
   validate_name(blob_name, "blob name");
   expected_blobs_.push_back(BlobSpec{std::move(blob_name), dtype, std::move(shape)});

@@ -9,11 +9,14 @@
 
 #include "blob_codec.hpp"
 #include "collective_errors.hpp"
+#include "config_changes.hpp"
 #include "directory_lock.hpp"
 #include "durable_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
+#include "epochrun/run_history.hpp"
 #include "fault_injection.hpp"
+#include "json_text.hpp"
 #include "preemption_signals.hpp"
 #include "slurm_environment.hpp"
 #include "stop_decider.hpp"
@@ -149,6 +152,20 @@ std::optional<std::int64_t> JobRunner::load_newest_valid(
   return std::nullopt;
 }
 
+void JobRunner::check_config_changes(std::int64_t epoch, RunSummary& summary) const {
+  run_on_root_then_agree(comm_, "resume", [&] {
+    const auto file = CheckpointDirectory(options_.checkpoint_dir).file_for(epoch);
+    summary.config_changes = job_config_changes(
+        job_.name(), CheckpointReader(file).header().config_json, options_.config_json);
+    refuse_run_defining_changes(job_, summary.config_changes, options_.allowed_config_changes,
+                                epoch);
+    for (const auto& change : summary.config_changes) {
+      spdlog::info("configuration changed since the checkpoint of epoch {}: {} {} -> {} (applied)",
+                   epoch, change.key, json_text(change.old_value), json_text(change.new_value));
+    }
+  });
+}
+
 void JobRunner::check_loaded_blobs(const Workspace& workspace,
                                    const std::filesystem::path& file) const {
   run_then_agree(comm_, "checkpoint " + file.string(), [&] {
@@ -170,17 +187,8 @@ void JobRunner::check_loaded_blobs(const Workspace& workspace,
 
 RunSummary JobRunner::run(Workspace& workspace) {
   const auto started = Clock::now();
+  const auto started_at = std::chrono::system_clock::now();
   const PreemptionSignals signals(options_.preempt_signals);
-  const auto slurm = SlurmEnvironment::of_this_process();
-  RunSummary summary;
-  summary.job = job_.name();
-  summary.num_ranks = comm_.size();
-  summary.checkpoint_dir = options_.checkpoint_dir;
-  summary.restart_count = slurm.restart_count;
-  summary.slurm_job_id = slurm.job_id;
-  if (slurm.job_id) {
-    spdlog::info("SLURM job {}, restart count {}", *slurm.job_id, slurm.restart_count);
-  }
 
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   std::optional<DirectoryLock> lock;
@@ -194,19 +202,7 @@ RunSummary JobRunner::run(Workspace& workspace) {
     }
   });
 
-  time_budget_ = std::make_unique<TimeBudget>();
-  if (comm_.is_root()) {
-    *time_budget_ = make_time_budget(options_.program_start, options_.time_budget_seconds,
-                                     options_.time_margin_seconds, slurm);
-    if (time_budget_->limited()) {
-      spdlog::info(
-          "time limit: {:.0f} s left ({}); the run stops for a requeue when the next "
-          "epoch would not end {:.0f} s before (--time-margin)",
-          time_budget_->seconds_left(Clock::now()), time_budget_->source(),
-          time_budget_->margin_seconds());
-    }
-  }
-
+  auto summary = begin_run();
   TaskContext context{workspace, job_comm_, node_name_, 0, nullptr};
   const StopDecider decider(job_, comm_, node_names_, options_.num_epochs, *time_budget_);
   const auto resumed = start(context, summary);
@@ -216,10 +212,41 @@ RunSummary JobRunner::run(Workspace& workspace) {
   }
   summary.seconds = seconds_since(started);
   close_summary(decision, context.epoch, summary);
+  record_run(started_at, summary);
   // When run() returns on any rank, the directory is in its final state, lock file gone. (On
   // the failure paths every rank throws together and rank 0 drops the lock while unwinding.)
   lock.reset();
   comm_.barrier();
+  return summary;
+}
+
+RunSummary JobRunner::begin_run() {
+  const auto slurm = SlurmEnvironment::of_this_process();
+  RunSummary summary;
+  summary.job = job_.name();
+  summary.num_ranks = comm_.size();
+  summary.checkpoint_dir = options_.checkpoint_dir;
+  summary.restart_count = slurm.restart_count;
+  summary.slurm_job_id = slurm.job_id;
+  time_budget_ = std::make_unique<TimeBudget>();
+  if (!comm_.is_root()) {
+    return summary;
+  }
+  if (!options_.checkpoint_dir.empty()) {
+    spdlog::info("restart count {}{}; {} earlier run(s) in the run history ({})",
+                 slurm.restart_count, slurm.job_id ? " (SLURM job " + *slurm.job_id + ")" : "",
+                 read_run_history(options_.checkpoint_dir).size(),
+                 (options_.checkpoint_dir / kRunHistoryFileName).string());
+  }
+  *time_budget_ = make_time_budget(options_.program_start, options_.time_budget_seconds,
+                                   options_.time_margin_seconds, slurm);
+  if (time_budget_->limited()) {
+    spdlog::info(
+        "time limit: {:.0f} s left ({}); the run stops for a requeue when the next epoch would "
+        "not end {:.0f} s before (--time-margin)",
+        time_budget_->seconds_left(Clock::now()), time_budget_->source(),
+        time_budget_->margin_seconds());
+  }
   return summary;
 }
 
@@ -228,7 +255,9 @@ std::optional<std::int64_t> JobRunner::start(TaskContext& context, RunSummary& s
   const auto resumed = load_newest_valid(resume_candidates(), context.workspace, summary);
   summary.resumed_from = resumed;
   if (resumed) {
+    check_config_changes(*resumed, summary);
     last_committed_ = resumed;
+    last_commit_time_ = Clock::now();
     // Until this run has saved, a save is taken to cost what the load did.
     time_budget_->record_save(seconds_since(load_started));
     return resumed;
@@ -280,9 +309,14 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
     if (decision.kind == StopKind::kPreempted) {
       signals.restore_defaults();
     }
-    const auto save_started = Clock::now();
-    const auto checkpoint = save(context.epoch, context.workspace, summary);
-    time_budget_->record_save(seconds_since(save_started));
+    std::string checkpoint =
+        std::string("checkpoint skipped (") + options_.checkpoint_policy.skip_reason() + ")";
+    if (decision.stops() ||
+        options_.checkpoint_policy.due(context.epoch, seconds_since(last_commit_time_))) {
+      const auto save_started = Clock::now();
+      checkpoint = save(context.epoch, context.workspace, summary);
+      time_budget_->record_save(seconds_since(save_started));
+    }
     ++summary.epochs_run;
     spdlog::info("epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds, checkpoint,
                  decision.stops() ? "; stopping: " + decision.reason : "");
@@ -311,6 +345,21 @@ void JobRunner::finish_job(TaskContext& context, RunSummary& summary) {
     }
   }
   summary.outputs = std::move(outputs);
+}
+
+void JobRunner::record_run(std::chrono::system_clock::time_point started,
+                           RunSummary& summary) const {
+  if (!comm_.is_root() || options_.checkpoint_dir.empty()) {
+    return;
+  }
+  try {
+    append_run_record(options_.checkpoint_dir,
+                      run_record(summary, started, std::chrono::system_clock::now()));
+  } catch (const std::exception& error) {
+    // The run's work is done and committed; only its record is missing.
+    spdlog::warn("run history not recorded: {}", error.what());
+  }
+  summary.history = read_run_history(options_.checkpoint_dir);
 }
 
 void JobRunner::close_summary(const StopDecision& decision, std::int64_t last_epoch,
@@ -358,6 +407,7 @@ std::string JobRunner::save(std::int64_t epoch, const Workspace& workspace, RunS
                      .save(comm_, header, workspace, checkpointed_blobs_);
     summary.committed.push_back(epoch);
     last_committed_ = epoch;
+    last_commit_time_ = Clock::now();
     apply_retention(epoch, summary);
     return fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
                        human_bytes(double(stats.file_bytes)), stats.seconds,

@@ -60,6 +60,11 @@ nlohmann::json to_json(const RunSummary& summary) {
       node_json[name] = blob_to_json(blob);
     }
   }
+  auto config_changes = nlohmann::json::array();
+  for (const auto& change : summary.config_changes) {
+    config_changes.push_back(
+        {{"key", change.key}, {"old", change.old_value}, {"new", change.new_value}});
+  }
   auto optional_json = [](const auto& value) {
     return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
   };
@@ -81,6 +86,8 @@ nlohmann::json to_json(const RunSummary& summary) {
           {"exit_code", summary.exit_code},
           {"restart_count", summary.restart_count},
           {"slurm_job_id", optional_json(summary.slurm_job_id)},
+          {"config_changes", config_changes},
+          {"history", summary.history},
           {"seconds", summary.seconds},
           {"outputs", outputs}};
 }

@@ -168,6 +168,14 @@ TEST_F(Cli, EachBadInputIsOneLineExitTwoAndWritesNothing) {
       {{"run", "--job", "sum_pipeline", "--preempt-signals", "SIGUSR1"},
        "unknown signal 'SIGUSR1'"},
       {{"run", "--job", "sum_pipeline", "--preempt-signals", ""}, "unknown signal ''"},
+      {{"run", "--job", "sum_pipeline", "--checkpoint-every", "0"},
+       "--checkpoint-every must be at least 1, got 0"},
+      {{"run", "--job", "sum_pipeline", "--checkpoint-interval", "-5"},
+       "--checkpoint-interval must be a number of seconds more than 0 (or 0: off), got -5"},
+      {{"run", "--job", "sum_pipeline", "--allow-config-change", "sum_pipeline.nope"},
+       "--allow-config-change 'sum_pipeline.nope' is not an option of job sum_pipeline"},
+      {{"run", "--job", "sum_pipeline", "--allow-config-change", "checkpoint-dir"},
+       "is not an option of job sum_pipeline"},
       {{"run", "--job", "sum_pipeline", "--time-budget", "0"},
        "--time-budget must be a number of seconds more than 0, got 0"},
       {{"run", "--job", "sum_pipeline", "--time-budget", "inf"}, "--time-budget must be"},
@@ -398,14 +406,15 @@ TEST_F(Cli, RetentionFlagsAndDeleteOnSuccess) {
   ASSERT_EQ(kept.exit_code, 0) << kept.err;
   EXPECT_EQ(list_directory(cwd_ / "D"),
             (std::vector<std::string>{"epoch-000000.h5", "epoch-000003.h5", "epoch-000004.h5",
-                                      "index.json"}));
+                                      "index.json", "runs.jsonl"}));
   EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({1, 2}));
 
   auto backup = epochrun(
       {"run", "--job", "sum_pipeline", "--checkpoint-dir", "B", "--delete-checkpoints-on-success"},
       cwd_.path(), 3);
   ASSERT_EQ(backup.exit_code, 0) << backup.err;
-  EXPECT_TRUE(list_directory(cwd_ / "B").empty());
+  // The checkpoints go; the run history stays.
+  EXPECT_EQ(list_directory(cwd_ / "B"), (std::vector<std::string>{"runs.jsonl"}));
 }
 
 // Issue 7 item 11: with the upload failed, deleting the checkpoints would leave the job's final
@@ -424,6 +433,87 @@ TEST_F(Cli, DeleteOnSuccessKeepsTheCheckpointsWhenTheUploadFailed) {
             (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
   EXPECT_NE(result.err.find("the upload failed: the checkpoints in D are kept"), std::string::npos)
       << result.err;
+}
+
+std::vector<std::string> small_sgd(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"run",
+                                   "--job",
+                                   "sgd_regression",
+                                   "--checkpoint-dir",
+                                   "D",
+                                   "--summary-json",
+                                   "s.json",
+                                   "--sgd_regression.features",
+                                   "4",
+                                   "--sgd_regression.samples_per_rank",
+                                   "256",
+                                   "--sgd_regression.loss_threshold",
+                                   "0",
+                                   "--sgd_regression.model_file",
+                                   ""};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// Issue 7 item 12: a checkpoint written with another seed is not resumed by a default-seed run
+// (that would mix two runs): exit 3 naming the option and both values, nothing written. An
+// explicit --allow-config-change resumes and records the change.
+TEST_F(Cli, ResumingWithAnotherRunDefiningOptionIsRefusedUnlessAllowed) {
+  auto first =
+      epochrun(small_sgd({"--sgd_regression.seed", "7", "--sgd_regression.max_epochs", "2"}),
+               cwd_.path(), 3);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto files_before = list_directory(cwd_ / "D");
+  const auto history_before = read_file(cwd_ / "D" / "runs.jsonl");
+  std::filesystem::remove(cwd_ / "s.json");
+
+  auto refused =
+      epochrun(small_sgd({"--sgd_regression.max_epochs", "3", "--resume-from-epoch", "latest"}),
+               cwd_.path(), 3);
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  const auto lines = error_lines(refused);
+  ASSERT_EQ(lines.size(), 1u) << refused.err;
+  EXPECT_NE(lines[0].find("the checkpoint of epoch 2 was written with --sgd_regression.seed 7, "
+                          "this run has 20261122"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("--allow-config-change sgd_regression.seed"), std::string::npos)
+      << lines[0];
+  EXPECT_EQ(list_directory(cwd_ / "D"), files_before);
+  EXPECT_EQ(read_file(cwd_ / "D" / "runs.jsonl"), history_before);
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "s.json"));
+
+  auto allowed = epochrun(small_sgd({"--sgd_regression.max_epochs", "3", "--resume-from-epoch",
+                                     "latest", "--allow-config-change", "sgd_regression.seed"}),
+                          cwd_.path(), 3);
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
+  const auto changes = read_json(cwd_ / "s.json")["config_changes"];
+  EXPECT_EQ(changes, nlohmann::json::parse(R"([
+      {"key": "sgd_regression.max_epochs", "old": 2, "new": 3},
+      {"key": "sgd_regression.seed", "old": 7, "new": 20261122}])"));
+}
+
+// Options that may change on resume are logged, recorded and applied -- max_epochs included
+// (it used to be ignored: the epoch counter in the checkpoint kept the old limit).
+TEST_F(Cli, ChangedOptionsOnResumeAreLoggedRecordedAndApplied) {
+  auto first = epochrun(small_sgd({"--sgd_regression.max_epochs", "6", "--num-epochs", "2"}),
+                        cwd_.path(), 3);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto resumed =
+      epochrun(small_sgd({"--sgd_regression.max_epochs", "4", "--sgd_regression.learning_rate",
+                          "0.01", "--resume-from-epoch", "latest"}),
+               cwd_.path(), 3);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto summary = read_json(cwd_ / "s.json");
+  EXPECT_EQ(summary["resumed_from"], 2);
+  EXPECT_EQ(summary["last_epoch"], 4);  // the new limit, not the checkpoint's 6
+  EXPECT_EQ(summary["config_changes"], nlohmann::json::parse(R"([
+      {"key": "sgd_regression.learning_rate", "old": 0.02, "new": 0.01},
+      {"key": "sgd_regression.max_epochs", "old": 6, "new": 4}])"));
+  EXPECT_NE(resumed.err.find("configuration changed since the checkpoint of epoch 2: "
+                             "sgd_regression.max_epochs 6 -> 4 (applied)"),
+            std::string::npos)
+      << resumed.err;
 }
 
 // Found by fuzz_config: paths are bytes on Linux, and recording a non-UTF-8 one in the config

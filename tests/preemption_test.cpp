@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "epochrun/blob_file.hpp"
@@ -288,6 +289,124 @@ TEST_F(Preemption, TheTimeBudgetStopsWithACommittedCheckpointAndExit75) {
   EXPECT_NE(result->err.find("(--time-budget 3 s)"), std::string::npos) << result->err;
   expect_committed_as_uninterrupted({0, 1});
   expect_resume_finishes_as_uninterrupted();
+}
+
+// --checkpoint-every with retention: only every 4th epoch is saved, but a preemption saves the
+// epoch it stops after (5); --keep-last 2 then deletes what a gap leaves behind; `latest`
+// resumes across the gap and ends bit-identical, its final epoch always saved.
+TEST_F(Preemption, CheckpointEveryLeavesGapsThatRetentionAndResumeHandle) {
+  const std::vector<std::string> policy = {"--checkpoint-every", "4", "--keep-last", "2"};
+  ChildProcess job(job_command(policy), cwd_.path(), with_fault("epoch-task@5:1:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 1 never paused in epoch 5";
+  signal_paused_rank(*paused, SIGUSR1);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  EXPECT_EQ(result->exit_code, 75) << result->err;
+  const auto summary = read_json(cwd_ / "S.json");
+  EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({0, 4, 5}));
+  EXPECT_EQ(summary["deleted_checkpoints"], nlohmann::json({0}));
+  EXPECT_EQ(summary["last_committed_epoch"], 5);
+  EXPECT_NE(result->err.find("epoch 3 done in"), std::string::npos);
+  EXPECT_NE(result->err.find("checkpoint skipped (--checkpoint-every)"), std::string::npos)
+      << result->err;
+  expect_committed_as_uninterrupted({4, 5});
+
+  auto resumed = run_process(
+      job_command({"--resume-from-epoch", "latest", "--checkpoint-every", "4", "--keep-last", "2"}),
+      cwd_.path(), kMpiEnvironment);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  expect_committed_as_uninterrupted({5, 6});  // 6: the last epoch, saved whatever the policy
+  EXPECT_EQ(read_blob_file(cwd_ / "model.h5"), read_blob_file(reference_dir_->path() / "model.h5"));
+}
+
+// --checkpoint-interval alone: epochs are saved by wall time only. A huge interval saves only
+// init and the last epoch; rank 0 held in epoch 2 past a short interval makes epoch 2 due.
+TEST_F(Preemption, CheckpointIntervalSavesByWallTime) {
+  auto sparse =
+      run_process(job_command({"--checkpoint-interval", "86400"}), cwd_.path(), kMpiEnvironment);
+  ASSERT_EQ(sparse.exit_code, 0) << sparse.err;
+  EXPECT_EQ(read_json(cwd_ / "S.json")["committed_checkpoints"], nlohmann::json({0, 6}));
+  expect_committed_as_uninterrupted({0, 6});
+
+  ScratchDir other;
+  ChildProcess job(job_command({"--checkpoint-interval", "1"}), other.path(),
+                   with_fault("epoch-task@2:0:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 0 never paused in epoch 2";
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the interval passes
+  ::kill(*paused, SIGCONT);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  ASSERT_EQ(result->exit_code, 0) << result->err;
+  const auto committed = CheckpointDirectory(other / "D").committed_epochs();
+  for (std::int64_t epoch : {0, 2, 6}) {
+    EXPECT_TRUE(std::find(committed.begin(), committed.end(), epoch) != committed.end())
+        << "epoch " << epoch << " not committed";
+  }
+  EXPECT_EQ(read_json(other / "S.json")["committed_checkpoints"], nlohmann::json(committed));
+}
+
+// Every run that ends appends its record to D/runs.jsonl; the next run's log and summary show
+// the restart count and the history, and `inspect` prints it.
+TEST_F(Preemption, EveryRunIsRecordedInTheHistoryThatInspectPrints) {
+  ChildProcess job(job_command(), cwd_.path(), with_fault("epoch-task@3:1:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 1 never paused in epoch 3";
+  signal_paused_rank(*paused, SIGUSR1);
+  const auto preempted = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(preempted.has_value());
+  ASSERT_EQ(preempted->exit_code, 75) << preempted->err;
+  auto environment = kMpiEnvironment;
+  environment["SLURM_RESTART_COUNT"] = "1";  // as SLURM sets it in a requeued job
+  const auto resumed =
+      run_process(job_command({"--resume-from-epoch", "latest"}), cwd_.path(), environment);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("restart count 1; 1 earlier run(s) in the run history"),
+            std::string::npos)
+      << resumed.err;
+
+  std::vector<nlohmann::json> records;
+  std::istringstream lines(read_file(cwd_ / "D" / "runs.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    records.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(records.size(), 2u);
+  const auto& first = records[0];
+  EXPECT_TRUE(first["resumed_from"].is_null());
+  EXPECT_EQ(first["stop_kind"], "preempted");
+  EXPECT_EQ(first["stop_reason"], "preempted (SIGUSR1 on rank 1)");
+  EXPECT_EQ(first["epochs_run"], 3);
+  EXPECT_EQ(first["last_committed_epoch"], 3);
+  EXPECT_EQ(first["exit_code"], 75);
+  EXPECT_EQ(first["restart_count"], 0);
+  EXPECT_EQ(first["ranks"], 3);
+  EXPECT_TRUE(first["slurm_job_id"].is_null());
+  EXPECT_FALSE(first["host"].get<std::string>().empty());
+  for (const char* key : {"started_at", "ended_at"}) {
+    const auto time = first[key].get<std::string>();
+    EXPECT_EQ(time.size(), 20u) << time;  // 2026-11-23T12:10:00Z
+    EXPECT_EQ(time.back(), 'Z') << time;
+  }
+  const auto& second = records[1];
+  EXPECT_EQ(second["resumed_from"], 3);
+  EXPECT_EQ(second["stop_kind"], "stop_condition");
+  EXPECT_EQ(second["epochs_run"], 3);
+  EXPECT_EQ(second["last_committed_epoch"], 6);
+  EXPECT_EQ(second["exit_code"], 0);
+  EXPECT_EQ(second["restart_count"], 1);
+  const auto summary = read_json(cwd_ / "S.json");
+  EXPECT_EQ(summary["restart_count"], 1);
+  EXPECT_EQ(summary["history"], nlohmann::json(records));
+
+  const auto text = run_process({EPOCHRUN_BINARY, "inspect", "D"}, cwd_.path());
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("run history: 2 run(s)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("exit 75  preempted: preempted (SIGUSR1 on rank 1)"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("restart 1  resumed from 3"), std::string::npos) << text.out;
+  const auto json = run_process({EPOCHRUN_BINARY, "inspect", "D", "--json"}, cwd_.path());
+  EXPECT_EQ(nlohmann::json::parse(json.out)["history"], nlohmann::json(records));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/retention.hpp"
+#include "epochrun/run_history.hpp"
 #include "nlohmann/json.hpp"
 #include "sum_pipeline_fixture.hpp"
 #include "test_support.hpp"
@@ -99,7 +100,7 @@ TEST(Retention, DeleteOnSuccessRemovesTheCheckpointsOnlyAfterTheExitGroup) {
   auto summary = run_sum_pipeline(world, options, a);
   EXPECT_EQ(summary.deleted, (Epochs{0, 1, 2, 3, 4}));
   world.barrier();
-  EXPECT_TRUE(list_directory(scratch / "ok").empty());
+  EXPECT_EQ(list_directory(scratch / "ok"), std::vector<std::string>{kRunHistoryFileName});
 
   auto failing_job = jobs::make_sum_pipeline();
   std::int64_t committed_when_exit_ran = -1;

@@ -13,6 +13,7 @@
 #include "epochrun/job_runner.hpp"
 #include "epochrun/logging.hpp"
 #include "epochrun/mpi_session.hpp"
+#include "epochrun/run_history.hpp"
 #include "epochrun/run_summary.hpp"
 #include "epochrun/uploader.hpp"
 #include "epochrun/workspace.hpp"

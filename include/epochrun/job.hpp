@@ -46,6 +46,13 @@ class Job {
   void declare_output(std::string blob_name);
   const std::vector<std::string>& outputs() const { return outputs_; }
 
+  // Declares one of the job's options (its key without the "<job>." prefix) as defining the
+  // run: the data or the problem, such as a seed or a size. Resuming a checkpoint written with
+  // another value is refused (CheckpointMismatch) unless --allow-config-change names it; any
+  // other job option may change on resume (the change is logged and applied).
+  void declare_run_defining_option(std::string key);
+  const std::vector<std::string>& run_defining_options() const { return run_defining_options_; }
+
   // Declares a blob's dtype and shape; a loaded checkpoint must match (CheckpointMismatch).
   void expect_blob(std::string blob_name, DType dtype, Shape shape);
   const std::vector<BlobSpec>& expected_blobs() const { return expected_blobs_; }
@@ -55,6 +62,7 @@ class Job {
   std::vector<StopCondition> stop_conditions_;
   std::vector<std::string> outputs_;
   std::vector<BlobSpec> expected_blobs_;
+  std::vector<std::string> run_defining_options_;
 };
 
 }  // namespace epochrun

@@ -1,10 +1,11 @@
 // The JobRunner: runs a Job on every rank in the reference's order, with a checkpoint after
-// init and after every epoch.
+// init, after every epoch the checkpoint policy chooses, and after the last.
 //
 //   resume decision -> init (from scratch) or load -> checkpoint 0 (from scratch)
 //   -> loop { preemption since the last decision? -> epoch group
-//             -> stop flags and preemption signals to rank 0, rank 0 decides, broadcast
-//             -> save this epoch -> stop? }
+//             -> stop flags, preemption signals and time limit to rank 0, rank 0 decides,
+//                broadcast -> save this epoch (when the checkpoint policy or a stop says so)
+//             -> stop? }
 //   -> finished job: upload -> gather declared outputs to rank 0 -> download group
 //                    -> exit group -> delete-on-success
 //      interrupted (preempted): nothing more; exit code 75 asks for a requeue
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/checkpoint_policy.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/job.hpp"
 #include "epochrun/retention.hpp"
@@ -54,7 +56,10 @@ struct RunOptions {
   std::optional<std::int64_t> num_epochs;
   std::shared_ptr<Uploader> uploader;  // null: no upload
   std::string config_json = "{}";      // recorded in every checkpoint
+  // Run-defining job options ("<job>.<key>") that may differ from the resumed checkpoint's.
+  std::vector<std::string> allowed_config_changes;
   RetentionPolicy retention;           // applied after every commit
+  CheckpointPolicy checkpoint_policy;  // which epochs between init and the last are saved
   // Keras' backup-and-restore: the checkpoints are deleted once the exit group has succeeded.
   bool delete_checkpoints_on_success = false;
   // How long a rank whose task threw waits for the other ranks to learn of it. They may be
@@ -90,6 +95,9 @@ class JobRunner {
   const std::string& node_name() const { return node_name_; }
 
  private:
+  // The summary's identity fields, the restart count and history in the log, and (rank 0) the
+  // time limit.
+  RunSummary begin_run();
   // The resume decision and the load, or init and checkpoint 0. Returns the epoch resumed from.
   std::optional<std::int64_t> start(TaskContext& context, RunSummary& summary);
   // The epoch loop, from the epoch after `resumed` (or after init) until the decision to stop;
@@ -99,6 +107,8 @@ class JobRunner {
                           RunSummary& summary);
   // The steps that belong to a finished job: upload, download, exit, delete-on-success.
   void finish_job(TaskContext& context, RunSummary& summary);
+  // Rank 0: appends this run's record to the run history and reads the history back.
+  void record_run(std::chrono::system_clock::time_point started, RunSummary& summary) const;
   // The summary's closing fields, the same on every rank, and the closing log line.
   void close_summary(const StopDecision& decision, std::int64_t last_epoch,
                      RunSummary& summary) const;
@@ -108,6 +118,9 @@ class JobRunner {
   // Loads the first candidate that is not corrupt; nullopt when none is (start from scratch).
   std::optional<std::int64_t> load_newest_valid(const std::vector<std::int64_t>& candidates,
                                                 Workspace& workspace, RunSummary& summary);
+  // Rank 0 compares this run's configuration with the resumed checkpoint's: logs and records
+  // each change, and refuses (CheckpointMismatch, on every rank) a run-defining one.
+  void check_config_changes(std::int64_t epoch, RunSummary& summary) const;
   // CheckpointMismatch when a loaded blob is not what the job now declares.
   void check_loaded_blobs(const Workspace& workspace, const std::filesystem::path& file) const;
   // Returns the log text for the checkpoint (committed, or failed).
@@ -132,6 +145,7 @@ class JobRunner {
   std::vector<std::string> checkpointed_blobs_;
   std::optional<std::int64_t> last_committed_;  // by this run, or the epoch it resumed from
   std::unique_ptr<TimeBudget> time_budget_;     // rank 0's; measured on every rank
+  std::chrono::steady_clock::time_point last_commit_time_;  // for --checkpoint-interval
 };
 
 }  // namespace epochrun

@@ -19,6 +19,13 @@ struct FailedSave {
   std::string error;
 };
 
+// A job option whose value differs from the one recorded in the resumed checkpoint.
+struct ConfigChange {
+  std::string key;  // "sgd_regression.learning_rate"
+  nlohmann::json old_value;
+  nlohmann::json new_value;
+};
+
 struct RunSummary {
   std::string job;
   int num_ranks = 0;
@@ -40,6 +47,9 @@ struct RunSummary {
   int exit_code = 0;               // what the program returns (ExitCode)
   std::int64_t restart_count = 0;  // SLURM_RESTART_COUNT, 0 outside SLURM
   std::optional<std::string> slurm_job_id;
+  std::vector<ConfigChange> config_changes;  // rank 0, when resumed
+  // Rank 0: the checkpoint directory's run history (docs/PREEMPTION.md), this run's record last.
+  nlohmann::json history = nlohmann::json::array();
   double seconds = 0;
   GatheredBlobs outputs;  // rank 0: each node's declared outputs
 };

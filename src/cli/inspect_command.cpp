@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_line.hpp"
+#include "cli/run_history_report.hpp"
 #include "epochrun/epochrun.hpp"
 #include "json_text.hpp"
 
@@ -115,12 +116,16 @@ int inspect_command(int argc, char** argv) {
     epochs.push_back(describe_epoch(directory, epoch, verify));
     all_valid = all_valid && epochs.back()["valid"].get<bool>();
   }
+  const auto history = read_run_history(directory_name);
   if (json) {
-    std::cout << json_text(nlohmann::json{{"directory", directory_name}, {"checkpoints", epochs}},
+    std::cout << json_text(nlohmann::json{{"directory", directory_name},
+                                          {"checkpoints", epochs},
+                                          {"history", history}},
                            2)
               << "\n";
   } else {
     print_text(directory_name, epochs);
+    print_run_history(std::cout, history);
   }
   return static_cast<int>(all_valid ? ExitCode::kSuccess : ExitCode::kCheckpointError);
 }

@@ -40,8 +40,13 @@ po::options_description general_options(GeneralOptions& o) {
       "keep-last", po::value(&o.keep_last),
       "keep only the K newest checkpoints (older ones go once a newer one is committed)")(
       "keep-every", po::value(&o.keep_every), "also keep every epoch divisible by N as a snapshot")(
-      "delete-checkpoints-on-success", po::bool_switch(&o.delete_on_success),
-      "delete the checkpoints once the exit group has succeeded (backup-and-restore)")(
+      "checkpoint-every", po::value(&o.checkpoint_every),
+      "checkpoint every Nth epoch (default 1; with only --checkpoint-interval: by time alone); "
+      "init, the last epoch and a preemption or time-limit stop are always checkpointed")(
+      "checkpoint-interval", po::value(&o.checkpoint_interval),
+      "also checkpoint an epoch ending S seconds or more after the last committed checkpoint "
+      "(0: off)")("delete-checkpoints-on-success", po::bool_switch(&o.delete_on_success),
+                  "delete the checkpoints once the exit group has succeeded (backup-and-restore)")(
       "task-failure-timeout",
       po::value(&o.task_failure_timeout)->default_value(o.task_failure_timeout),
       "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
@@ -49,6 +54,9 @@ po::options_description general_options(GeneralOptions& o) {
       "preempt-signals", po::value(&o.preempt_signals)->default_value(o.preempt_signals),
       "signals that stop the run after the epoch in progress with a checkpoint and exit code 75 "
       "(names without SIG, comma-separated; none: no signal is caught)")(
+      "allow-config-change", po::value(&o.allow_config_change)->composing(),
+      "resume although this run-defining job option (e.g. sgd_regression.seed) differs from the "
+      "checkpoint's (repeatable)")(
       "time-budget", po::value(&o.time_budget),
       "seconds from the program start this run may take: it stops with a checkpoint and exit "
       "code 75 when the next epoch would not fit (under SLURM the job's end time also counts)")(
@@ -203,6 +211,13 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
     run.retention.keep_every = general.keep_every;
   }
   validate(run.retention);
+  if (values.count("checkpoint-every")) {
+    run.checkpoint_policy.every = general.checkpoint_every;
+  }
+  if (values.count("checkpoint-interval") && general.checkpoint_interval != 0) {
+    run.checkpoint_policy.interval_seconds = general.checkpoint_interval;
+  }
+  validate(run.checkpoint_policy);
   run.delete_checkpoints_on_success = general.delete_on_success;
   if (!(general.task_failure_timeout > 0 && general.task_failure_timeout <= 86400)) {
     throw UsageError("--task-failure-timeout must be more than 0 and at most 86400 seconds, got " +
@@ -210,6 +225,14 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   }
   run.task_failure_timeout = std::chrono::duration<double>(general.task_failure_timeout);
   run.preempt_signals = parse_preemption_signals(general.preempt_signals);
+  for (const auto& key : general.allow_config_change) {
+    if (key.rfind(job + ".", 0) != 0 || job_description.find_nothrow(key, false) == nullptr) {
+      throw UsageError("--allow-config-change '" + key + "' is not an option of job " + job +
+                       " (e.g. " + job + ".<key>; 'epochrun run --job " + job +
+                       " --help' lists them)");
+    }
+  }
+  run.allowed_config_changes = general.allow_config_change;
   if (values.count("time-budget")) {
     require_seconds(general.time_budget, "--time-budget", false);
     run.time_budget_seconds = general.time_budget;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "epochrun/job_registry.hpp"
 #include "epochrun/job_runner.hpp"
@@ -27,6 +28,9 @@ struct GeneralOptions {
   bool delete_on_success = false;
   double task_failure_timeout = 60;
   std::string preempt_signals = "USR1,TERM";
+  std::int64_t checkpoint_every = 1;
+  double checkpoint_interval = 0;
+  std::vector<std::string> allow_config_change;
   double time_budget = 0;
   double time_margin = 0;
 };
