@@ -266,7 +266,11 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     const std::string output = read_file(cwd_ / "job.out");
     ASSERT_EQ(info.state, "COMPLETED") << "job " << job_id_ << " (" << info.reason << ")\n"
                                        << output;
-    EXPECT_GE(info.restarts, 1) << output;
+    // A signal during the start-up may come before the launcher has started the ranks; it then
+    // drops it and the run goes on: what must hold is that the job still ends right.
+    if (preemption != Preemption::kUsr1AtStart) {
+      EXPECT_GE(info.restarts, 1) << output;
+    }
 
     // Bit-identical to the uninterrupted run: the final checkpoint and the model.
     EXPECT_EQ(newest_epoch(checkpoints), kLastEpoch) << output;
@@ -350,8 +354,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          Preemption::kRequeue, Preemption::kTimeLimit)),
     [](const auto& test) { return case_name(test.param); });
 
-// Under srun the ranks receive a signal during their start-up and die of it (docs/PREEMPTION.md);
-// mpirun drops one that comes before it has started its ranks, so the run just goes on.
+// A signal while the ranks start: depending on the instant, srun drops it (before it has started
+// the tasks), the ranks die of it (before they installed their handlers: the script requeues),
+// or they catch it (docs/PREEMPTION.md). srun only: mpirun adds no other outcome.
 INSTANTIATE_TEST_SUITE_P(SignalDuringStartUp, SlurmCluster,
                          ::testing::Values(std::tuple(Launcher::kSrun, Preemption::kUsr1AtStart)),
                          [](const auto& test) { return case_name(test.param); });
