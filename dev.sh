@@ -26,6 +26,8 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libxxhash-dev
   # the tests read checkpoints back with the ordinary HDF5 tools
   hdf5-tools python3-h5py
+  # the durability tests observe epochrun's fsyncs
+  strace
 )
 fuzz_packages=(clang libclang-rt-14-dev)
 

@@ -7,6 +7,7 @@
 #include "epochrun/names.hpp"
 #include "h5_attributes.hpp"
 #include "h5_types.hpp"
+#include "regular_file.hpp"
 
 namespace epochrun {
 namespace {
@@ -25,11 +26,14 @@ void write_blob_file(const std::filesystem::path& file, const std::map<std::stri
   h5::silence_error_printing();
   const auto temporary = temporary_sibling(file);
   try {
+    // Created with its final mode before HDF5 writes into it: never writable by others.
+    auto fd = create_new_file(temporary);
     {
       Handle fapl(H5Pcreate(H5P_FILE_ACCESS), "create file access list");
       h5::check(H5Pset_file_locking(fapl.get(), false, true), "disable file locking");
-      Handle h5file(H5Fcreate(temporary.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()),
-                    "create " + temporary.string());
+      Handle h5file(
+          H5Fcreate(descriptor_path(fd.get()).c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+          "create " + temporary.string());
       for (const auto& [name, value] : attributes) {
         h5::write_string_attribute(h5file.get(), name, value);
       }
@@ -49,8 +53,8 @@ void write_blob_file(const std::filesystem::path& file, const std::map<std::stri
       }
       h5file.close("close " + temporary.string());
     }
-    make_read_only_for_others(temporary);
-    fsync_file(temporary);
+    sync_file(fd.get(), temporary.string());
+    fd.close(temporary.string());
     rename_durably(temporary, file);
   } catch (const std::exception& error) {
     ::unlink(temporary.c_str());

@@ -76,8 +76,9 @@ std::vector<std::int64_t> CheckpointDirectory::committed_epochs() const {
   }
   for (const auto& entry : entries) {
     auto epoch = parse_checkpoint_file_name(entry.path().filename().string());
-    // A symlink or directory under a checkpoint's name is never taken for a checkpoint.
-    if (epoch && entry.is_regular_file() && !entry.is_symlink()) {
+    // A symlink or directory under a checkpoint's name is never taken for a checkpoint (the
+    // symlink test comes first: following a symlink loop would fail).
+    if (epoch && !entry.is_symlink(error) && entry.is_regular_file(error)) {
       epochs.push_back(*epoch);
     }
   }
@@ -107,41 +108,32 @@ std::string CheckpointDirectory::describe_missing(std::int64_t epoch) const {
 
 SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHeader& header,
                                     const Workspace& workspace,
-                                    const std::vector<std::string>& blob_names) const {
+                                    const std::vector<std::string>& blob_names,
+                                    std::chrono::duration<double> timeout) const {
   const auto started = std::chrono::steady_clock::now();
   const auto final_path = file_for(header.epoch);
   const std::string context = "save epoch " + std::to_string(header.epoch);
 
   // Rank 0 prepares the directory and picks the temporary name everyone writes to.
   std::string temporary;
-  run_on_root_then_agree(comm, context, [&] {
+  run_on_root_then_agree_within(comm, context, timeout, [&] {
     create_private_directories(directory_);
     temporary = temporary_sibling(final_path).string();
   });
   comm.broadcast(temporary);
 
-  auto discard_temporary = [&] {
-    if (comm.is_root()) {
-      ::unlink(temporary.c_str());  // gives the space of a failed attempt back
-    }
-  };
   try {
-    write_checkpoint_file(temporary, comm, header, workspace, blob_names);
-    // Every rank flushes what it wrote from its own client cache (on a parallel file system
-    // one rank's fsync does not flush another node's pages).
-    run_then_agree(comm, context + ": make durable", [&] {
-      if (comm.is_root()) {
-        make_read_only_for_others(temporary);
-      }
-      fsync_file(temporary);
-    });
+    // Complete, sealed and fsynced on every rank when it returns.
+    write_checkpoint_file(temporary, comm, header, workspace, blob_names, timeout);
     fault_point("save-before-rename", header.epoch);
     // The commit point: rank 0 renames the complete, durable file to its final name
     // (atomically replacing an older file of the same epoch) and makes the rename durable.
-    run_on_root_then_agree(comm, context + ": commit",
-                           [&] { rename_durably(temporary, final_path); });
+    run_on_root_then_agree_within(comm, context + ": commit", timeout,
+                                  [&] { rename_durably(temporary, final_path); });
   } catch (const std::exception& failure) {
-    discard_temporary();
+    if (comm.is_root()) {
+      ::unlink(temporary.c_str());  // gives the space of a failed attempt back
+    }
     throw SaveError(context + ": " + failure.what());
   }
 
@@ -164,13 +156,14 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
 
 std::vector<std::string> CheckpointDirectory::load(const Communicator& comm,
                                                    const CheckpointExpectation& expected,
-                                                   Workspace& workspace) const {
-  run_on_root_then_agree(comm, "load epoch " + std::to_string(expected.epoch), [&] {
+                                                   Workspace& workspace,
+                                                   std::chrono::duration<double> timeout) const {
+  run_on_root_then_agree_within(comm, "load epoch " + std::to_string(expected.epoch), timeout, [&] {
     if (!has_epoch(expected.epoch)) {
       throw CheckpointNotFound(describe_missing(expected.epoch));
     }
   });
-  return read_checkpoint_file(file_for(expected.epoch), comm, expected, workspace);
+  return read_checkpoint_file(file_for(expected.epoch), comm, expected, workspace, timeout);
 }
 
 bool CheckpointDirectory::load_blobs(std::int64_t epoch, const std::vector<BlobAddress>& wanted,
@@ -205,6 +198,12 @@ void CheckpointDirectory::remove(const std::vector<std::int64_t>& epochs) const 
   if (first_failure) {
     throw Error(*first_failure);
   }
+}
+
+int CheckpointDirectory::remove_stale_temporaries() const {
+  return epochrun::remove_stale_temporaries(directory_, [](const std::string& name) {
+    return parse_checkpoint_file_name(name).has_value() || name == kIndexFileName;
+  });
 }
 
 void CheckpointDirectory::write_index(const std::string& job) const {

@@ -1,5 +1,7 @@
 #include "collective_errors.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "epochrun/errors.hpp"
 
 namespace epochrun {
@@ -96,6 +98,20 @@ void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_erro
   } catch (const AgreementTimeout& timeout) {
     // Without the class tag describe() put in front.
     throw AgreementTimeout(context + ": " + std::string(timeout.what()).substr(1));
+  }
+  raise_agreed(agreed, context);
+}
+
+void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr local_error,
+                                const std::string& context, std::chrono::duration<double> timeout) {
+  std::optional<std::string> agreed;
+  try {
+    agreed = comm.first_error_within(describe_if_set(local_error), timeout);
+  } catch (const AgreementTimeout& timeout_error) {
+    spdlog::critical("{}: {}; aborting the job rather than letting it hang", context,
+                     timeout_error.what());
+    spdlog::default_logger()->flush();
+    comm.abort(static_cast<int>(ExitCode::kJobFailed));
   }
   raise_agreed(agreed, context);
 }

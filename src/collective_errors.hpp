@@ -24,6 +24,37 @@ void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_erro
 void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
                          const std::string& context, std::chrono::duration<double> patience);
 
+// The same, bounded on every rank (Communicator::first_error_within): for the steps of a save
+// or a load, where a rank that is stuck (a hung disk, a stopped process) must not hold the
+// others forever. When the ranks do not all arrive within `timeout`, logs one critical line
+// naming `context` and the ranks that did not come, and ends the job (MPI_Abort, exit code 1).
+void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr local_error,
+                                const std::string& context, std::chrono::duration<double> timeout);
+
+// Collective: runs `step` on this rank, then raise_if_any_failed_within.
+template <typename Step>
+void run_then_agree_within(const Communicator& comm, const std::string& context,
+                           std::chrono::duration<double> timeout, Step&& step) {
+  std::exception_ptr error;
+  try {
+    step();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  raise_if_any_failed_within(comm, error, context, timeout);
+}
+
+// Collective: run_then_agree_within with `step` run on rank 0 alone.
+template <typename Step>
+void run_on_root_then_agree_within(const Communicator& comm, const std::string& context,
+                                   std::chrono::duration<double> timeout, Step&& step) {
+  run_then_agree_within(comm, context, timeout, [&] {
+    if (comm.is_root()) {
+      step();
+    }
+  });
+}
+
 // Collective: runs `step` on this rank and raises the first failure of any rank on every rank,
 // with `context`.
 template <typename Step>

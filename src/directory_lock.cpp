@@ -41,6 +41,26 @@ bool same_file(int fd, const std::filesystem::path& path) {
          opened.st_dev == named.st_dev && opened.st_ino == named.st_ino;
 }
 
+bool is_regular_file(int fd) {
+  struct stat status {};
+  return ::fstat(fd, &status) == 0 && S_ISREG(status.st_mode);
+}
+
+constexpr char kRunUnlocked[] = "pass --no-directory-lock to run unlocked";
+
+[[noreturn]] void refuse(const std::filesystem::path& directory, const std::string& why,
+                         const std::string& remedy) {
+  throw CheckpointError("cannot lock checkpoint directory " + directory.string() + " (" + why +
+                        "): without the lock another run could use it at the same time; " + remedy);
+}
+
+// Something other than a lock file has the lock's name: a leftover, most likely.
+[[noreturn]] void refuse_obstacle(const std::filesystem::path& directory,
+                                  const std::filesystem::path& file, const std::string& what) {
+  refuse(directory, file.string() + " is " + what,
+         std::string("remove it if no run is using the directory, or ") + kRunUnlocked);
+}
+
 }  // namespace
 
 DirectoryLock::DirectoryLock(const std::filesystem::path& directory)
@@ -48,17 +68,26 @@ DirectoryLock::DirectoryLock(const std::filesystem::path& directory)
   try {
     create_private_directories(directory);
   } catch (const std::exception& error) {
-    unavailable_reason_ = error.what();
-    return;
+    refuse(directory, error.what(), std::string("fix that, or ") + kRunUnlocked);
   }
   // A run that ends unlinks the lock file while holding its lock, so a process that opened
   // the old file just before may lock an unlinked file: it checks that the name still leads
   // to what it locked, and starts over if not.
   for (int attempt = 0; attempt < 100; ++attempt) {
-    FileDescriptor fd(::open(file_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    FileDescriptor fd(
+        ::open(file_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
     if (!fd.valid()) {
-      unavailable_reason_ = errno_message("open " + file_.string());
-      return;
+      if (errno == ELOOP) {  // O_NOFOLLOW met a symlink, dangling or not
+        refuse_obstacle(directory, file_, "a symbolic link");
+      }
+      if (errno == EISDIR) {
+        refuse_obstacle(directory, file_, "a directory");
+      }
+      refuse(directory, errno_message("open " + file_.string()),
+             std::string("make the directory writable, or ") + kRunUnlocked);
+    }
+    if (!is_regular_file(fd.get())) {
+      refuse_obstacle(directory, file_, "not a regular file");
     }
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
       if (errno == EWOULDBLOCK) {
@@ -66,8 +95,8 @@ DirectoryLock::DirectoryLock(const std::filesystem::path& directory)
                               " is in use by another run (" + holder_of(fd.get()) +
                               "); one run per directory");
       }
-      unavailable_reason_ = errno_message("lock " + file_.string());
-      return;
+      refuse(directory, errno_message("lock " + file_.string()),
+             std::string("on a file system without flock, ") + kRunUnlocked);
     }
     if (!same_file(fd.get(), file_)) {
       continue;
@@ -80,13 +109,12 @@ DirectoryLock::DirectoryLock(const std::filesystem::path& directory)
     fd_ = std::move(fd);
     return;
   }
-  unavailable_reason_ = "the lock file " + file_.string() + " kept being replaced";
+  refuse(directory, "the lock file " + file_.string() + " kept being replaced",
+         std::string("try again, or ") + kRunUnlocked);
 }
 
 DirectoryLock::~DirectoryLock() {
-  if (held()) {
-    ::unlink(file_.c_str());
-  }
+  ::unlink(file_.c_str());
 }
 
 }  // namespace epochrun

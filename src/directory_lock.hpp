@@ -20,10 +20,11 @@ class DirectoryLock {
   // file), recording this process's pid and host in it. The kernel drops the lock when the
   // process dies, so a killed run never leaves a stale lock behind.
   //
-  // Throws CheckpointError naming the holder when another process holds the lock. When no
-  // lock can be taken at all -- the directory cannot be created or written, the file system
-  // has no locks -- nothing is held and unavailable_reason() says why: the run goes on, as it
-  // does when its saves fail there.
+  // Throws CheckpointError naming the holder when another process holds the lock, and
+  // CheckpointError saying why when no lock can be taken at all (the directory cannot be
+  // created or written, something other than a regular file has the lock's name, the file
+  // system has no locks): a run that went on unlocked could share the directory with another
+  // run unnoticed, so only the user may choose that (RunOptions::directory_lock).
   explicit DirectoryLock(const std::filesystem::path& directory);
   // Removes the lock file while still holding the lock (see the constructor for why that is
   // safe), then releases it.
@@ -31,13 +32,9 @@ class DirectoryLock {
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
 
-  bool held() const { return fd_.valid(); }
-  const std::string& unavailable_reason() const { return unavailable_reason_; }
-
  private:
   std::filesystem::path file_;
   FileDescriptor fd_{-1};
-  std::string unavailable_reason_;
 };
 
 }  // namespace epochrun

@@ -4,30 +4,22 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <string>
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
-#include "file_descriptor.hpp"
 
 namespace epochrun {
 namespace {
 
-FileDescriptor open_for_writing(const std::filesystem::path& file, const std::string& why) {
-  FileDescriptor fd(::open(file.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) {
-    throw Error(errno_message("open " + file.string() + " to " + why));
-  }
-  return fd;
-}
-
 // Truncating to the current size frees the blocks a KEEP_SIZE reservation left past the end.
-void truncate_to_own_size(int fd, const std::filesystem::path& file) {
+void truncate_to_own_size(int fd) {
   struct stat status {};
   if (::fstat(fd, &status) != 0 || ::ftruncate(fd, status.st_size) != 0) {
-    throw Error(errno_message("give back the space reserved past the end of " + file.string()));
+    throw Error(errno_message("give back the space reserved past the end of the checkpoint"));
   }
 }
 
@@ -54,29 +46,26 @@ void check_free_space(const std::filesystem::path& directory, std::uint64_t byte
   }
 }
 
-bool reserve_space(const std::filesystem::path& file, std::uint64_t bytes) {
-  auto fd = open_for_writing(file, "reserve space");
-  if (::fallocate(fd.get(), FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes)) == 0) {
+bool reserve_space(int fd, std::uint64_t bytes) {
+  if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes)) == 0) {
     return true;
   }
   const int cause = errno;
   if (cause == EOPNOTSUPP || cause == ENOSYS) {
     return false;
   }
-  // A failed fallocate may keep what it got; leave the disk as it was for HDF5's own writes.
-  truncate_to_own_size(fd.get(), file);
+  // A failed fallocate may keep what it got; leave the disk as it was.
+  truncate_to_own_size(fd);
   errno = cause;
   if (cause == ENOSPC || cause == EDQUOT) {
     throw Error(errno_message("not enough space: cannot reserve " + std::to_string(bytes) +
                               " bytes for the checkpoint"));
   }
-  throw Error(errno_message("reserve " + std::to_string(bytes) + " bytes for " + file.string()));
+  throw Error(errno_message("reserve " + std::to_string(bytes) + " bytes for the checkpoint"));
 }
 
-void release_space_beyond_end(const std::filesystem::path& file) {
-  auto fd = open_for_writing(file, "give back reserved space");
-  truncate_to_own_size(fd.get(), file);
-  fd.close(file.string());
+void release_space_beyond_end(int fd) {
+  truncate_to_own_size(fd);
 }
 
 }  // namespace epochrun

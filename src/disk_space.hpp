@@ -1,9 +1,9 @@
 // Making sure a file of a known size fits before writing it, and that the room stays there
 // while it is written. Internal to the library.
 //
-// Why: parallel HDF5 1.10 cannot report an I/O error that strikes only some ranks inside a
-// collective metadata flush -- the other ranks wait in it forever. So a checkpoint must not
-// meet a full disk half-way: it checks the room first and then reserves it.
+// Why: a save refused up front costs nothing, while one that meets a full disk half-way has
+// written gigabytes for nothing; and space that another process takes while a checkpoint is
+// written must not make that checkpoint fail.
 #pragma once
 
 #include <cstdint>
@@ -19,14 +19,15 @@ void check_file_size_limit(std::uint64_t bytes);
 // than `bytes` available to this user.
 void check_free_space(const std::filesystem::path& directory, std::uint64_t bytes);
 
-// Allocates disk blocks for the first `bytes` of `file` without changing its size
+// Allocates disk blocks for the first `bytes` of the file open as `fd` without changing its size
 // (fallocate, FALLOC_FL_KEEP_SIZE), so that writes inside that range cannot fail with ENOSPC
 // even if another process fills the disk meanwhile. Returns false when the file system
 // cannot reserve (NFSv3 and some others); the free-space check is then all there is.
 // Throws Error when the room is not there, after giving back any part it got.
-bool reserve_space(const std::filesystem::path& file, std::uint64_t bytes);
+bool reserve_space(int fd, std::uint64_t bytes);
 
-// Gives back blocks reserved beyond the end of `file` once it is complete. Throws Error.
-void release_space_beyond_end(const std::filesystem::path& file);
+// Gives back blocks reserved beyond the end of the file open as `fd` once it is complete.
+// Throws Error.
+void release_space_beyond_end(int fd);
 
 }  // namespace epochrun

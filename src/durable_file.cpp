@@ -4,15 +4,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
 
 namespace epochrun {
 namespace {
+
+// temporary_sibling's name: "." + target + kTemporaryMarker + pid + "." + kRandomDigits hex.
+constexpr char kTemporaryMarker[] = ".tmp.";
+constexpr std::size_t kRandomDigits = 16;
 
 void write_all(int fd, const char* data, std::size_t size, const std::string& what) {
   while (size > 0) {
@@ -54,6 +61,11 @@ void replace_atomically(const std::filesystem::path& target, Fill fill,
   }
 }
 
+// The directory that holds the entry `path` names ("." for a bare name).
+std::filesystem::path parent_directory(const std::filesystem::path& path) {
+  return path.has_parent_path() ? path.parent_path() : ".";
+}
+
 // fsync through a read-only descriptor: works for directories, and for a file that another
 // process (another rank) wrote.
 void fsync_path(const std::filesystem::path& path, int open_flags, const std::string& what) {
@@ -91,9 +103,11 @@ void fsync_directory(const std::filesystem::path& directory) {
 
 void create_private_directories(const std::filesystem::path& directory) {
   std::filesystem::path partial;
+  std::vector<std::filesystem::path> created;
   for (const auto& component : directory) {
     partial /= component;
     if (::mkdir(partial.c_str(), 0755) == 0) {
+      created.push_back(partial);
       continue;
     }
     if (errno != EEXIST) {
@@ -104,29 +118,30 @@ void create_private_directories(const std::filesystem::path& directory) {
       throw Error("create directory " + partial.string() + ": a non-directory is in the way");
     }
   }
+  // A new directory survives a power loss only once its entry in its parent is on disk. The
+  // deepest first: no directory of the chain becomes durable before what this call created
+  // beneath it.
+  for (auto made = created.rbegin(); made != created.rend(); ++made) {
+    fsync_directory(parent_directory(*made));
+  }
 }
 
 void rename_durably(const std::filesystem::path& temporary, const std::filesystem::path& target) {
   if (::rename(temporary.c_str(), target.c_str()) != 0) {
     throw Error(errno_message("rename to " + target.string()));
   }
-  fsync_directory(target.parent_path().empty() ? "." : target.parent_path());
+  fsync_directory(parent_directory(target));
 }
 
-void make_read_only_for_others(const std::filesystem::path& file) {
-  FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0 || ::fchmod(fd.get(), 0644) != 0) {
-    throw Error(errno_message("set the mode of " + file.string()));
-  }
-}
-
-int remove_stale_temporaries(const std::filesystem::path& directory) {
+int remove_stale_temporaries(const std::filesystem::path& directory,
+                             const std::function<bool(const std::string&)>& is_ours) {
   int removed = 0;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-    const auto name = entry.path().filename().string();
-    if (name.starts_with(".") && name.find(".tmp.") != std::string::npos &&
-        entry.is_regular_file() && !entry.is_symlink() && ::unlink(entry.path().c_str()) == 0) {
+    const auto target = temporary_target(entry.path().filename().string());
+    // Never through a symlink, nor following one (a symlink loop would fail).
+    if (target && is_ours(*target) && !entry.is_symlink(error) && entry.is_regular_file(error) &&
+        ::unlink(entry.path().c_str()) == 0) {
       ++removed;
     }
   }
@@ -135,9 +150,32 @@ int remove_stale_temporaries(const std::filesystem::path& directory) {
 
 std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
   static thread_local std::mt19937_64 generator{std::random_device{}()};
-  return target.parent_path() /
-         ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-          std::to_string(generator() % 1000000000));
+  char random[kRandomDigits + 1];
+  std::snprintf(random, sizeof random, "%016llx", static_cast<unsigned long long>(generator()));
+  return target.parent_path() / ("." + target.filename().string() + kTemporaryMarker +
+                                 std::to_string(::getpid()) + "." + random);
+}
+
+std::optional<std::string> temporary_target(std::string_view name) {
+  auto is_hex_digit = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  // From the end: the random part, the pid, the marker; what is left is the target.
+  if (name.size() < kRandomDigits + 1 ||
+      !std::all_of(name.end() - kRandomDigits, name.end(), is_hex_digit) ||
+      name[name.size() - kRandomDigits - 1] != '.') {
+    return std::nullopt;
+  }
+  name.remove_suffix(kRandomDigits + 1);
+  const auto pid_start = name.find_last_not_of("0123456789") + 1;
+  const auto pid = name.substr(pid_start);
+  if (pid.empty() || pid.size() > 10 || pid.front() == '0') {
+    return std::nullopt;
+  }
+  name.remove_suffix(pid.size());
+  const std::string_view marker = kTemporaryMarker;
+  if (!name.ends_with(marker) || name.size() < marker.size() + 2 || name.front() != '.') {
+    return std::nullopt;
+  }
+  return std::string(name.substr(1, name.size() - marker.size() - 1));
 }
 
 void write_file_atomically(const std::filesystem::path& target, std::string_view content) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,8 +19,9 @@ void fsync_file(const std::filesystem::path& file);
 // Makes a rename or unlink in `directory` durable. Throws Error.
 void fsync_directory(const std::filesystem::path& directory);
 
-// mkdir -p with mode 0755 for every directory it creates, whatever the umask: checkpoint
-// directories are never group- or world-writable. Throws Error.
+// mkdir -p with mode 0755 (narrowed by the umask) for every directory it creates: checkpoint
+// directories are never group- or world-writable. Each created directory is fsynced into its
+// parent, so that it survives a power loss. Throws Error.
 void create_private_directories(const std::filesystem::path& directory);
 
 // The commit step of every write-then-rename in epochrun: renames `temporary` over `target`
@@ -27,21 +29,22 @@ void create_private_directories(const std::filesystem::path& directory);
 // Throws Error.
 void rename_durably(const std::filesystem::path& temporary, const std::filesystem::path& target);
 
-// Sets a file we created to 0644 (HDF5 and MPI-IO create files with 0666 minus the umask):
-// checkpoints are never group- or world-writable. Refuses to follow a symlink. Throws Error.
-void make_read_only_for_others(const std::filesystem::path& file);
-
 // A temporary name beside `target` that no committed file ever has:
-// ".<target name>.tmp.<pid>.<random>".
+// ".<target name>.tmp.<pid>.<random>", the random part 16 lowercase hexadecimal digits.
 std::filesystem::path temporary_sibling(const std::filesystem::path& target);
+// The target name of a name temporary_sibling made, exactly as it makes them; nullopt for
+// any other name, however alike.
+std::optional<std::string> temporary_target(std::string_view file_name);
 
-// Deletes the temporary files that an interrupted save, index update or upload left in
-// `directory` (names made by temporary_sibling; regular files only, never through a symlink).
-// Returns how many. One run per directory at a time is assumed.
-int remove_stale_temporaries(const std::filesystem::path& directory);
+// Deletes the temporary files that an interrupted write left in `directory`: only names
+// temporary_sibling made for a target name `is_ours` accepts, regular files only, never
+// through a symlink. Returns how many. One run per directory at a time is assumed.
+int remove_stale_temporaries(const std::filesystem::path& directory,
+                             const std::function<bool(const std::string&)>& is_ours);
 
-// Writes `content` to `target` atomically: temporary sibling (O_EXCL, O_NOFOLLOW, 0644),
-// fsync, rename, directory fsync. Throws Error and leaves no temporary file behind.
+// Writes `content` to `target` atomically: temporary sibling (O_EXCL, O_NOFOLLOW, 0644 narrowed
+// by the umask), fsync, rename, directory fsync. Throws Error and leaves no temporary file
+// behind.
 void write_file_atomically(const std::filesystem::path& target, std::string_view content);
 
 // Copies `source` to `target` with the same guarantees as write_file_atomically.

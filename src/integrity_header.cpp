@@ -1,7 +1,5 @@
 #include "integrity_header.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -11,7 +9,7 @@
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
-#include "file_descriptor.hpp"
+#include "regular_file.hpp"
 
 namespace epochrun {
 namespace {
@@ -35,22 +33,6 @@ std::uint64_t get_u64(std::span<const std::byte> bytes, std::size_t at) {
   return value;
 }
 
-void read_exactly(int fd, std::uint64_t offset, std::byte* out, std::size_t size,
-                  const std::string& what) {
-  while (size > 0) {
-    ssize_t got = ::pread(fd, out, size, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      throw CorruptCheckpoint(what + ": short read at byte " + std::to_string(offset));
-    }
-    out += got;
-    offset += static_cast<std::uint64_t>(got);
-    size -= static_cast<std::size_t>(got);
-  }
-}
-
 // xxh64 over [user_block_size, file_size) minus the (sorted, disjoint) extents.
 std::uint64_t hash_metadata(int fd, const IntegrityHeader& header, const std::string& what) {
   std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
@@ -61,7 +43,7 @@ std::uint64_t hash_metadata(int fd, const IntegrityHeader& header, const std::st
     while (begin < end) {
       const auto size =
           static_cast<std::size_t>(std::min<std::uint64_t>(end - begin, buffer.size()));
-      read_exactly(fd, begin, buffer.data(), size, what);
+      read_at(fd, begin, std::span(buffer.data(), size), what);
       XXH64_update(state.get(), buffer.data(), size);
       begin += size;
     }
@@ -119,25 +101,18 @@ IntegrityHeader decode_integrity_header(std::span<const std::byte> bytes,
   }
   std::size_t at = kMagicSize;
   const auto version = get_u64(bytes, at);
-  if (version != kIntegrityHeaderVersion) {
-    throw CheckpointMismatch("integrity header version " + std::to_string(version) +
-                             " is not the version this epochrun reads (" +
-                             std::to_string(kIntegrityHeaderVersion) + ")");
-  }
   IntegrityHeader header;
   header.user_block_size = get_u64(bytes, at += 8);
   header.file_size = get_u64(bytes, at += 8);
   header.metadata_xxh64 = get_u64(bytes, at += 8);
   const auto count = get_u64(bytes, at += 8);
   at += 8;
+  // Only what locating the header's own checksum needs is checked before that checksum; every
+  // other field, the version included, is believed only once the checksum matched, so that a
+  // damaged header always reads as damage (never as, say, a newer version).
   const auto& size = header.user_block_size;
   if (size < kMinUserBlockSize || size > kMaxUserBlockSize || (size & (size - 1)) != 0) {
     throw CorruptCheckpoint("integrity header: invalid user block size " + std::to_string(size));
-  }
-  if (header.file_size != actual_file_size) {
-    throw CorruptCheckpoint("the file has " + std::to_string(actual_file_size) + " bytes, " +
-                            std::to_string(header.file_size) +
-                            " were committed (truncated or extended)");
   }
   if (size > actual_file_size || size > bytes.size()) {
     throw CorruptCheckpoint("integrity header: user block larger than the file");
@@ -149,6 +124,16 @@ IntegrityHeader decode_integrity_header(std::span<const std::byte> bytes,
   const std::size_t hashed = kFixedSize + 16 * static_cast<std::size_t>(count);
   if (get_u64(bytes, hashed) != XXH64(bytes.data(), hashed, 0)) {
     throw CorruptCheckpoint("integrity header: its own checksum does not match (damaged header)");
+  }
+  if (version != kIntegrityHeaderVersion) {
+    throw CheckpointMismatch("integrity header version " + std::to_string(version) +
+                             " is not the version this epochrun reads (" +
+                             std::to_string(kIntegrityHeaderVersion) + ")");
+  }
+  if (header.file_size != actual_file_size) {
+    throw CorruptCheckpoint("the file has " + std::to_string(actual_file_size) + " bytes, " +
+                            std::to_string(header.file_size) +
+                            " were committed (truncated or extended)");
   }
   std::uint64_t previous_end = size;
   for (std::uint64_t i = 0; i < count; ++i) {
@@ -166,52 +151,41 @@ IntegrityHeader decode_integrity_header(std::span<const std::byte> bytes,
   return header;
 }
 
-void seal_checkpoint_file(const std::filesystem::path& file, std::uint64_t user_block_size,
+void seal_checkpoint_file(int fd, const std::string& what, std::uint64_t user_block_size,
                           std::vector<DataExtent> extents) {
   std::sort(extents.begin(), extents.end(),
             [](const DataExtent& a, const DataExtent& b) { return a.offset < b.offset; });
-  FileDescriptor fd(::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) {
-    throw Error(errno_message("open " + file.string() + " to seal it"));
-  }
   IntegrityHeader header;
   header.user_block_size = user_block_size;
-  header.file_size = static_cast<std::uint64_t>(::lseek(fd.get(), 0, SEEK_END));
+  header.file_size = file_size(fd);
   header.extents = std::move(extents);
-  header.metadata_xxh64 = hash_metadata(fd.get(), header, file.string());
-  const auto bytes = encode_integrity_header(header);
-  if (::pwrite(fd.get(), bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) {
-    throw Error(errno_message("write the integrity header of " + file.string()));
-  }
+  header.metadata_xxh64 = hash_metadata(fd, header, what);
+  write_at(fd, 0, encode_integrity_header(header), "the integrity header of " + what);
 }
 
-void verify_checkpoint_file(const std::filesystem::path& file) {
-  const std::string what = "checkpoint " + file.string();
-  FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) {
-    throw CheckpointError(errno_message("open"));
-  }
-  const auto file_size = static_cast<std::uint64_t>(::lseek(fd.get(), 0, SEEK_END));
+IntegrityHeader verify_checkpoint_file(int fd, const std::string& what) {
   try {
+    const auto size_of_file = file_size(fd);
     // The first 512 bytes say how large the whole user block is.
     std::vector<std::byte> bytes(
-        static_cast<std::size_t>(std::min<std::uint64_t>(kMinUserBlockSize, file_size)));
-    read_exactly(fd.get(), 0, bytes.data(), bytes.size(), what);
+        static_cast<std::size_t>(std::min<std::uint64_t>(kMinUserBlockSize, size_of_file)));
+    read_at(fd, 0, bytes, what);
     if (bytes.size() >= kFixedSize && std::memcmp(bytes.data(), kMagic, kMagicSize) == 0) {
       const auto size = get_u64(bytes, kMagicSize + 8);
-      if (size > bytes.size() && size <= std::min(kMaxUserBlockSize, file_size)) {
+      if (size > bytes.size() && size <= std::min(kMaxUserBlockSize, size_of_file)) {
         bytes.resize(static_cast<std::size_t>(size));
-        read_exactly(fd.get(), 0, bytes.data(), bytes.size(), what);
+        read_at(fd, 0, bytes, what);
       }
     }
-    const auto header = decode_integrity_header(bytes, file_size);
-    const auto actual = hash_metadata(fd.get(), header, what);
-    if (actual != header.metadata_xxh64) {
+    auto header = decode_integrity_header(bytes, size_of_file);
+    if (hash_metadata(fd, header, what) != header.metadata_xxh64) {
       throw CorruptCheckpoint("its HDF5 metadata does not match the checksum recorded at commit");
     }
+    return header;
   } catch (const CheckpointMismatch&) {
     throw;
-  } catch (const CheckpointError& error) {
+  } catch (const Error& error) {
+    // A short read or an I/O error: the file cannot be what was committed.
     throw CorruptCheckpoint(error.what());
   }
 }

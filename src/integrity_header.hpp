@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace epochrun {
@@ -43,11 +44,13 @@ std::vector<std::byte> encode_integrity_header(const IntegrityHeader& header);
 IntegrityHeader decode_integrity_header(std::span<const std::byte> bytes,
                                         std::uint64_t actual_file_size);
 
-// Computes the metadata hash of a closed HDF5 file and writes the header into its user block.
-// Throws Error.
-void seal_checkpoint_file(const std::filesystem::path& file, std::uint64_t user_block_size,
+// Computes the metadata hash of a closed HDF5 file, open read-write as `fd`, and writes the
+// header into its user block. `what` names the file in errors. Throws Error.
+void seal_checkpoint_file(int fd, const std::string& what, std::uint64_t user_block_size,
                           std::vector<DataExtent> extents);
-// Throws CorruptCheckpoint unless `file` carries a valid header that matches its bytes.
-void verify_checkpoint_file(const std::filesystem::path& file);
+// Returns the header of the file open as `fd` when it carries a valid header that matches its
+// bytes; throws CorruptCheckpoint (or CheckpointMismatch for an intact header of another
+// version) naming what is wrong otherwise.
+IntegrityHeader verify_checkpoint_file(int fd, const std::string& what);
 
 }  // namespace epochrun

@@ -101,7 +101,7 @@ std::vector<std::int64_t> JobRunner::resume_candidates() const {
     const auto& request = options_.resume;
     CheckpointDirectory directory(options_.checkpoint_dir);
     // A run killed inside a save leaves its temporary file behind: give that space back.
-    if (const int stale = remove_stale_temporaries(options_.checkpoint_dir); stale > 0) {
+    if (const int stale = directory.remove_stale_temporaries(); stale > 0) {
       spdlog::info("removed {} temporary file(s) of an interrupted save", stale);
     }
     if (request.kind != ResumeRequest::Kind::kFromScratch && options_.checkpoint_dir.empty()) {
@@ -128,7 +128,8 @@ std::optional<std::int64_t> JobRunner::load_newest_valid(
     const auto load_started = Clock::now();
     try {
       checkpointed_blobs_ =
-          directory.load(comm_, CheckpointExpectation{epoch, job_.name(), node_names_}, workspace);
+          directory.load(comm_, CheckpointExpectation{epoch, job_.name(), node_names_}, workspace,
+                         options_.save_timeout);
     } catch (const CorruptCheckpoint& error) {
       // An explicit epoch must load or fail; `latest` falls back to the previous valid one.
       if (options_.resume.kind != ResumeRequest::Kind::kLatest) {
@@ -196,10 +197,14 @@ RunSummary JobRunner::run(Workspace& workspace) {
     if (options_.checkpoint_dir.empty()) {
       return;
     }
-    lock.emplace(options_.checkpoint_dir);
-    if (!lock->held()) {
-      spdlog::warn("running without the checkpoint directory lock: {}", lock->unavailable_reason());
+    if (!options_.directory_lock) {
+      spdlog::warn(
+          "running without the checkpoint directory lock (--no-directory-lock): no other "
+          "run may use {} meanwhile",
+          options_.checkpoint_dir.string());
+      return;
     }
+    lock.emplace(options_.checkpoint_dir);
   });
 
   auto summary = begin_run();
@@ -404,7 +409,7 @@ std::string JobRunner::save(std::int64_t epoch, const Workspace& workspace, RunS
   header.config_json = options_.config_json;
   try {
     auto stats = CheckpointDirectory(options_.checkpoint_dir)
-                     .save(comm_, header, workspace, checkpointed_blobs_);
+                     .save(comm_, header, workspace, checkpointed_blobs_, options_.save_timeout);
     summary.committed.push_back(epoch);
     last_committed_ = epoch;
     last_commit_time_ = Clock::now();

@@ -19,7 +19,10 @@ std::string DirectoryUploader::upload(const std::filesystem::path& file) {
   const auto target = directory_ / file.filename();
   try {
     create_private_directories(directory_);
-    remove_stale_temporaries(directory_);  // of an upload that was killed part-way
+    // Of an upload that was killed part-way: only checkpoints are uploaded.
+    remove_stale_temporaries(directory_, [](const std::string& name) {
+      return parse_checkpoint_file_name(name).has_value();
+    });
     const auto epoch = parse_checkpoint_file_name(file.filename().string()).value_or(-1);
     copy_file_atomically(file, target, [epoch] { fault_point("upload", epoch); });
   } catch (const std::exception& error) {

@@ -154,24 +154,43 @@ TEST(CheckpointValidation, AValidHdf5FileWithoutTheIntegrityHeaderIsRefused) {
   EXPECT_NE(message.find("no epochrun integrity header"), std::string::npos) << message;
 }
 
-TEST(CheckpointValidation, LatestSkipsACorruptNewestEpochAndRecommitsIt) {
+// Damages epoch 4 of a finished run; `latest` must skip it with `expected` in its reason,
+// resume from epoch 3, and run epoch 4 again, replacing its checkpoint by a good one.
+template <typename Damage>
+void expect_latest_skips_damaged_epoch_4(Damage damage, const std::string& expected) {
   const auto world = Communicator::world();
   ScratchDir directory(world);
-  run_then_damage(world, directory.path(), 4, [](const std::filesystem::path& damaged) {
-    ASSERT_TRUE(flip_bit_in_pattern(damaged, int64_bytes(0, 10), 2, 8));
-  });
+  run_then_damage(world, directory.path(), 4, damage);
   Workspace workspace;
   auto summary =
       run_sum_pipeline(world, options_for(directory.path(), ResumeRequest::latest()), workspace);
   EXPECT_EQ(summary.resumed_from, 3);
   ASSERT_EQ(summary.skipped_corrupt.size(), 1u);
   EXPECT_EQ(summary.skipped_corrupt[0].epoch, 4);
-  EXPECT_NE(summary.skipped_corrupt[0].error.find("checksum mismatch"), std::string::npos);
+  EXPECT_NE(summary.skipped_corrupt[0].error.find(expected), std::string::npos)
+      << summary.skipped_corrupt[0].error;
   EXPECT_EQ(total_of(workspace), 145);
-  // Epoch 4 was run again and its checkpoint replaced by a good one.
   Workspace reloaded;
   CheckpointDirectory(directory.path()).load(world, sum_pipeline_expectation(world, 4), reloaded);
   EXPECT_EQ(total_of(reloaded), 145);
+}
+
+TEST(CheckpointValidation, LatestSkipsACorruptNewestEpochAndRecommitsIt) {
+  expect_latest_skips_damaged_epoch_4(
+      [](const std::filesystem::path& damaged) {
+        ASSERT_TRUE(flip_bit_in_pattern(damaged, int64_bytes(0, 10), 2, 8));
+      },
+      "checksum mismatch");
+}
+
+// One bit flipped in the integrity header's version field: damage, so `latest` skips that
+// epoch (before, it was taken for another version and failed the whole resume with exit 3).
+TEST(CheckpointValidation, LatestSkipsAnEpochWhoseHeaderVersionIsDamaged) {
+  expect_latest_skips_damaged_epoch_4(
+      [](const std::filesystem::path& damaged) {
+        ASSERT_TRUE(flip_bit_in_pattern(damaged, "EPOCHRUN-CKPT-INTEGRITY\n", 0, 24));
+      },
+      "damaged header");
 }
 
 TEST(CheckpointValidation, LatestStartsFromScratchWhenEveryEpochIsCorrupt) {

@@ -1,14 +1,21 @@
 // Crafted checkpoints that pass the integrity header -- a forger can recompute its hashes -- must
 // still be refused by epochrun's reader with a clear error: no crash, and no allocation larger
 // than the file justifies. Built with the HDF5 C API, then sealed as a real commit would be.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include <atomic>
 #include <functional>
+#include <thread>
 
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "epochrun/errors.hpp"
+#include "file_descriptor.hpp"
 #include "integrity_header.hpp"
 #include "test_support.hpp"
 
@@ -51,6 +58,13 @@ void write_names(hid_t object, const char* name, const std::vector<std::string>&
   H5Tclose(type);
 }
 
+// Seals `file` as a commit does, with `extents` as its raw-data extents.
+void seal(const std::filesystem::path& file, std::vector<DataExtent> extents) {
+  FileDescriptor fd(::open(file.c_str(), O_RDWR));
+  ASSERT_TRUE(fd.valid()) << file;
+  seal_checkpoint_file(fd.get(), file.string(), 512, std::move(extents));
+}
+
 struct Craft {
   std::function<void(hid_t file)> root = nullptr;  // replaces the valid root attributes
   std::function<void(hid_t node)> node = nullptr;  // fills /nodes/trainer_0
@@ -83,7 +97,7 @@ std::filesystem::path crafted_checkpoint(const std::filesystem::path& directory,
   H5Gclose(nodes);
   H5Fclose(h5file);
   H5Pclose(fcpl);
-  seal_checkpoint_file(file, 512, {});
+  seal(file, {});
   return file;
 }
 
@@ -216,6 +230,136 @@ TEST_F(CraftedFile, ANewerFormatVersionIsAMismatchNamingBothVersions) {
               std::string::npos)
         << error.what();
   }
+}
+
+// Plays the writer of a FIFO after 10 s unless disarmed first, so that a reader blocked on
+// the FIFO fails the test (blocked()) instead of hanging it.
+class FifoWatchdog {
+ public:
+  explicit FifoWatchdog(std::filesystem::path fifo)
+      : fifo_(std::move(fifo)), thread_([this] {
+          for (int waited = 0; waited < 1000 && !done_; ++waited) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          if (!done_) {
+            blocked_ = true;
+            ::close(::open(fifo_.c_str(), O_RDWR | O_NONBLOCK));
+          }
+        }) {}
+  ~FifoWatchdog() { disarm(); }
+
+  // Stops the watchdog; true when it had to unblock a reader.
+  bool disarm() {
+    done_ = true;
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+    return blocked_;
+  }
+
+ private:
+  std::filesystem::path fifo_;
+  std::atomic<bool> done_ = false;
+  std::atomic<bool> blocked_ = false;
+  std::thread thread_;
+};
+
+// A dataset of 8 bytes whose creation properties `configure` sets (external storage, a layout,
+// filters), with the given xxh64 attribute.
+void dataset_with(hid_t node, const char* name, const std::function<void(hid_t dcpl)>& configure,
+                  std::uint64_t xxh64 = 0) {
+  hsize_t count = 8;
+  hid_t space = H5Screate_simple(1, &count, nullptr);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  configure(dcpl);
+  hid_t created = H5Dcreate2(node, name, H5T_STD_U8LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  ASSERT_GE(created, 0) << name;
+  write_int(created, "xxh64", static_cast<std::int64_t>(xxh64), H5T_STD_U64LE);
+  H5Dclose(created);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+}
+
+// A crafted checkpoint whose one blob "x" is `configure`d, refused as corrupt (not read);
+// `expected` is in the message.
+void expect_refused_before_reading(const std::filesystem::path& directory,
+                                   const std::function<void(hid_t dcpl)>& configure,
+                                   const std::string& expected, std::uint64_t xxh64 = 0) {
+  auto file = crafted_checkpoint(directory, {.node = [&](hid_t node) {
+                                   write_names(node, "blob_names", {"x"});
+                                   dataset_with(node, "x", configure, xxh64);
+                                 }});
+  try {
+    CheckpointReader reader(file);
+    ADD_FAILURE() << "accepted";
+  } catch (const CorruptCheckpoint& error) {
+    EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+  }
+  // A resume refuses it the same way (`latest` skips a CorruptCheckpoint).
+  Workspace workspace;
+  EXPECT_THROW(
+      CheckpointDirectory(directory).load(
+          Communicator::self(), CheckpointExpectation{1, "crafted", {"trainer_0"}}, workspace),
+      CorruptCheckpoint);
+}
+
+// External storage makes HDF5 read the data from another file: a FIFO would block the reader
+// forever, and /etc/passwd would be read (with a forged checksum, even accepted).
+TEST_F(CraftedFile, ExternalStorageIsRefusedBeforeAnyRead) {
+  const auto fifo = directory_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  FifoWatchdog watchdog(fifo);
+  expect_refused_before_reading(
+      directory_.path(), [&](hid_t dcpl) { H5Pset_external(dcpl, fifo.c_str(), 0, 8); },
+      "keeps its data in external files");
+  EXPECT_FALSE(watchdog.disarm()) << "the external FIFO was opened for reading";
+  const auto passwd = read_file("/etc/passwd").substr(0, 8);
+  expect_refused_before_reading(
+      directory_.path(), [](hid_t dcpl) { H5Pset_external(dcpl, "/etc/passwd", 0, 8); },
+      "keeps its data in external files", XXH64(passwd.data(), passwd.size(), 0));
+}
+
+TEST_F(CraftedFile, VirtualChunkedFilteredAndCompactDatasetsAreRefused) {
+  expect_refused_before_reading(
+      directory_.path(),
+      [](hid_t dcpl) {
+        hsize_t count = 8;
+        hid_t source = H5Screate_simple(1, &count, nullptr);
+        H5Pset_virtual(dcpl, source, "/etc/passwd", "/data", source);
+        H5Sclose(source);
+      },
+      "not stored contiguously");
+  for (bool deflated : {false, true}) {
+    expect_refused_before_reading(
+        directory_.path(),
+        [&](hid_t dcpl) {
+          hsize_t chunk = 4;
+          H5Pset_chunk(dcpl, 1, &chunk);
+          if (deflated) {
+            H5Pset_deflate(dcpl, 6);
+          }
+        },
+        "not stored contiguously");
+  }
+  expect_refused_before_reading(
+      directory_.path(), [](hid_t dcpl) { H5Pset_layout(dcpl, H5D_COMPACT); },
+      "not stored contiguously");
+}
+
+// A FIFO renamed over a checkpoint's name after the directory was listed: opening it for
+// reading would wait for a writer forever. It is refused at once.
+TEST_F(CraftedFile, AFifoUnderACheckpointNameIsRefusedWithoutBlocking) {
+  const auto file = CheckpointDirectory(directory_.path()).file_for(1);
+  ASSERT_EQ(::mkfifo(file.c_str(), 0644), 0);
+  FifoWatchdog watchdog(file);
+  try {
+    CheckpointReader reader(file);
+    ADD_FAILURE() << "a FIFO was accepted as a checkpoint";
+  } catch (const CheckpointError& error) {
+    EXPECT_NE(std::string(error.what()).find("not a regular file"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_FALSE(watchdog.disarm()) << "opening the FIFO blocked until the watchdog wrote to it";
 }
 
 }  // namespace

@@ -43,6 +43,17 @@ TEST(IntegrityHeader, EveryDamagedHeaderByteIsRejected) {
   }
 }
 
+// A damaged version field is damage, not a newer version: the header's own checksum is checked
+// first, so `latest` skips such a file instead of refusing the whole resume.
+TEST(IntegrityHeader, ADamagedVersionFieldIsCorruptionNotAnotherVersion) {
+  const auto good = encode_integrity_header(sample());
+  for (std::size_t bit = 0; bit < 64; ++bit) {
+    auto bytes = good;
+    bytes[24 + bit / 8] ^= std::byte{static_cast<unsigned char>(1U << (bit % 8))};
+    EXPECT_THROW(decode_integrity_header(bytes, 10000), CorruptCheckpoint) << "bit " << bit;
+  }
+}
+
 TEST(IntegrityHeader, ATruncatedOrExtendedFileIsNamed) {
   const auto bytes = encode_integrity_header(sample());
   try {

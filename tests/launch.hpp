@@ -3,6 +3,7 @@
 // EPOCHRUN_BINARY are compile definitions of the process-level test targets.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,27 @@ inline std::vector<std::string> epochrun_on_ranks(int ranks, const std::vector<s
   argv.push_back(EPOCHRUN_BINARY);
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
+}
+
+// The options of a small sgd_regression that runs exactly `max_epochs` epochs (a few ms each):
+// what the process-level tests run when they need a real job.
+inline std::vector<std::string> small_sgd_regression_options(std::int64_t max_epochs) {
+  return {"--job",
+          "sgd_regression",
+          "--log-level",
+          "warn",
+          "--sgd_regression.features",
+          "4",
+          "--sgd_regression.samples_per_rank",
+          "256",
+          "--sgd_regression.batches_per_epoch",
+          "32",
+          "--sgd_regression.max_epochs",
+          std::to_string(max_epochs),
+          "--sgd_regression.loss_threshold",
+          "0",
+          "--sgd_regression.model_file",
+          "model.h5"};
 }
 
 }  // namespace epochrun::testing

@@ -25,6 +25,13 @@ void expect_all_saves_failed_but_job_finished(const RunSummary& summary,
   }
 }
 
+// The reference's contract, without the directory lock: a run that cannot take it is refused
+// (RunOptions::directory_lock), so these run unlocked to reach their saves.
+RunOptions unlocked(RunOptions options) {
+  options.directory_lock = false;
+  return options;
+}
+
 TEST(SaveFailure, ADirectoryThatCannotBeCreatedDoesNotStopTheJob) {
   const auto world = Communicator::world();
   ScratchDir scratch(world);
@@ -34,7 +41,7 @@ TEST(SaveFailure, ADirectoryThatCannotBeCreatedDoesNotStopTheJob) {
   }
   world.barrier();
   Workspace workspace;
-  auto summary = run_sum_pipeline(world, options_for(blocker / "checkpoints"), workspace);
+  auto summary = run_sum_pipeline(world, unlocked(options_for(blocker / "checkpoints")), workspace);
   expect_all_saves_failed_but_job_finished(summary, workspace);
   EXPECT_NE(summary.failed_saves[0].error.find("create directory"), std::string::npos)
       << summary.failed_saves[0].error;
@@ -44,7 +51,7 @@ TEST(SaveFailure, AnUnwritableDirectoryDoesNotStopTheJob) {
   // /proc exists and refuses new files even to root, where chmod would not.
   const auto world = Communicator::world();
   Workspace workspace;
-  auto summary = run_sum_pipeline(world, options_for("/proc"), workspace);
+  auto summary = run_sum_pipeline(world, unlocked(options_for("/proc")), workspace);
   expect_all_saves_failed_but_job_finished(summary, workspace);
 }
 

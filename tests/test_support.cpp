@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -83,6 +85,67 @@ TmpfsMount::~TmpfsMount() {
   if (mounted_) {
     ::umount2(where_.c_str(), MNT_DETACH);
   }
+}
+
+Ext4LoopMount::Ext4LoopMount(const std::filesystem::path& where, const std::string& size)
+    : where_(where), image_(where.string() + ".img") {
+  std::filesystem::create_directories(where);
+  auto step = [&](const std::vector<std::string>& argv) {
+    auto result = run_process(argv, "/");
+    if (result.exit_code != 0) {
+      reason_ = argv[0] + " failed: " + result.err;
+    }
+    return result;
+  };
+  if (step({"truncate", "-s", size, image_.string()}).exit_code != 0 ||
+      step({"mkfs.ext4", "-q", "-F", image_.string()}).exit_code != 0) {
+    return;
+  }
+  auto attached = step({"losetup", "-f", "--show", image_.string()});
+  if (attached.exit_code != 0) {
+    return;
+  }
+  device_ = attached.out.substr(0, attached.out.find('\n'));
+  mounted_ = mount_device();
+}
+
+bool Ext4LoopMount::mount_device() {
+  if (::mount(device_.c_str(), where_.c_str(), "ext4", 0, "errors=remount-ro") != 0) {
+    reason_ = "mount " + device_ + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+Ext4LoopMount::~Ext4LoopMount() {
+  if (mounted_) {
+    ::umount2(where_.c_str(), MNT_DETACH);
+  }
+  if (!device_.empty()) {
+    run_process({"losetup", "-d", device_}, "/");
+  }
+  std::error_code ignored;
+  std::filesystem::remove(image_, ignored);
+}
+
+bool Ext4LoopMount::trigger_error() const {
+  const auto trigger = std::filesystem::path("/sys/fs/ext4") /
+                       std::filesystem::path(device_).filename() / "trigger_fs_error";
+  std::ofstream out(trigger);
+  out << "1\n";
+  out.flush();
+  return mounted_ && out.good();
+}
+
+bool Ext4LoopMount::repair_and_remount() {
+  if (mounted_ && ::umount(where_.c_str()) != 0) {
+    return false;
+  }
+  mounted_ = false;
+  // e2fsck exits 1 when it fixed something: that is the expected outcome here.
+  const int fixed = run_process({"e2fsck", "-f", "-y", device_}, "/").exit_code;
+  mounted_ = (fixed == 0 || fixed == 1) && mount_device();
+  return mounted_;
 }
 
 std::uint64_t fill_file_system(const std::filesystem::path& file) {

@@ -62,6 +62,35 @@ class TmpfsMount {
   bool mounted_ = false;
 };
 
+// RAII: a real ext4 file system of `size` ("32M") in an image file, attached to a loop device
+// and mounted at `where` with errors=remount-ro, as many clusters mount their scratch disks;
+// detached and removed on destruction. Needs root and loop devices; mounted() is false where it
+// cannot mount (`reason()` says why), and the test then skips.
+class Ext4LoopMount {
+ public:
+  Ext4LoopMount(const std::filesystem::path& where, const std::string& size);
+  ~Ext4LoopMount();
+  Ext4LoopMount(const Ext4LoopMount&) = delete;
+  Ext4LoopMount& operator=(const Ext4LoopMount&) = delete;
+
+  bool mounted() const { return mounted_; }
+  const std::string& reason() const { return reason_; }
+  // Makes the kernel record a file system error (/sys/fs/ext4/<dev>/trigger_fs_error), as a
+  // failing disk would: the file system turns read-only at once. False when it cannot.
+  bool trigger_error() const;
+  // Unmounts, repairs (e2fsck -fy) and mounts again read-write: the disk after an admin's fix.
+  bool repair_and_remount();
+
+ private:
+  bool mount_device();
+
+  std::filesystem::path where_;
+  std::filesystem::path image_;
+  std::string device_;
+  std::string reason_;
+  bool mounted_ = false;
+};
+
 // Writes zeros to `file` until its file system is full (ENOSPC), as another process on a
 // shared disk would; returns the free bytes left afterwards (0 on tmpfs).
 std::uint64_t fill_file_system(const std::filesystem::path& file);

@@ -2,6 +2,7 @@
 // and partial loads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -48,18 +49,21 @@ class CheckpointDirectory {
   std::optional<std::int64_t> latest_epoch() const;
   bool has_epoch(std::int64_t epoch) const;
 
-  // Collective. The commit protocol: write under a temporary name, fsync on every rank,
-  // rename to the final name (atomically replacing an older file of the same epoch), fsync
-  // the directory, then rewrite index.json. Creates the directory (mode 0755) when missing.
-  // On any failure throws SaveError on every rank, removes the temporary file and leaves
-  // every committed checkpoint as it was.
+  // Collective. The commit protocol: write under a temporary name (mode 0644 from its
+  // creation), fsync on every rank, rename to the final name (atomically replacing an older
+  // file of the same epoch), fsync the directory, then rewrite index.json. Creates the
+  // directory when missing. On any failure throws SaveError on every rank, removes the
+  // temporary file and leaves every committed checkpoint as it was. A rank that waits more
+  // than `timeout` for the others at any step aborts the job (see write_checkpoint_file).
   SaveStats save(const Communicator& comm, const CheckpointHeader& header,
-                 const Workspace& workspace, const std::vector<std::string>& blob_names) const;
+                 const Workspace& workspace, const std::vector<std::string>& blob_names,
+                 std::chrono::duration<double> timeout = kDefaultSaveTimeout) const;
 
   // Collective. Loads the epoch into `workspace` (see read_checkpoint_file); returns the
   // loaded blob names. CheckpointNotFound, naming the committed epochs, when it is absent.
   std::vector<std::string> load(const Communicator& comm, const CheckpointExpectation& expected,
-                                Workspace& workspace) const;
+                                Workspace& workspace,
+                                std::chrono::duration<double> timeout = kDefaultSaveTimeout) const;
 
   // Any process, any number of ranks, no collective calls: loads the chosen blobs of the
   // chosen nodes into `workspace`. False when the epoch has no committed checkpoint;
@@ -71,6 +75,11 @@ class CheckpointDirectory {
   // (rank 0 only). Throws Error naming the first file that could not be deleted, after
   // syncing the deletions that did happen.
   void remove(const std::vector<std::int64_t>& epochs) const;
+
+  // Deletes what an interrupted save or index update left here (rank 0 only): temporary
+  // files named exactly as epochrun names them for a checkpoint or the index, nothing else.
+  // Returns how many.
+  int remove_stale_temporaries() const;
 
   // Rewrites index.json from the committed files (rank 0's job after each commit).
   void write_index(const std::string& job) const;

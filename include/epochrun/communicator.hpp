@@ -74,7 +74,23 @@ class Communicator {
   std::optional<std::string> first_error(const std::optional<std::string>& local_error,
                                          std::chrono::duration<double> patience) const;
 
+  // first_error bounded on every rank, for the steps of a save or a load: no rank, failing or
+  // not, waits much more than `timeout` for the others to arrive (rank 0 `timeout`, the others
+  // one second more, so that rank 0 speaks first). Built on point-to-point messages to rank 0,
+  // which answers every rank, so that the rank that gives up can name who did not come:
+  // AgreementTimeout("ranks 1, 2 did not arrive within 600 s", or "rank 0 did not answer ...").
+  // After a timeout, messages of this agreement may still be in flight: the caller must end
+  // the job (abort), not go on.
+  std::optional<std::string> first_error_within(const std::optional<std::string>& local_error,
+                                                std::chrono::duration<double> timeout) const;
+
+  // MPI_Abort on this communicator: ends every rank of the job with `exit_code`.
+  [[noreturn]] void abort(int exit_code) const;
+
  private:
+  // first_error_within's message from `source`, or nullopt when none came before `deadline`.
+  std::optional<std::string> receive_within(int source,
+                                            std::chrono::steady_clock::time_point deadline) const;
   // The message of the lowest failing rank, as first_error returns it, once `failing` is known.
   std::optional<std::string> share_error(const std::optional<std::string>& local_error,
                                          int failing) const;

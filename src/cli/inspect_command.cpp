@@ -1,9 +1,13 @@
 // `epochrun inspect DIR`: the committed checkpoints, their nodes and blobs; with --verify,
-// every blob is read back and checked against its checksum. Needs no MPI.
+// every blob is read back and checked against its checksum. Needs no MPI. A checkpoint deleted
+// while inspect runs (retention of a running job) is left out, not reported as damaged.
+#include <sys/stat.h>
+
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/command_line.hpp"
 #include "cli/run_history_report.hpp"
@@ -15,16 +19,17 @@ namespace {
 
 namespace po = boost::program_options;
 
-nlohmann::json describe_epoch(const CheckpointDirectory& directory, std::int64_t epoch,
-                              bool verify) {
+// The entry of one committed checkpoint; nullopt when it is gone (retention of a running job
+// may delete it between the listing and the reading: that is not damage).
+std::optional<nlohmann::json> describe_epoch(const CheckpointDirectory& directory,
+                                             std::int64_t epoch, bool verify) {
   const auto file = directory.file_for(epoch);
-  std::error_code ignored;
-  nlohmann::json entry = {{"epoch", epoch},
-                          {"file", file.filename().string()},
-                          {"bytes", std::filesystem::file_size(file, ignored)}};
+  nlohmann::json entry = {{"epoch", epoch}, {"file", file.filename().string()}};
   try {
+    // The reader keeps the file open: once it is open, a deletion cannot take it away.
     CheckpointReader reader(file);
     const auto& header = reader.header();
+    entry["bytes"] = reader.file_bytes();
     entry["job"] = header.job;
     entry["num_ranks"] = header.num_ranks();
     entry["format_version"] = header.format_version;
@@ -48,7 +53,16 @@ nlohmann::json describe_epoch(const CheckpointDirectory& directory, std::int64_t
     }
     entry["nodes"] = nodes;
     entry["valid"] = true;
+  } catch (const CheckpointNotFound&) {
+    return std::nullopt;
   } catch (const std::exception& error) {
+    if (!entry.contains("bytes")) {
+      struct stat status {};
+      if (::lstat(file.c_str(), &status) != 0) {
+        return std::nullopt;  // deleted while it was being opened
+      }
+      entry["bytes"] = static_cast<std::uint64_t>(status.st_size);
+    }
     entry["valid"] = false;
     entry["error"] = error.what();
   }
@@ -102,8 +116,10 @@ int inspect_command(int argc, char** argv) {
     if (directory_name.empty()) {
       throw UsageError("inspect needs a checkpoint directory: epochrun inspect DIR");
     }
-    if (!std::filesystem::is_directory(directory_name)) {
-      throw UsageError("'" + directory_name + "' is not a directory");
+    std::error_code error;  // a symlink loop, for one, is the user's to fix: a usage error
+    if (!std::filesystem::is_directory(directory_name, error)) {
+      throw UsageError("'" + directory_name + "' is not a directory" +
+                       (error ? " (" + error.message() + ")" : ""));
     }
   } catch (const std::exception& error) {
     return report_failure(error);
@@ -113,8 +129,10 @@ int inspect_command(int argc, char** argv) {
   auto epochs = nlohmann::json::array();
   bool all_valid = true;
   for (auto epoch : directory.committed_epochs()) {
-    epochs.push_back(describe_epoch(directory, epoch, verify));
-    all_valid = all_valid && epochs.back()["valid"].get<bool>();
+    if (auto entry = describe_epoch(directory, epoch, verify)) {
+      all_valid = all_valid && (*entry)["valid"].get<bool>();
+      epochs.push_back(std::move(*entry));
+    }
   }
   const auto history = read_run_history(directory_name);
   if (json) {

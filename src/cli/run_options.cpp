@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <typeinfo>
 
 #include "epochrun/errors.hpp"
 #include "epochrun/logging.hpp"
@@ -51,6 +52,12 @@ po::options_description general_options(GeneralOptions& o) {
       po::value(&o.task_failure_timeout)->default_value(o.task_failure_timeout),
       "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
       "the whole job (exit 1): they may be blocked in a collective call of the job")(
+      "no-directory-lock", po::bool_switch(),
+      "run without the checkpoint directory lock (for file systems without flock): no other run "
+      "may use the directory meanwhile")(
+      "save-timeout", po::value(&o.save_timeout)->default_value(o.save_timeout),
+      "seconds a rank waits for the other ranks at each step of a save or a load before it "
+      "aborts the whole job (exit 1): a rank that takes longer is stuck")(
       "preempt-signals", po::value(&o.preempt_signals)->default_value(o.preempt_signals),
       "signals that stop the run after the epoch in progress with a checkpoint and exit code 75 "
       "(names without SIG, comma-separated; none: no signal is caught)")(
@@ -65,15 +72,84 @@ po::options_description general_options(GeneralOptions& o) {
   return options;
 }
 
+// A timeout in seconds: more than 0 and at most a day. UsageError otherwise.
+std::chrono::duration<double> timeout_option(const std::string& flag, double seconds) {
+  if (!(seconds > 0 && seconds <= 86400)) {
+    std::ostringstream given;
+    given << seconds;
+    throw UsageError(flag + " must be more than 0 and at most 86400 seconds, got " + given.str());
+  }
+  return std::chrono::duration<double>(seconds);
+}
+
+// " (why)" for a failed file system query, to end a usage error's line; "" when it did not fail.
+std::string because(const std::error_code& error) {
+  return error ? " (" + error.message() + ")" : "";
+}
+
 std::ifstream open_config(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) {
-    throw UsageError("config file '" + path + "' does not exist or is not a regular file");
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw UsageError("config file '" + path + "' does not exist or is not a regular file" +
+                     because(error));
   }
   std::ifstream in(path);
   if (!in) {
     throw UsageError("config file '" + path + "' cannot be read");
   }
   return in;
+}
+
+bool is_unsigned(const std::type_info& type) {
+  return type == typeid(unsigned char) || type == typeid(unsigned short) ||
+         type == typeid(unsigned int) || type == typeid(unsigned long) ||
+         type == typeid(unsigned long long);
+}
+
+// Boost reads "-1" into an unsigned option as 2^64 - 1 (lexical_cast wraps around), so a
+// negative value is refused here for every unsigned option of every job, from either source.
+void refuse_negative_unsigned_values(const po::parsed_options& parsed) {
+  for (const auto& option : parsed.options) {
+    const auto* description = parsed.description->find_nothrow(option.string_key, false);
+    const auto* typed =
+        description == nullptr
+            ? nullptr
+            : dynamic_cast<const po::typed_value_base*>(description->semantic().get());
+    if (typed == nullptr || !is_unsigned(typed->value_type())) {
+      continue;
+    }
+    for (const auto& value : option.value) {
+      const auto first = value.find_first_not_of(" \t");
+      if (first != std::string::npos && value[first] == '-') {
+        throw UsageError("--" + option.string_key + " must not be negative, got '" + value + "'");
+      }
+    }
+  }
+}
+
+// A checkpoint directory that can never hold a checkpoint -- a file, a symlink loop or a
+// dangling symlink on its path, a path through a file -- is refused before the run, rather than
+// failing every save of it. One that exists, or can be created under its nearest existing
+// ancestor, passes: what fails later (permissions, space) is the run's to report.
+void check_checkpoint_directory(const std::filesystem::path& directory) {
+  auto refuse = [&](const std::string& why) {
+    throw UsageError("--checkpoint-dir '" + directory.string() +
+                     "' can never hold a checkpoint: " + why);
+  };
+  for (auto path = directory; path.has_relative_path(); path = path.parent_path()) {
+    std::error_code error;
+    const auto status = std::filesystem::status(path, error);
+    if (std::filesystem::is_directory(status)) {
+      return;
+    }
+    if (status.type() != std::filesystem::file_type::not_found) {
+      refuse(error ? path.string() + ": " + error.message()
+                   : path.string() + " is not a directory");
+    }
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, error))) {
+      refuse(path.string() + " is a dangling symbolic link");
+    }
+  }
 }
 
 // The effective configuration, as recorded in every checkpoint.
@@ -168,10 +244,13 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   for (const auto& stray : po::collect_unrecognized(parsed.options, po::include_positional)) {
     throw UsageError("unexpected argument '" + stray + "'");
   }
+  refuse_negative_unsigned_values(parsed);
   po::store(parsed, values);
   if (!config.empty()) {
     auto in = open_config(config);
-    po::store(po::parse_config_file(in, all, false), values);
+    auto from_file = po::parse_config_file(in, all, false);
+    refuse_negative_unsigned_values(from_file);
+    po::store(from_file, values);
   }
   po::notify(values);
 
@@ -182,6 +261,7 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   if (general.checkpoint_dir.empty()) {
     throw UsageError("--checkpoint-dir must not be empty");
   }
+  check_checkpoint_directory(general.checkpoint_dir);
   run.checkpoint_dir = general.checkpoint_dir;
   if (values.count("resume-from-epoch")) {
     run.resume = ResumeRequest::parse(general.resume);
@@ -198,10 +278,12 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   }
   if (values.count("summary-json")) {
     auto parent = std::filesystem::path(general.summary_json).parent_path();
-    if (general.summary_json.empty() || std::filesystem::is_directory(general.summary_json) ||
-        (!parent.empty() && !std::filesystem::is_directory(parent))) {
+    std::error_code file_error, parent_error;
+    if (general.summary_json.empty() ||
+        std::filesystem::is_directory(general.summary_json, file_error) ||
+        (!parent.empty() && !std::filesystem::is_directory(parent, parent_error))) {
       throw UsageError("--summary-json '" + general.summary_json +
-                       "' must name a file in an existing directory");
+                       "' must name a file in an existing directory" + because(parent_error));
     }
   }
   if (values.count("keep-last")) {
@@ -219,11 +301,9 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   }
   validate(run.checkpoint_policy);
   run.delete_checkpoints_on_success = general.delete_on_success;
-  if (!(general.task_failure_timeout > 0 && general.task_failure_timeout <= 86400)) {
-    throw UsageError("--task-failure-timeout must be more than 0 and at most 86400 seconds, got " +
-                     shown(general.task_failure_timeout));
-  }
-  run.task_failure_timeout = std::chrono::duration<double>(general.task_failure_timeout);
+  run.directory_lock = !values["no-directory-lock"].as<bool>();
+  run.task_failure_timeout = timeout_option("--task-failure-timeout", general.task_failure_timeout);
+  run.save_timeout = timeout_option("--save-timeout", general.save_timeout);
   run.preempt_signals = parse_preemption_signals(general.preempt_signals);
   for (const auto& key : general.allow_config_change) {
     if (key.rfind(job + ".", 0) != 0 || job_description.find_nothrow(key, false) == nullptr) {

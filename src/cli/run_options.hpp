@@ -27,6 +27,7 @@ struct GeneralOptions {
   std::int64_t keep_every = 0;
   bool delete_on_success = false;
   double task_failure_timeout = 60;
+  double save_timeout = 600;
   std::string preempt_signals = "USR1,TERM";
   std::int64_t checkpoint_every = 1;
   double checkpoint_interval = 0;

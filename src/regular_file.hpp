@@ -1,0 +1,51 @@
+// Checkpoint files opened so that only regular files are ever read or written, and read or
+// written at offsets. Internal to the library.
+//
+// Why: a name in a checkpoint directory can be swapped for a FIFO, a device or a symlink at any
+// moment (by rename); opening such a thing for reading can block forever or read a foreign
+// file. These opens never follow a symlink, never block, and refuse anything but a regular file.
+// Libraries that open paths themselves (HDF5) are handed descriptor_path() so that they open
+// the very file that was checked.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+
+#include "file_descriptor.hpp"
+
+namespace epochrun {
+
+// Read-only. Throws CheckpointNotFound when `file` does not exist (it may have been deleted
+// since it was listed), CorruptCheckpoint when it is not a regular file (a FIFO, a directory,
+// a symlink), CheckpointError for any other failure.
+FileDescriptor open_regular_file_for_reading(const std::filesystem::path& file);
+
+// Write-only, for a file this run created. Throws Error when it cannot be opened or is not a
+// regular file.
+FileDescriptor open_regular_file_for_writing(const std::filesystem::path& file);
+
+// Creates `file`, which must not exist (O_EXCL, never through a symlink), read-write, with mode
+// 0644 from its first instant: under no umask can another user open it for writing. Throws
+// Error.
+FileDescriptor create_new_file(const std::filesystem::path& file);
+
+// "/proc/self/fd/N": a path through which this process reopens exactly the open file `fd`,
+// whatever was renamed over its name since.
+std::string descriptor_path(int fd);
+
+// The file's size (fstat). Throws Error.
+std::uint64_t file_size(int fd);
+
+// fsync(2); `what` names the file in the error. Throws Error.
+void sync_file(int fd, const std::string& what);
+
+// pread/pwrite of exactly `bytes` at `offset`, retrying short transfers. read_at throws
+// CorruptCheckpoint at the end of the file (`what` names it); both throw Error on an I/O error.
+void read_at(int fd, std::uint64_t offset, std::span<std::byte> bytes, const std::string& what);
+void write_at(int fd, std::uint64_t offset, std::span<const std::byte> bytes,
+              const std::string& what);
+
+}  // namespace epochrun
