@@ -314,14 +314,7 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
     if (decision.kind == StopKind::kPreempted) {
       signals.restore_defaults();
     }
-    std::string checkpoint =
-        std::string("checkpoint skipped (") + options_.checkpoint_policy.skip_reason() + ")";
-    if (decision.stops() ||
-        options_.checkpoint_policy.due(context.epoch, seconds_since(last_commit_time_))) {
-      const auto save_started = Clock::now();
-      checkpoint = save(context.epoch, context.workspace, summary);
-      time_budget_->record_save(seconds_since(save_started));
-    }
+    const auto checkpoint = checkpoint_epoch(decision, context, summary);
     ++summary.epochs_run;
     spdlog::info("epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds, checkpoint,
                  decision.stops() ? "; stopping: " + decision.reason : "");
@@ -329,6 +322,18 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
       return decision;
     }
   }
+}
+
+std::string JobRunner::checkpoint_epoch(const StopDecision& decision, const TaskContext& context,
+                                        RunSummary& summary) {
+  if (!decision.stops() &&
+      !options_.checkpoint_policy.due(context.epoch, seconds_since(last_commit_time_))) {
+    return std::string("checkpoint skipped (") + options_.checkpoint_policy.skip_reason() + ")";
+  }
+  const auto save_started = Clock::now();
+  auto checkpoint = save(context.epoch, context.workspace, summary);
+  time_budget_->record_save(seconds_since(save_started));
+  return checkpoint;
 }
 
 void JobRunner::finish_job(TaskContext& context, RunSummary& summary) {
