@@ -66,6 +66,14 @@ struct RunOptions {
   // blocked in a collective call of the job that the failing rank will never make; after this
   // the failing rank aborts the whole job (MPI_Abort, exit code 1) rather than hang it.
   std::chrono::duration<double> task_failure_timeout = std::chrono::seconds(60);
+  // How long a rank waits for the others at each step of a save or a load before it aborts
+  // the job (MPI_Abort, exit code 1): only a stuck rank (a hung disk, a stopped process) makes
+  // a step take longer.
+  std::chrono::duration<double> save_timeout = kDefaultSaveTimeout;
+  // Rank 0 holds an flock on the checkpoint directory for the whole run, and a run that cannot
+  // take it is refused (CheckpointError). False runs unlocked, for file systems without flock:
+  // keeping other runs away from the directory is then up to the user.
+  bool directory_lock = true;
   // Signals that ask the run to stop after the epoch in progress, checkpoint it and exit
   // with ExitCode::kRequeue (docs/PREEMPTION.md). Empty: none are caught.
   std::vector<int> preempt_signals = {SIGUSR1, SIGTERM};
@@ -75,10 +83,6 @@ struct RunOptions {
   std::chrono::steady_clock::time_point program_start = std::chrono::steady_clock::now();
   std::optional<double> time_budget_seconds;
   std::optional<double> time_margin_seconds;  // unset: 60 s under SLURM, 0 otherwise
-  // Rank 0 holds an flock on the checkpoint directory for the whole run, and a run that cannot
-  // take it is refused (CheckpointError). False runs unlocked, for file systems without flock:
-  // keeping other runs away from the directory is then up to the user.
-  bool directory_lock = true;
 };
 
 class JobRunner {

@@ -52,6 +52,12 @@ po::options_description general_options(GeneralOptions& o) {
       po::value(&o.task_failure_timeout)->default_value(o.task_failure_timeout),
       "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
       "the whole job (exit 1): they may be blocked in a collective call of the job")(
+      "no-directory-lock", po::bool_switch(),
+      "run without the checkpoint directory lock (for file systems without flock): no other run "
+      "may use the directory meanwhile")(
+      "save-timeout", po::value(&o.save_timeout)->default_value(o.save_timeout),
+      "seconds a rank waits for the other ranks at each step of a save or a load before it "
+      "aborts the whole job (exit 1): a rank that takes longer is stuck")(
       "preempt-signals", po::value(&o.preempt_signals)->default_value(o.preempt_signals),
       "signals that stop the run after the epoch in progress with a checkpoint and exit code 75 "
       "(names without SIG, comma-separated; none: no signal is caught)")(
@@ -62,11 +68,18 @@ po::options_description general_options(GeneralOptions& o) {
       "seconds from the program start this run may take: it stops with a checkpoint and exit "
       "code 75 when the next epoch would not fit (under SLURM the job's end time also counts)")(
       "time-margin", po::value(&o.time_margin),
-      "seconds to keep free before the time limit (default 60 under SLURM, 0 otherwise)")(
-      "no-directory-lock", po::bool_switch(),
-      "run without the checkpoint directory lock (for file systems without flock): no other run "
-      "may use the directory meanwhile");
+      "seconds to keep free before the time limit (default 60 under SLURM, 0 otherwise)");
   return options;
+}
+
+// A timeout in seconds: more than 0 and at most a day. UsageError otherwise.
+std::chrono::duration<double> timeout_option(const std::string& flag, double seconds) {
+  if (!(seconds > 0 && seconds <= 86400)) {
+    std::ostringstream given;
+    given << seconds;
+    throw UsageError(flag + " must be more than 0 and at most 86400 seconds, got " + given.str());
+  }
+  return std::chrono::duration<double>(seconds);
 }
 
 // " (why)" for a failed file system query, to end a usage error's line; "" when it did not fail.
@@ -289,11 +302,8 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   validate(run.checkpoint_policy);
   run.delete_checkpoints_on_success = general.delete_on_success;
   run.directory_lock = !values["no-directory-lock"].as<bool>();
-  if (!(general.task_failure_timeout > 0 && general.task_failure_timeout <= 86400)) {
-    throw UsageError("--task-failure-timeout must be more than 0 and at most 86400 seconds, got " +
-                     shown(general.task_failure_timeout));
-  }
-  run.task_failure_timeout = std::chrono::duration<double>(general.task_failure_timeout);
+  run.task_failure_timeout = timeout_option("--task-failure-timeout", general.task_failure_timeout);
+  run.save_timeout = timeout_option("--save-timeout", general.save_timeout);
   run.preempt_signals = parse_preemption_signals(general.preempt_signals);
   for (const auto& key : general.allow_config_change) {
     if (key.rfind(job + ".", 0) != 0 || job_description.find_nothrow(key, false) == nullptr) {
