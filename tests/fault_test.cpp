@@ -36,9 +36,9 @@ constexpr std::uint64_t kSeed = 20261122;
 std::vector<std::string> job_command(const std::string& resume,
                                      const std::string& checkpoint_dir = "D") {
   auto args = small_sgd_regression_options(kLastEpoch);
+  // SIGTERM here is a kill, as a node going down sends it; as a preemption request it is
+  // preemption_tests' subject.
   args.insert(args.begin(), {"run", "--checkpoint-dir", checkpoint_dir, "--upload-dir", "U",
-                             // SIGTERM here is a kill, as a node going down sends it; as a
-                             // preemption request it is preemption_tests' subject.
                              "--preempt-signals", "none"});
   if (!resume.empty()) {
     args.insert(args.end(), {"--resume-from-epoch", resume});

@@ -52,6 +52,12 @@ po::options_description general_options(GeneralOptions& o) {
       po::value(&o.task_failure_timeout)->default_value(o.task_failure_timeout),
       "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
       "the whole job (exit 1): they may be blocked in a collective call of the job")(
+      "no-directory-lock", po::bool_switch(),
+      "run without the checkpoint directory lock (for file systems without flock): no other run "
+      "may use the directory meanwhile")(
+      "save-timeout", po::value(&o.save_timeout)->default_value(o.save_timeout),
+      "seconds a rank waits for the other ranks at each step of a save or a load before it "
+      "aborts the whole job (exit 1): a rank that takes longer is stuck")(
       "preempt-signals", po::value(&o.preempt_signals)->default_value(o.preempt_signals),
       "signals that stop the run after the epoch in progress with a checkpoint and exit code 75 "
       "(names without SIG, comma-separated; none: no signal is caught)")(
@@ -62,13 +68,7 @@ po::options_description general_options(GeneralOptions& o) {
       "seconds from the program start this run may take: it stops with a checkpoint and exit "
       "code 75 when the next epoch would not fit (under SLURM the job's end time also counts)")(
       "time-margin", po::value(&o.time_margin),
-      "seconds to keep free before the time limit (default 60 under SLURM, 0 otherwise)")(
-      "no-directory-lock", po::bool_switch(),
-      "run without the checkpoint directory lock (for file systems without flock): no other run "
-      "may use the directory meanwhile")(
-      "save-timeout", po::value(&o.save_timeout)->default_value(o.save_timeout),
-      "seconds a rank waits for the other ranks at each step of a save or a load before it "
-      "aborts the whole job (exit 1): a rank that takes longer is stuck");
+      "seconds to keep free before the time limit (default 60 under SLURM, 0 otherwise)");
   return options;
 }
 

@@ -1,0 +1,381 @@
+// slurm/epochrun.sbatch on a real SLURM cluster (../shared/slurm/start-slurm.sh, started by the
+// fixture and stopped at the end): sgd_regression on 3 ranks, launched with srun and with
+// mpirun, preempted with `scancel --signal=USR1 --full`, `scancel --signal=TERM --full`,
+// `scontrol requeue`, and a one-minute `--time` with `--signal=B:USR1@50`; and under srun with
+// a signal while the ranks are still starting. In every case the job
+// must end COMPLETED after its restarts with nobody acting but SLURM and the script (the test
+// only skips SLURM's two-minute requeue delay, as ../shared/slurm/README.md says), its final
+// checkpoint and model bit-identical to an uninterrupted run's, SLURM's restart count equal to
+// the runs the history recorded, and no epoch but the one in progress computed twice.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "epochrun/blob_file.hpp"
+#include "epochrun/checkpoint_directory.hpp"
+#include "launch.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::filesystem::path kSlurmTools =
+    std::filesystem::path(EPOCHRUN_SOURCE_DIR) / ".." / "shared" / "slurm";
+const std::filesystem::path kBatchScript =
+    std::filesystem::path(EPOCHRUN_SOURCE_DIR) / "slurm" / "epochrun.sbatch";
+constexpr std::int64_t kLastEpoch = 24;
+// A preemption is sent once this epoch has committed: the job is well under way.
+constexpr std::int64_t kPreemptAfterEpoch = 3;
+// Each case's job, restarts included, ends within this (a hang fails the case, not the suite).
+constexpr double kCaseSeconds = 180;
+
+// 0.3 to 1 s an epoch here (3 ranks on 2 busy cores), 24 epochs: long enough to be preempted in
+// the middle, short enough for ten runs. Few, large batches: each batch is an MPI_Allreduce,
+// which crawls when 3 ranks share 2 cores.
+std::vector<std::string> job_options() {
+  return {"--job",
+          "sgd_regression",
+          "--sgd_regression.features",
+          "512",
+          "--sgd_regression.samples_per_rank",
+          "20000",
+          "--sgd_regression.batch_size",
+          "8192",
+          "--sgd_regression.batches_per_epoch",
+          "10",
+          "--sgd_regression.max_epochs",
+          std::to_string(kLastEpoch),
+          "--sgd_regression.loss_threshold",
+          "0",
+          "--sgd_regression.model_file",
+          "model.h5"};
+}
+
+// Runs a command of the cluster's (sbatch, scancel, ...), failing the test when it does not end
+// within 60 s.
+ProcessResult run_bounded(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                          const std::map<std::string, std::string>& environment = {}) {
+  ChildProcess child(argv, cwd, environment);
+  auto result = child.wait(60);
+  if (!result) {
+    ADD_FAILURE() << argv[0] << " did not end within 60 s";
+    return {};
+  }
+  return *result;
+}
+
+// The newest committed epoch of a checkpoint directory (-1: none yet).
+std::int64_t newest_epoch(const std::filesystem::path& directory) {
+  std::int64_t newest = -1;
+  const std::regex name("epoch-([0-9]{6})\\.h5");
+  for (const auto& entry : list_directory(directory)) {
+    std::smatch match;
+    if (std::regex_match(entry, match, name)) {
+      newest = std::max<std::int64_t>(newest, std::stoll(match[1]));
+    }
+  }
+  return newest;
+}
+
+// Whether a slurmstepd of job `id` ("slurmstepd: [ID.batch]", "[ID.0]") still runs here. A
+// requeued job let start again while its previous run's batch step was still ending was marked
+// COMPLETED by that old step's exit (seen once, after its ranks had died of a signal).
+bool has_processes(const std::string& id) {
+  const std::string prefix = "slurmstepd: [" + id + ".";
+  for (const auto& entry : list_directory("/proc")) {
+    if (!entry.empty() && std::isdigit(static_cast<unsigned char>(entry[0])) &&
+        read_file(std::filesystem::path("/proc") / entry / "cmdline").rfind(prefix, 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+struct JobInfo {
+  std::string state;  // PENDING, RUNNING, COMPLETED, ...
+  std::string reason;
+  int restarts = -1;
+};
+
+JobInfo job_info(const std::string& id) {
+  auto result = run_bounded({"scontrol", "-o", "show", "job", id}, "/");
+  JobInfo info;
+  std::smatch match;
+  if (std::regex_search(result.out, match, std::regex("JobState=(\\S+)"))) {
+    info.state = match[1];
+  }
+  if (std::regex_search(result.out, match, std::regex("Reason=(\\S+)"))) {
+    info.reason = match[1];
+  }
+  if (std::regex_search(result.out, match, std::regex("Restarts=([0-9]+)"))) {
+    info.restarts = std::stoi(match[1]);
+  }
+  return info;
+}
+
+std::vector<nlohmann::json> read_history(const std::filesystem::path& file) {
+  std::vector<nlohmann::json> records;
+  std::istringstream lines(read_file(file));
+  for (std::string line; std::getline(lines, line);) {
+    records.push_back(nlohmann::json::parse(line));
+  }
+  return records;
+}
+
+// A SLURM job id recorded as a string or a number.
+std::string id_text(const nlohmann::json& id) {
+  return id.is_string() ? id.get<std::string>() : id.dump();
+}
+
+enum class Launcher { kSrun, kMpirun };
+enum class Preemption { kUsr1Full, kTermFull, kRequeue, kTimeLimit, kUsr1AtStart };
+
+// "Srun_ScancelUsr1Full": the test's name and the job's (-J), hence its run directory.
+std::string case_name(const std::tuple<Launcher, Preemption>& param) {
+  const std::map<Preemption, std::string> preemptions = {
+      {Preemption::kUsr1Full, "ScancelUsr1Full"},
+      {Preemption::kTermFull, "ScancelTermFull"},
+      {Preemption::kRequeue, "ScontrolRequeue"},
+      {Preemption::kTimeLimit, "TimeLimitWithWarningSignal"},
+      {Preemption::kUsr1AtStart, "ScancelUsr1FullAtStart"}};
+  return std::string(std::get<0>(param) == Launcher::kSrun ? "Srun_" : "Mpirun_") +
+         preemptions.at(std::get<1>(param));
+}
+
+class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemption>> {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::is_directory(kSlurmTools)) {
+      return;
+    }
+    // About 10 s, more when it installs SLURM first.
+    ChildProcess start({(kSlurmTools / "start-slurm.sh").string()}, "/");
+    const auto started = start.wait(300);
+    ASSERT_TRUE(started.has_value()) << "start-slurm.sh did not end within 300 s";
+    cluster_up_ = started->exit_code == 0;
+    ASSERT_TRUE(cluster_up_) << started->out << started->err;
+
+    reference_ = new ScratchDir();
+    auto args = job_options();
+    args.insert(args.begin(), "run");
+    args.insert(args.end(), {"--checkpoint-dir", "D", "--log-level", "warn"});
+    auto argv = epochrun_on_ranks(3, args);
+    const auto reference_start = Clock::now();
+    ChildProcess run(argv, reference_->path(), kMpiEnvironment);
+    auto result = run.wait(kCaseSeconds);
+    reference_seconds_ = std::chrono::duration<double>(Clock::now() - reference_start).count();
+    ASSERT_TRUE(result.has_value()) << "the uninterrupted run did not end";
+    ASSERT_EQ(result->exit_code, 0) << result->err;
+  }
+  static void TearDownTestSuite() {
+    if (std::filesystem::is_directory(kSlurmTools)) {
+      ChildProcess stop({(kSlurmTools / "stop-slurm.sh").string()}, "/");
+      EXPECT_TRUE(stop.wait(120).has_value()) << "stop-slurm.sh did not end within 120 s";
+    }
+    delete reference_;
+    reference_ = nullptr;
+  }
+  void SetUp() override {
+    if (!std::filesystem::is_directory(kSlurmTools)) {
+      GTEST_SKIP() << "no SLURM test cluster: " << kSlurmTools << " does not exist";
+    }
+    ASSERT_TRUE(cluster_up_) << "start-slurm.sh failed";
+    ASSERT_NE(reference_, nullptr);
+  }
+
+  // Submits the batch script, preempts the job once it is under way, lets it run to its end
+  // (skipping only SLURM's requeue delay), and checks the outcome against the uninterrupted run.
+  void preempt_and_finish(Launcher launcher, Preemption preemption) {
+    const std::string name = case_name(GetParam());
+    std::vector<std::string> sbatch = {"sbatch",     "--parsable",         "--overcommit",
+                                       "--ntasks=3", "--job-name=" + name, "--output=job.out"};
+    auto options = job_options();
+    if (preemption == Preemption::kTimeLimit) {
+      // The warning comes at one of slurmctld's 30-s checks, anywhere in the first minute. The
+      // runner's own prediction stops a run once the next epoch would not end --time-margin
+      // before the end: a margin that leaves each run about half of what the uninterrupted run
+      // took makes sure the limit stops the job at least once, however fast or loaded the
+      // machine is (a fixed margin either let a fast run finish or stopped a slow one after
+      // every epoch).
+      sbatch.insert(sbatch.end(), {"--time=00:01:00", "--signal=B:USR1@50"});
+      const double margin = std::clamp(59 - reference_seconds_ / 2, 30.0, 59.0);
+      options.insert(options.end(), {"--time-margin", std::to_string(margin)});
+    }
+    sbatch.push_back(kBatchScript.string());
+    sbatch.insert(sbatch.end(), options.begin(), options.end());
+    auto environment = kMpiEnvironment;
+    // Ranks started by SLURM do not know they share cores: without this they spin in MPI calls
+    // and starve each other.
+    environment["OMPI_MCA_mpi_yield_when_idle"] = "1";
+    environment["EPOCHRUN"] = EPOCHRUN_BINARY;
+    environment["EPOCHRUN_LAUNCHER"] = launcher == Launcher::kSrun ? "srun" : "mpirun";
+    auto submitted = run_bounded(sbatch, cwd_.path(), environment);
+    ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+    job_id_ = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+    const auto run_dir = cwd_ / ("epochrun-runs/sgd_regression-" + name);
+    const auto checkpoints = run_dir / "checkpoints";
+
+    const auto deadline = Clock::now() + std::chrono::duration<double>(kCaseSeconds);
+    auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
+    // The newest committed epoch when the preemption was sent: at most the next one may be
+    // computed twice.
+    std::int64_t committed_at_preemption = -1;
+    if (preemption == Preemption::kUsr1AtStart) {
+      // As soon as the script has set its traps and is about to launch the ranks (its first
+      // line); the ranks are then still starting and cannot catch the signal yet.
+      while (read_file(cwd_ / "job.out").find("epochrun.sbatch: job") == std::string::npos &&
+             Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      committed_at_preemption = newest_epoch(checkpoints);
+    } else if (preemption != Preemption::kTimeLimit) {
+      while (newest_epoch(checkpoints) < kPreemptAfterEpoch && Clock::now() < deadline) {
+        ASSERT_NE(job_info(job_id_).state, "COMPLETED") << "finished before it was preempted";
+        pause();
+      }
+      committed_at_preemption = newest_epoch(checkpoints);
+      ASSERT_GE(committed_at_preemption, kPreemptAfterEpoch) << "never got under way";
+    }
+    if (preemption != Preemption::kTimeLimit) {
+      const std::map<Preemption, std::vector<std::string>> commands = {
+          {Preemption::kUsr1Full, {"scancel", "--signal=USR1", "--full", job_id_}},
+          {Preemption::kUsr1AtStart, {"scancel", "--signal=USR1", "--full", job_id_}},
+          {Preemption::kTermFull, {"scancel", "--signal=TERM", "--full", job_id_}},
+          {Preemption::kRequeue, {"scontrol", "requeue", job_id_}}};
+      auto sent = run_bounded(commands.at(preemption), cwd_.path());
+      ASSERT_EQ(sent.exit_code, 0) << sent.err;
+    }
+
+    // Until the job ends: once it has been PENDING (requeued) for 2 s and its previous run has
+    // ended, let it start now instead of in two minutes.
+    JobInfo info;
+    bool pending = false;
+    Clock::time_point pending_since;
+    while (Clock::now() < deadline) {
+      info = job_info(job_id_);
+      if (info.state != "PENDING" && info.state != "RUNNING" && info.state != "COMPLETING" &&
+          info.state != "REQUEUED" && info.state != "CONFIGURING") {
+        break;
+      }
+      if (info.state == "PENDING" && info.restarts > 0) {
+        if (!pending) {
+          pending = true;
+          pending_since = Clock::now();
+        } else if (Clock::now() - pending_since >= std::chrono::seconds(2) &&
+                   info.reason == "BeginTime" && !has_processes(job_id_)) {
+          run_bounded({"scontrol", "update", "JobId=" + job_id_, "StartTime=now"}, "/");
+          pending = false;
+        }
+      } else {
+        pending = false;
+      }
+      pause();
+    }
+    const std::string output = read_file(cwd_ / "job.out");
+    ASSERT_EQ(info.state, "COMPLETED") << "job " << job_id_ << " (" << info.reason << ")\n"
+                                       << output;
+    // A signal during the start-up may come before the launcher has started the ranks; it then
+    // drops it and the run goes on: what must hold is that the job still ends right.
+    if (preemption != Preemption::kUsr1AtStart) {
+      EXPECT_GE(info.restarts, 1) << output;
+    }
+
+    // Bit-identical to the uninterrupted run: the final checkpoint and the model.
+    EXPECT_EQ(newest_epoch(checkpoints), kLastEpoch) << output;
+    EXPECT_EQ(read_checkpoint_contents(CheckpointDirectory(checkpoints).file_for(kLastEpoch)),
+              read_checkpoint_contents(
+                  CheckpointDirectory(reference_->path() / "D").file_for(kLastEpoch)));
+    EXPECT_EQ(read_blob_file(run_dir / "model.h5"),
+              read_blob_file(reference_->path() / "model.h5"));
+
+    // The last run finished the job and knows how often SLURM restarted it.
+    const auto summary = nlohmann::json::parse(read_file(run_dir / "summary.json"));
+    EXPECT_EQ(summary["exit_code"], 0);
+    // sgd_regression ends at max_epochs through a stop condition of its own.
+    EXPECT_EQ(summary["stop_kind"], "stop_condition");
+    EXPECT_EQ(summary["restart_count"], info.restarts);
+    EXPECT_EQ(id_text(summary["slurm_job_id"]), job_id_);
+
+    // The history: a preempted run recorded its stop and exit code 75, and the next one resumed
+    // from exactly its last checkpoint. A run that ended without a checkpoint left no record: one
+    // that SLURM ended (Open MPI's orted kills its ranks within a second of SLURM's SIGTERM), or
+    // one whose ranks got the signal before they could catch it; the next one then resumed from
+    // the newest epoch committed before.
+    const auto history = read_history(checkpoints / "runs.jsonl");
+    ASSERT_FALSE(history.empty()) << output;
+    const auto& last = history.back();
+    EXPECT_EQ(last["exit_code"], 0);
+    EXPECT_EQ(last["restart_count"], info.restarts);
+    std::int64_t epochs_run = 0;
+    for (std::size_t i = 0; i < history.size(); ++i) {
+      const auto& record = history[i];
+      epochs_run += record["epochs_run"].get<std::int64_t>();
+      if (i + 1 < history.size()) {
+        EXPECT_EQ(record["exit_code"], 75) << record.dump();
+        EXPECT_TRUE(record["stop_kind"] == "preempted" || record["stop_kind"] == "time_limit")
+            << record.dump();
+        EXPECT_EQ(history[i + 1]["resumed_from"], record["last_committed_epoch"]) << output;
+      }
+    }
+    if (static_cast<int>(history.size()) == info.restarts + 1) {
+      EXPECT_TRUE(history.front()["resumed_from"].is_null());
+      EXPECT_EQ(epochs_run, kLastEpoch) << "an epoch was computed twice:\n" << output;
+      if (committed_at_preemption >= 0) {
+        // The epoch in progress when the signal came was finished and committed.
+        EXPECT_GT(history.front()["last_committed_epoch"].get<std::int64_t>(),
+                  committed_at_preemption);
+      }
+    } else {
+      EXPECT_TRUE((launcher == Launcher::kMpirun && preemption == Preemption::kRequeue) ||
+                  preemption == Preemption::kUsr1AtStart)
+          << history.size() << " runs recorded, " << info.restarts << " restarts\n"
+          << output;
+      EXPECT_EQ(static_cast<int>(history.size()), info.restarts);
+      const auto& resumed_from = history.front()["resumed_from"];
+      EXPECT_GE(resumed_from.is_null() ? -1 : resumed_from.get<std::int64_t>(),
+                committed_at_preemption);
+    }
+  }
+
+  void TearDown() override {
+    if (!job_id_.empty()) {
+      run_bounded({"scancel", job_id_}, "/");
+    }
+  }
+
+  static inline bool cluster_up_ = false;
+  static inline ScratchDir* reference_ = nullptr;
+  // How long the uninterrupted run took here and now (the machine's pace).
+  static inline double reference_seconds_ = 0;
+  ScratchDir cwd_;
+  std::string job_id_;
+};
+
+TEST_P(SlurmCluster, JobEndsCompletedAndIdentical) {
+  preempt_and_finish(std::get<0>(GetParam()), std::get<1>(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryLauncherAndPreemption, SlurmCluster,
+    ::testing::Combine(::testing::Values(Launcher::kSrun, Launcher::kMpirun),
+                       ::testing::Values(Preemption::kUsr1Full, Preemption::kTermFull,
+                                         Preemption::kRequeue, Preemption::kTimeLimit)),
+    [](const auto& test) { return case_name(test.param); });
+
+// A signal while the ranks start: depending on the instant, srun drops it (before it has started
+// the tasks), the ranks die of it (before they installed their handlers: the script requeues),
+// or they catch it (docs/PREEMPTION.md). srun only: mpirun adds no other outcome.
+INSTANTIATE_TEST_SUITE_P(SignalDuringStartUp, SlurmCluster,
+                         ::testing::Values(std::tuple(Launcher::kSrun, Preemption::kUsr1AtStart)),
+                         [](const auto& test) { return case_name(test.param); });
+
+}  // namespace
+}  // namespace epochrun::testing
