@@ -16,7 +16,6 @@
 #include "epochrun/errors.hpp"
 #include "epochrun/run_history.hpp"
 #include "fault_injection.hpp"
-#include "json_text.hpp"
 #include "preemption_signals.hpp"
 #include "slurm_environment.hpp"
 #include "stop_decider.hpp"
@@ -162,7 +161,7 @@ void JobRunner::check_config_changes(std::int64_t epoch, RunSummary& summary) co
                                 epoch);
     for (const auto& change : summary.config_changes) {
       spdlog::info("configuration changed since the checkpoint of epoch {}: {} {} -> {} (applied)",
-                   epoch, change.key, json_text(change.old_value), json_text(change.new_value));
+                   epoch, change.key, change.old_json, change.new_json);
     }
   });
 }

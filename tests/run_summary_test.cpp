@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "epochrun/run_summary.hpp"
+#include "run_summary_json.hpp"
 
 namespace epochrun {
 namespace {
@@ -83,12 +83,12 @@ namespace epochrun {
 namespace {
 
 TEST(Logging, EveryDocumentedLevelParses) {
-  EXPECT_EQ(parse_log_level("trace"), spdlog::level::trace);
-  EXPECT_EQ(parse_log_level("debug"), spdlog::level::debug);
-  EXPECT_EQ(parse_log_level("info"), spdlog::level::info);
-  EXPECT_EQ(parse_log_level("warn"), spdlog::level::warn);
-  EXPECT_EQ(parse_log_level("error"), spdlog::level::err);
-  EXPECT_EQ(parse_log_level("off"), spdlog::level::off);
+  EXPECT_EQ(parse_log_level("trace"), LogLevel::kTrace);
+  EXPECT_EQ(parse_log_level("debug"), LogLevel::kDebug);
+  EXPECT_EQ(parse_log_level("info"), LogLevel::kInfo);
+  EXPECT_EQ(parse_log_level("warn"), LogLevel::kWarn);
+  EXPECT_EQ(parse_log_level("error"), LogLevel::kError);
+  EXPECT_EQ(parse_log_level("off"), LogLevel::kOff);
   EXPECT_THROW(parse_log_level("loud"), UsageError);
   EXPECT_THROW(parse_log_level(""), UsageError);
 }
