@@ -31,9 +31,16 @@ void load_job_library(const std::filesystem::path& file, JobRegistry& registry) 
   }
   // RTLD_NOW: an unresolved symbol (a library linked against another epochrun) fails here,
   // with the linker's message, not in the middle of a run. Never closed (see header).
+  const auto registered_before = registry.all().size();
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     throw UsageError(name + " cannot be loaded: " + last_dl_error());
+  }
+  // Jobs registered by the library's static initializers ran before its ABI could be checked.
+  if (registry.all().size() != registered_before) {
+    throw UsageError(name +
+                     " registers jobs from static initializers (EPOCHRUN_REGISTER_JOB), which run "
+                     "before its ABI can be checked: register them in EPOCHRUN_JOB_LIBRARY");
   }
   auto* abi = reinterpret_cast<AbiFunction*>(::dlsym(handle, "epochrun_job_library_abi"));
   auto* register_jobs =

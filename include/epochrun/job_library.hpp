@@ -2,7 +2,9 @@
 //
 //   mpirun -np 3 epochrun run --job-library ./libmyjobs.so --job my_job ...
 //
-// The library defines its entry point once, in one of its source files:
+// The library defines its entry point once, in one of its source files, and registers its jobs
+// there (not from static initializers such as EPOCHRUN_REGISTER_JOB: those would run on
+// loading, before the ABI check; the loader refuses a library whose loading registered jobs):
 //
 //   EPOCHRUN_JOB_LIBRARY(registry) { register_my_jobs(registry); }
 //
