@@ -21,6 +21,25 @@ std::string host_name() {
   return ::gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
 }
 
+template <typename T>
+nlohmann::json optional_json(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+template <typename T>
+void read_field(const nlohmann::json& json, const char* key, T& field) {
+  if (json.contains(key)) {
+    json.at(key).get_to(field);
+  }
+}
+
+template <typename T>
+void read_field(const nlohmann::json& json, const char* key, std::optional<T>& field) {
+  if (json.contains(key) && !json.at(key).is_null()) {
+    field = json.at(key).get<T>();
+  }
+}
+
 }  // namespace
 
 std::string utc_timestamp(std::chrono::system_clock::time_point time) {
@@ -47,29 +66,6 @@ RunRecord run_record(const RunSummary& summary, std::chrono::system_clock::time_
           .last_committed_epoch = summary.last_committed_epoch,
           .exit_code = summary.exit_code};
 }
-
-namespace {
-
-template <typename T>
-nlohmann::json optional_json(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-}
-
-template <typename T>
-void read_field(const nlohmann::json& json, const char* key, T& field) {
-  if (json.contains(key)) {
-    json.at(key).get_to(field);
-  }
-}
-
-template <typename T>
-void read_field(const nlohmann::json& json, const char* key, std::optional<T>& field) {
-  if (json.contains(key) && !json.at(key).is_null()) {
-    field = json.at(key).get<T>();
-  }
-}
-
-}  // namespace
 
 void to_json(nlohmann::json& json, const RunRecord& record) {
   json = {{"started_at", record.started_at},
