@@ -29,6 +29,12 @@ po::options_description general_options(GeneralOptions& o) {
       "INI file with any of these options; job options go in a [<job>] section")(
       "checkpoint-dir", po::value(&o.checkpoint_dir)->default_value(o.checkpoint_dir),
       "directory of the checkpoints (created when missing)")(
+      "async-checkpoint", po::bool_switch(&o.async_checkpoint),
+      "write each checkpoint in the background while the next epoch runs (the state is copied "
+      "at the epoch's end; the last checkpoint and one at a stop are synchronous)")(
+      "async-max-staging-mib", po::value(&o.async_max_staging_mib),
+      "with --async-checkpoint: a checkpoint whose copy would exceed M MiB on any rank is saved "
+      "synchronously instead (default: no limit)")(
       "no-checkpoints", po::bool_switch(&o.no_checkpoints),
       "run without saving anything: no checkpoint, no directory, no lock (for comparisons)")(
       "resume-from-epoch", po::value(&o.resume),
@@ -321,6 +327,17 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   }
   validate(run.checkpoint_policy);
   run.delete_checkpoints_on_success = general.delete_on_success;
+  run.async_checkpoint = general.async_checkpoint;
+  if (values.count("async-max-staging-mib")) {
+    if (!general.async_checkpoint) {
+      throw UsageError("--async-max-staging-mib needs --async-checkpoint");
+    }
+    if (general.async_max_staging_mib > (std::uint64_t(1) << 44)) {
+      throw UsageError("--async-max-staging-mib must be at most 2^44, got " +
+                       std::to_string(general.async_max_staging_mib));
+    }
+    run.async_max_staging_bytes = general.async_max_staging_mib << 20;
+  }
   run.directory_lock = !values["no-directory-lock"].as<bool>();
   run.task_failure_timeout = timeout_option("--task-failure-timeout", general.task_failure_timeout);
   run.save_timeout = timeout_option("--save-timeout", general.save_timeout);
