@@ -4,11 +4,16 @@
 //   resume decision -> init (from scratch) or load -> checkpoint 0 (from scratch)
 //   -> loop { preemption since the last decision? -> epoch group
 //             -> stop flags, preemption signals and time limit to rank 0, rank 0 decides,
-//                broadcast -> save this epoch (when the checkpoint policy or a stop says so)
+//                broadcast -> commit the asynchronous save in flight (if any)
+//             -> save this epoch (when the checkpoint policy or a stop says so; in the
+//                background with --async-checkpoint, but synchronously when it stops the run)
 //             -> stop? }
 //   -> finished job: upload -> gather declared outputs to rank 0 -> download group
 //                    -> exit group -> delete-on-success
 //      interrupted (preempted): nothing more; exit code 75 asks for a requeue
+//
+// Each commit is followed by the post-commit steps (index, retention); every epoch, load and
+// background save end appends a line to <checkpoint dir>/metrics.jsonl.
 #pragma once
 
 #include <chrono>
