@@ -24,7 +24,7 @@ int run_command(int argc, char** argv) {
   configure_logging(world.rank(), invocation->log_level);
   try {
     Workspace workspace;
-    JobRunner runner(invocation->definition->build(), world, invocation->run_options);
+    JobRunner runner(invocation->make_job(), world, invocation->run_options);
     const auto summary = runner.run(workspace);
     if (world.is_root() && !invocation->general.summary_json.empty()) {
       write_summary_json(summary, invocation->general.summary_json);

@@ -8,7 +8,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 #include <typeinfo>
+#include <variant>
 
 #include "epochrun/errors.hpp"
 #include "epochrun/logging.hpp"
@@ -189,6 +191,28 @@ void check_checkpoint_directory(const std::filesystem::path& directory) {
   }
 }
 
+// The job's declared options as Boost options named `prefix` + key, each writing into the
+// variable it is bound to, with that variable's value as the default.
+po::options_description job_options_description(const JobOptions& declared,
+                                                const std::string& job) {
+  po::options_description description("options of job " + job + " (INI section [" + job + "])");
+  for (const auto& option : declared.all()) {
+    const auto name = job + "." + option.key;
+    std::visit(
+        [&](auto* target) {
+          auto* value = po::value(target);
+          if constexpr (std::is_same_v<decltype(target), bool*>) {
+            value->default_value(*target, *target ? "true" : "false");
+          } else {
+            value->default_value(*target);
+          }
+          description.add_options()(name.c_str(), value, option.help.c_str());
+        },
+        option.target);
+  }
+  return description;
+}
+
 // The effective configuration, as recorded in every checkpoint.
 nlohmann::json config_to_json(const po::variables_map& values) {
   nlohmann::json json = nlohmann::json::object();
@@ -249,9 +273,8 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
     }
     throw UsageError("unknown job '" + job + "' (known jobs: " + known + ")");
   }
-  invocation.definition = registration->make();
-  po::options_description job_description("options of job " + job + " (INI section [" + job + "])");
-  invocation.definition->add_options(job_description, job + ".");
+  invocation.make_job = registration->declare(invocation.job_options);
+  const auto job_description = job_options_description(invocation.job_options, job);
   po::options_description all;
   all.add(general_description).add(job_description);
   if (help) {
@@ -361,7 +384,7 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   invocation.log_level = parse_log_level(general.log_level);
   run.config_json = json_text(config_to_json(values));
   // Builds once here so that an inconsistent job option is a usage error before MPI starts.
-  (void)invocation.definition->build();
+  (void)invocation.make_job();
   return invocation;
 }
 

@@ -42,7 +42,9 @@ struct GeneralOptions {
 // Everything `run` needs, validated.
 struct Invocation {
   GeneralOptions general;
-  std::unique_ptr<JobDefinition> definition;
+  // The job's declared options (bound to variables that make_job owns) and its factory.
+  JobOptions job_options;
+  JobFactory make_job;
   RunOptions run_options;
   spdlog::level::level_enum log_level = spdlog::level::info;
 };
