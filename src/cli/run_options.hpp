@@ -2,8 +2,6 @@
 // Separate from running the job so that the fuzzer exercises exactly what the program runs.
 #pragma once
 
-#include <spdlog/spdlog.h>
-
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +9,7 @@
 
 #include "epochrun/job_registry.hpp"
 #include "epochrun/job_runner.hpp"
+#include "epochrun/logging.hpp"
 
 namespace epochrun::cli {
 
@@ -46,7 +45,7 @@ struct Invocation {
   JobOptions job_options;
   JobFactory make_job;
   RunOptions run_options;
-  spdlog::level::level_enum log_level = spdlog::level::info;
+  LogLevel log_level = LogLevel::kInfo;
 };
 
 // Parses `epochrun run ...` (argv[0] is "run"). Returns nullopt when it printed help. Throws
