@@ -17,6 +17,9 @@ struct GeneralOptions {
   std::string job;
   std::string config;
   std::string checkpoint_dir = "checkpoints";
+  bool no_checkpoints = false;
+  bool async_checkpoint = false;
+  std::uint64_t async_max_staging_mib = 0;
   std::string resume;
   std::int64_t num_epochs = 0;
   std::string upload_dir;
