@@ -12,10 +12,6 @@
 namespace kmeans {
 namespace {
 
-constexpr const char* kCentroids = "centroids";  // f64 {clusters, dimensions}
-constexpr const char* kIteration = "iteration";  // i64: iterations done
-constexpr const char* kShift = "shift";          // f64: how far the last iteration moved a centroid
-
 // Uniform in [0, 1), the same on every platform (std's distributions are not).
 double unit(std::mt19937_64& generator) {
   return static_cast<double>(generator() >> 11) * 0x1.0p-53;
@@ -74,92 +70,81 @@ void validate(const Options& o) {
   require(std::isfinite(o.tolerance) && o.tolerance >= 0, "tolerance must be at least 0");
 }
 
+void declare_options(epochrun::JobOptions& options, Options& o) {
+  options.add("clusters", &o.clusters, "k, the number of centroids");
+  options.add("dimensions", &o.dimensions, "coordinates per point");
+  options.add("points_per_rank", &o.points_per_rank, "points each rank generates");
+  options.add("seed", &o.seed, "seed of the points (with the rank) and of the cluster centres");
+  options.add("max_iterations", &o.max_iterations, "stop after this many iterations");
+  options.add("tolerance", &o.tolerance,
+              "stop once no centroid coordinate moved by more than this (0: not at all)");
+}
+
 }  // namespace
 
 epochrun::Job make_job(const Options& o) {
   validate(o);
-  using epochrun::Blob;
-  using epochrun::TaskContext;
   const auto k = static_cast<std::size_t>(o.clusters);
   const auto dim = static_cast<std::size_t>(o.dimensions);
   epochrun::Job job("kmeans");
+  // The checkpointed state: the centroids, the iteration counter and the last move.
+  const auto centroids = job.blob<double>("centroids", {k, dim}, {.output = true});
+  const auto iteration = job.scalar<std::int64_t>("iteration", 0, {.output = true});
+  const auto shift = job.scalar<double>("shift", std::numeric_limits<double>::infinity());
 
   // The first `clusters` points of rank 0 are the initial centroids, on every rank alike.
-  job.init_group.add("initial_centroids", [o, k, dim](TaskContext& context) {
-    const auto first = generate_points(o, 0, o.clusters);
-    context.workspace.put(kCentroids, Blob::of<double>({k, dim}, first));
-    context.workspace.put(kIteration, Blob::scalar<std::int64_t>(0));
-    context.workspace.put(kShift, Blob::scalar(std::numeric_limits<double>::infinity()));
+  job.init_group.add("initial_centroids", [=](epochrun::TaskContext& context) {
+    std::ranges::copy(generate_points(o, 0, o.clusters), centroids.of(context).begin());
   });
 
   // Generated at the first iteration of each run, from scratch or resumed alike.
   auto points = std::make_shared<std::vector<double>>();
-  job.epoch_group.add("lloyd_iteration", [o, k, dim, points](TaskContext& context) {
+  job.epoch_group.add("lloyd_iteration", [=](epochrun::TaskContext& context) {
     if (points->empty()) {
       *points = generate_points(o, context.comm.rank(), o.points_per_rank);
     }
-    auto centroids = context.workspace.get(kCentroids).as<double>();
+    const auto current = centroids.of(context);
     // Per cluster: the coordinate sums, then the point counts (exact in a double up to 2^53).
     std::vector<double> sums(k * dim + k, 0.0);
     for (std::size_t p = 0; p * dim < points->size(); ++p) {
       const double* point = points->data() + p * dim;
-      const auto c = nearest(centroids, point, dim);
+      const auto c = nearest(current, point, dim);
       for (std::size_t d = 0; d < dim; ++d) {
         sums[c * dim + d] += point[d];
       }
       sums[k * dim + c] += 1;
     }
-    context.comm.allreduce_sum(sums);
-    double shift = 0;
+    context.comm.allreduce(std::span<double>(sums), epochrun::Reduction::kSum);
+    double moved = 0;
     for (std::size_t c = 0; c < k; ++c) {
       const double count = sums[k * dim + c];
       for (std::size_t d = 0; d < dim && count > 0; ++d) {  // an empty cluster stays put
-        const double moved = sums[c * dim + d] / count;
-        shift = std::max(shift, std::abs(moved - centroids[c * dim + d]));
-        centroids[c * dim + d] = moved;
+        const double mean = sums[c * dim + d] / count;
+        moved = std::max(moved, std::abs(mean - current[c * dim + d]));
+        current[c * dim + d] = mean;
       }
     }
-    context.workspace.get(kShift).item<double>() = shift;
-    ++context.workspace.get(kIteration).item<std::int64_t>();
+    shift.of(context) = moved;
+    ++iteration.of(context);
   });
 
-  job.add_stop_condition("converged", [tolerance = o.tolerance](const epochrun::Workspace& ws) {
-    return ws.get(kShift).item<double>() <= tolerance;
+  job.add_stop_condition("converged", [=, tolerance = o.tolerance](const epochrun::Workspace& ws) {
+    return shift.of(ws) <= tolerance;
   });
   job.add_stop_condition("iteration_limit",
-                         [limit = o.max_iterations](const epochrun::Workspace& ws) {
-                           return ws.get(kIteration).item<std::int64_t>() >= limit;
+                         [=, limit = o.max_iterations](const epochrun::Workspace& ws) {
+                           return iteration.of(ws) >= limit;
                          });
-  job.expect_blob(kCentroids, epochrun::DType::kF64, {k, dim});
-  job.expect_blob(kIteration, epochrun::DType::kI64, {});
-  job.expect_blob(kShift, epochrun::DType::kF64, {});
-  job.declare_run_defining_option("clusters");
-  job.declare_run_defining_option("dimensions");
-  job.declare_run_defining_option("points_per_rank");
-  job.declare_run_defining_option("seed");
-  job.declare_output(kCentroids);
-  job.declare_output(kIteration);
+  // The data; max_iterations and tolerance may change on resume.
+  for (const char* key : {"clusters", "dimensions", "points_per_rank", "seed"}) {
+    job.declare_run_defining_option(key);
+  }
   return job;
 }
 
-}  // namespace kmeans
-
-namespace kmeans {
-namespace {
-
-class Definition : public epochrun::JobDefinition {
- public:
-  epochrun::Job build() const override { return make_job(options_); }
-
- private:
-  Options options_;
-};
-
-}  // namespace
-
 void register_job(epochrun::JobRegistry& registry) {
   registry.add({"kmeans", "distributed k-means: points generated per rank from a seed",
-                [] { return std::make_unique<Definition>(); }});
+                epochrun::with_options<Options>(declare_options, make_job)});
 }
 
 }  // namespace kmeans

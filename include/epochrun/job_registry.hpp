@@ -5,8 +5,9 @@
 //   EPOCHRUN_REGISTER_JOB(my_job, "what it does",
 //                         epochrun::with_options<MyOptions>(declare_my_options, make_my_job));
 //
-// A shared library of jobs registers the same way (its static initializers run when it is
-// loaded), or by calling register_job from its entry point.
+// A job library (--job-library) registers its jobs from its entry point instead
+// (EPOCHRUN_JOB_LIBRARY, <epochrun/job_library.hpp>): static initializers would run on loading,
+// before its ABI is checked, and the loader refuses a library whose loading registered jobs.
 #pragma once
 
 #include <functional>
