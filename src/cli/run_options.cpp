@@ -31,6 +31,14 @@ po::options_description general_options(GeneralOptions& o) {
       "INI file with any of these options; job options go in a [<job>] section")(
       "checkpoint-dir", po::value(&o.checkpoint_dir)->default_value(o.checkpoint_dir),
       "directory of the checkpoints (created when missing)")(
+      "async-checkpoint", po::bool_switch(&o.async_checkpoint),
+      "write each checkpoint in the background while the next epoch runs (the state is copied "
+      "at the epoch's end; the last checkpoint and one at a stop are synchronous)")(
+      "async-max-staging-mib", po::value(&o.async_max_staging_mib),
+      "with --async-checkpoint: a checkpoint whose copy would exceed M MiB on any rank is saved "
+      "synchronously instead (default: no limit)")(
+      "no-checkpoints", po::bool_switch(&o.no_checkpoints),
+      "run without saving anything: no checkpoint, no directory, no lock (for comparisons)")(
       "resume-from-epoch", po::value(&o.resume),
       "N: load epoch N and continue at N+1; latest: the newest committed epoch, or from scratch "
       "when there is none")("num-epochs", po::value(&o.num_epochs),
@@ -72,6 +80,21 @@ po::options_description general_options(GeneralOptions& o) {
       "time-margin", po::value(&o.time_margin),
       "seconds to keep free before the time limit (default 60 under SLURM, 0 otherwise)");
   return options;
+}
+
+// With --no-checkpoints, an option about checkpoints is a contradiction: UsageError naming it.
+void refuse_with_no_checkpoints(const po::variables_map& values) {
+  for (const char* option : {"checkpoint-dir", "resume-from-epoch", "upload-dir", "keep-last",
+                             "keep-every", "checkpoint-every", "checkpoint-interval",
+                             "delete-checkpoints-on-success", "no-directory-lock"}) {
+    const auto found = values.find(option);
+    // A switch set to false in the INI file is no contradiction.
+    const bool given = found != values.end() && !found->second.defaulted() &&
+                       !(found->second.value().type() == typeid(bool) && !found->second.as<bool>());
+    if (given) {
+      throw UsageError(std::string("--no-checkpoints cannot be combined with --") + option);
+    }
+  }
 }
 
 // A timeout in seconds: more than 0 and at most a day. UsageError otherwise.
@@ -280,11 +303,15 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   if (general.job != job) {
     throw UsageError("the config file names job '" + general.job + "' but --job is '" + job + "'");
   }
-  if (general.checkpoint_dir.empty()) {
-    throw UsageError("--checkpoint-dir must not be empty");
+  if (general.no_checkpoints) {
+    refuse_with_no_checkpoints(values);
+  } else {
+    if (general.checkpoint_dir.empty()) {
+      throw UsageError("--checkpoint-dir must not be empty");
+    }
+    check_checkpoint_directory(general.checkpoint_dir);
+    run.checkpoint_dir = general.checkpoint_dir;
   }
-  check_checkpoint_directory(general.checkpoint_dir);
-  run.checkpoint_dir = general.checkpoint_dir;
   if (values.count("resume-from-epoch")) {
     run.resume = ResumeRequest::parse(general.resume);
   }
@@ -323,6 +350,17 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   }
   validate(run.checkpoint_policy);
   run.delete_checkpoints_on_success = general.delete_on_success;
+  run.async_checkpoint = general.async_checkpoint;
+  if (values.count("async-max-staging-mib")) {
+    if (!general.async_checkpoint) {
+      throw UsageError("--async-max-staging-mib needs --async-checkpoint");
+    }
+    if (general.async_max_staging_mib > (std::uint64_t(1) << 44)) {
+      throw UsageError("--async-max-staging-mib must be at most 2^44, got " +
+                       std::to_string(general.async_max_staging_mib));
+    }
+    run.async_max_staging_bytes = general.async_max_staging_mib << 20;
+  }
   run.directory_lock = !values["no-directory-lock"].as<bool>();
   run.task_failure_timeout = timeout_option("--task-failure-timeout", general.task_failure_timeout);
   run.save_timeout = timeout_option("--save-timeout", general.save_timeout);

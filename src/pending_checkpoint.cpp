@@ -1,0 +1,286 @@
+#include "pending_checkpoint.hpp"
+
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <memory>
+
+#include "blob_records.hpp"
+#include "collective_errors.hpp"
+#include "disk_space.hpp"
+#include "epochrun/errors.hpp"
+#include "epochrun/names.hpp"
+#include "fault_injection.hpp"
+#include "integrity_header.hpp"
+#include "regular_file.hpp"
+
+namespace epochrun {
+namespace {
+
+// Blobs go to the file as their raw bytes, and the format stores them little-endian
+// (docs/FORMAT.md).
+static_assert(std::endian::native == std::endian::little,
+              "checkpoint data is written as raw little-endian bytes");
+
+// An upper bound of the file's size: the data plus a generous allowance for HDF5's metadata
+// (measured: under 1 KiB per dataset and group, under 100 bytes per packed blob's index row;
+// the allowance is about twice that).
+std::uint64_t estimated_file_bytes(const CheckpointHeader& header) {
+  std::uint64_t bytes = 8192 + 2 * header.config_json.size();
+  std::size_t blobs = 0;
+  for (const auto& [node, records] : header.blobs) {
+    const auto packed = packed_blobs(records);
+    bytes += 4096 + 2 * node.size() + 8 * records.size();  // groups, index, pack, checksums
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      bytes += (packed[i] ? 256 : 1024) + 2 * records[i].name.size() + records[i].byte_size();
+    }
+    blobs += records.size();
+  }
+  return bytes + user_block_size_for(blobs + header.blobs.size());
+}
+
+// Describe step (every rank): this rank's blobs (their checksums come as they are written).
+std::vector<BlobRecord> describe(const std::vector<BlobView>& blobs) {
+  std::vector<BlobRecord> mine;
+  for (const auto& blob : blobs) {
+    validate_name(blob.name, "blob name");
+    BlobRecord record{blob.name, blob.dtype, blob.shape, 0};
+    if (record.byte_size() != blob.bytes.size()) {
+      throw UsageError("blob '" + blob.name + "' has " + std::to_string(blob.bytes.size()) +
+                       " bytes for its shape's " + std::to_string(record.byte_size()));
+    }
+    mine.push_back(std::move(record));
+  }
+  return mine;
+}
+
+// Lay-out step (rank 0): creates `file` with its final mode, refuses a checkpoint that cannot
+// fit before anything is written (a write past the file-size limit would kill the process; a
+// full disk half-way wastes the whole write), reserves its space so that another process
+// filling the disk meanwhile cannot fail it, and lays it out with serial HDF5.
+CheckpointLayout lay_out(const std::filesystem::path& file, const CheckpointHeader& header,
+                         FileDescriptor& created) {
+  const auto needed = estimated_file_bytes(header);
+  check_file_size_limit(needed);
+  check_free_space(file.parent_path(), needed);
+  created = create_new_file(file);
+  if (!reserve_space(created.get(), needed)) {
+    spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
+                  file.string());
+  }
+  return lay_out_checkpoint_file(created.get(), header);
+}
+
+// Where every rank writes, flattened for a broadcast: for each rank in order, its blob count,
+// its blobs' offsets, then its checksum table's offset (0 when it has no blobs).
+std::vector<std::int64_t> flatten_offsets(const CheckpointLayout& layout) {
+  std::vector<std::int64_t> flat;
+  for (const auto& node : layout.header.node_names) {
+    const auto& offsets = layout.offsets.at(node);
+    flat.push_back(static_cast<std::int64_t>(offsets.size()));
+    flat.insert(flat.end(), offsets.begin(), offsets.end());
+    const auto checksums = layout.checksum_offsets.find(node);
+    flat.push_back(checksums == layout.checksum_offsets.end()
+                       ? 0
+                       : static_cast<std::int64_t>(checksums->second));
+  }
+  return flat;
+}
+
+// This rank's blob offsets, then its checksum table's offset as the last element.
+std::vector<std::uint64_t> offsets_of_rank(const std::vector<std::int64_t>& flat, int rank) {
+  std::size_t at = 0;
+  for (int skipped = 0; skipped < rank; ++skipped) {
+    at += 2 + static_cast<std::size_t>(flat.at(at));
+  }
+  const auto count = static_cast<std::size_t>(flat.at(at));
+  return {flat.begin() + static_cast<std::ptrdiff_t>(at + 1),
+          flat.begin() + static_cast<std::ptrdiff_t>(at + 2 + count)};
+}
+
+// Writes blobs at their offsets, each hashed while it streams (one pass: a piece is hashed
+// while it is still in the CPU cache). Large blobs go in pieces straight from their memory;
+// small ones adjacent in the file (a pack) are gathered and written together.
+class StreamingWriter {
+ public:
+  StreamingWriter(int fd, std::string what) : fd_(fd), what_(std::move(what)) {}
+
+  // Returns the blob's xxh64.
+  std::uint64_t write(std::uint64_t offset, std::span<const std::byte> bytes) {
+    if (bytes.size() < kPiece) {
+      if (!bytes.empty()) {
+        if (!gathered_.empty() &&
+            (gathered_at_ + gathered_.size() != offset || gathered_.size() >= kPiece)) {
+          flush();
+        }
+        if (gathered_.empty()) {
+          gathered_at_ = offset;
+        }
+        gathered_.insert(gathered_.end(), bytes.begin(), bytes.end());
+      }
+      return XXH64(bytes.data(), bytes.size(), 0);
+    }
+    flush();
+    XXH64_reset(state_.get(), 0);
+    for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
+      const auto piece = bytes.subspan(at, std::min(kPiece, bytes.size() - at));
+      XXH64_update(state_.get(), piece.data(), piece.size());
+      write_at(fd_, offset + at, piece, what_);
+    }
+    return XXH64_digest(state_.get());
+  }
+
+  void flush() {
+    if (!gathered_.empty()) {
+      write_at(fd_, gathered_at_, gathered_, what_);
+      gathered_.clear();
+    }
+  }
+
+ private:
+  static constexpr std::size_t kPiece = 1 << 20;
+  int fd_;
+  std::string what_;
+  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state_{XXH64_createState(),
+                                                                    XXH64_freeState};
+  std::vector<std::byte> gathered_;
+  std::uint64_t gathered_at_ = 0;
+};
+
+// The checksums as the file stores them: uint64 little-endian.
+std::vector<std::byte> checksum_table(const std::vector<std::uint64_t>& sums) {
+  std::vector<std::byte> table(8 * sums.size());
+  std::memcpy(table.data(), sums.data(), table.size());
+  return table;
+}
+
+}  // namespace
+
+std::vector<BlobView> blob_views(const Workspace& workspace,
+                                 const std::vector<std::string>& names) {
+  std::vector<BlobView> views;
+  views.reserve(names.size());
+  for (const auto& name : names) {
+    const auto& blob = workspace.get(name);
+    views.push_back(BlobView{name, blob.dtype(), blob.shape(), blob.raw()});
+  }
+  return views;
+}
+
+template <typename Step>
+void PendingCheckpoint::agreed_step(const std::string& step, bool root_only, Step&& body) {
+  try {
+    run_then_agree_within(comm_, context_ + ": " + step, timeout_, [&] {
+      if (!root_only || rank_ == 0) {
+        body();
+      }
+    });
+  } catch (...) {
+    created_ = FileDescriptor(-1);
+    unsealed_.reset();  // removes it: gives the space of a failed attempt back
+    throw;
+  }
+}
+
+PendingCheckpoint PendingCheckpoint::begin(const std::filesystem::path& file,
+                                           const Communicator& comm, CheckpointHeader header,
+                                           std::vector<BlobView> blobs,
+                                           std::chrono::duration<double> timeout) {
+  PendingCheckpoint pending(file, comm, timeout);
+  pending.context_ = "write checkpoint " + file.string();
+  pending.rank_ = comm.rank();
+  pending.epoch_ = header.epoch;
+  pending.blobs_ = std::move(blobs);
+  pending.agreed_step("describe", false, [&] {
+    if (header.node_names.size() != static_cast<std::size_t>(comm.size())) {
+      throw Error("header names " + std::to_string(header.node_names.size()) + " nodes for " +
+                  std::to_string(comm.size()) + " ranks");
+    }
+    pending.records_ = describe(pending.blobs_);
+  });
+  auto descriptions = comm.gather(encode_records(pending.records_));
+
+  pending.agreed_step("lay out", true, [&] {
+    header.blobs.clear();
+    for (std::size_t rank = 0; rank < descriptions.size(); ++rank) {
+      const auto& bytes = descriptions[rank];
+      header.blobs[header.node_names[rank]] = decode_records(bytes);
+    }
+    try {
+      pending.layout_ = lay_out(file, header, pending.created_);
+    } catch (...) {
+      if (pending.created_.valid()) {  // created, then failed
+        pending.unsealed_.reset(new std::filesystem::path(file));
+      }
+      throw;
+    }
+    pending.unsealed_.reset(new std::filesystem::path(file));
+  });
+  auto offsets = flatten_offsets(pending.layout_);
+  comm.broadcast(offsets);
+  pending.offsets_ = offsets_of_rank(offsets, pending.rank_);
+  pending.checksums_offset_ = pending.offsets_.back();
+  pending.offsets_.pop_back();
+  return pending;
+}
+
+void PendingCheckpoint::write_data() noexcept {
+  try {
+    fault_point("save-create", epoch_);
+    if (offsets_.size() != blobs_.size()) {
+      throw Error("the layout has " + std::to_string(offsets_.size()) +
+                  " datasets for this rank's " + std::to_string(blobs_.size()) + " blobs");
+    }
+    std::uint64_t end = 0;
+    for (std::size_t i = 0; i < blobs_.size(); ++i) {
+      end = std::max(end, offsets_[i] + blobs_[i].bytes.size());
+    }
+    check_file_size_limit(end);
+    auto fd = open_regular_file_for_writing(file_);
+    StreamingWriter writer(fd.get(), file_.string());
+    std::vector<std::uint64_t> sums;
+    for (std::size_t i = 0; i < blobs_.size(); ++i) {
+      sums.push_back(writer.write(offsets_[i], blobs_[i].bytes));
+      bytes_written_ += blobs_[i].bytes.size();
+    }
+    writer.flush();
+    if (!sums.empty()) {
+      write_at(fd.get(), checksums_offset_, checksum_table(sums), file_.string());
+    }
+    fault_point("save-write", epoch_);
+    // Made durable from this rank: on a parallel file system one client's fsync does not
+    // flush another's cache.
+    sync_file(fd.get(), file_.string());
+    fd.close(file_.string());
+  } catch (...) {
+    write_error_ = std::current_exception();
+  }
+}
+
+void PendingCheckpoint::finish() {
+  agreed_step("write", false, [&] {
+    if (write_error_) {
+      std::rethrow_exception(write_error_);
+    }
+  });
+  agreed_step("seal", true, [&] {
+    seal_checkpoint_file(created_.get(), file_.string(), layout_.user_block_size, layout_.extents);
+    release_space_beyond_end(created_.get());
+    sync_file(created_.get(), file_.string());
+    file_bytes_ = file_size(created_.get());
+    created_.close(file_.string());
+  });
+  delete unsealed_.release();  // sealed: the file stays
+}
+
+void PendingCheckpoint::Unlinker::operator()(const std::filesystem::path* file) const {
+  ::unlink(file->c_str());
+  delete file;
+}
+
+}  // namespace epochrun
