@@ -7,13 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "collective_errors.hpp"
+#include "directory_save.hpp"
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
-#include "json_text.hpp"
 
 namespace epochrun {
 namespace {
@@ -110,48 +109,9 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
                                     const Workspace& workspace,
                                     const std::vector<std::string>& blob_names,
                                     std::chrono::duration<double> timeout) const {
-  const auto started = std::chrono::steady_clock::now();
-  const auto final_path = file_for(header.epoch);
-  const std::string context = "save epoch " + std::to_string(header.epoch);
-
-  // Rank 0 prepares the directory and picks the temporary name everyone writes to.
-  std::string temporary;
-  run_on_root_then_agree_within(comm, context, timeout, [&] {
-    create_private_directories(directory_);
-    temporary = temporary_sibling(final_path).string();
-  });
-  comm.broadcast(temporary);
-
-  try {
-    // Complete, sealed and fsynced on every rank when it returns.
-    write_checkpoint_file(temporary, comm, header, workspace, blob_names, timeout);
-    fault_point("save-before-rename", header.epoch);
-    // The commit point: rank 0 renames the complete, durable file to its final name
-    // (atomically replacing an older file of the same epoch) and makes the rename durable.
-    run_on_root_then_agree_within(comm, context + ": commit", timeout,
-                                  [&] { rename_durably(temporary, final_path); });
-  } catch (const std::exception& failure) {
-    if (comm.is_root()) {
-      ::unlink(temporary.c_str());  // gives the space of a failed attempt back
-    }
-    throw SaveError(context + ": " + failure.what());
-  }
-
-  fault_point("save-after-rename", header.epoch);
-  // The index is a catalogue written after the commit; a failure here loses nothing.
-  if (comm.is_root()) {
-    try {
-      write_index(header.job);
-    } catch (const std::exception&) {
-      // Rebuilt from the directory after the next commit.
-    }
-  }
-  SaveStats stats;
-  stats.file = final_path;
-  std::error_code ignored;
-  stats.file_bytes = std::filesystem::file_size(final_path, ignored);
-  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return stats;
+  auto save = DirectorySave::begin(*this, comm, header, blob_views(workspace, blob_names), timeout);
+  save.write_data();
+  return save.commit();
 }
 
 std::vector<std::string> CheckpointDirectory::load(const Communicator& comm,
@@ -204,23 +164,6 @@ int CheckpointDirectory::remove_stale_temporaries() const {
   return epochrun::remove_stale_temporaries(directory_, [](const std::string& name) {
     return parse_checkpoint_file_name(name).has_value() || name == kIndexFileName;
   });
-}
-
-void CheckpointDirectory::write_index(const std::string& job) const {
-  auto entries = nlohmann::json::array();
-  for (auto epoch : committed_epochs()) {
-    std::error_code ignored;
-    entries.push_back({{"epoch", epoch},
-                       {"file", checkpoint_file_name(epoch)},
-                       {"bytes", std::filesystem::file_size(file_for(epoch), ignored)}});
-  }
-  nlohmann::json index = {
-      {"format", "epochrun-index"},
-      {"format_version", 1},
-      {"job", job},
-      {"checkpoints", entries},
-      {"latest", entries.empty() ? nlohmann::json(nullptr) : entries.back()["epoch"]}};
-  write_file_atomically(directory_ / kIndexFileName, json_text(index, 2) + "\n");
 }
 
 }  // namespace epochrun

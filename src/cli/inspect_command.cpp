@@ -13,6 +13,7 @@
 #include "cli/run_history_report.hpp"
 #include "epochrun/epochrun.hpp"
 #include "json_text.hpp"
+#include "run_history_json.hpp"
 
 namespace epochrun::cli {
 namespace {
