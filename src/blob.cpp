@@ -1,8 +1,27 @@
 #include "epochrun/blob.hpp"
 
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <limits>
 
 namespace epochrun {
+
+namespace detail {
+
+void* allocate_zeroed(std::size_t count) {
+  void* memory = std::calloc(count, 1);
+  if (memory == nullptr && count > 0) {
+    throw std::bad_alloc();
+  }
+  return memory;
+}
+
+void release(void* memory) noexcept {
+  std::free(memory);
+}
+
+}  // namespace detail
 
 std::uint64_t element_count(const Shape& shape) {
   std::uint64_t count = 1;
