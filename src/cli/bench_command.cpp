@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_line.hpp"
+#include "cli/median.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/epochrun.hpp"
 #include "file_descriptor.hpp"
@@ -196,12 +197,6 @@ struct Series {
   std::string what;
   std::vector<double> seconds;
 };
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const auto n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 struct Row {
   const Series& measure;

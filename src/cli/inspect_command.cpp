@@ -15,6 +15,7 @@
 #include "cli/inspect_listing.hpp"
 #include "cli/inspect_source.hpp"
 #include "cli/run_history_report.hpp"
+#include "cli/subcommand_options.hpp"
 #include "epochrun/epochrun.hpp"
 #include "json_text.hpp"
 
@@ -57,19 +58,15 @@ std::optional<InspectOptions> parse_inspect_options(int argc, char** argv) {
                                                       "checkpoint directory or file");
   po::positional_options_description positional;
   positional.add("path", 1);
-  po::variables_map values;
-  po::store(po::command_line_parser(argc, argv).options(options).positional(positional).run(),
-            values);
-  po::notify(values);
-  if (values.count("help")) {
-    std::cout << options << "\n";
+  const auto values = parse_subcommand(argc, argv, options, positional);
+  if (!values) {
     return std::nullopt;
   }
   if (o.path.empty()) {
     throw UsageError("inspect needs a checkpoint directory or file: epochrun inspect DIR|FILE");
   }
   const int modes =
-      int{!o.show.empty()} + int{values.count("diff") > 0} + int{!o.export_directory.empty()};
+      int{!o.show.empty()} + int{values->count("diff") > 0} + int{!o.export_directory.empty()};
   if (modes > 1) {
     throw UsageError("--show, --diff and --export are separate: give one of them");
   }
@@ -81,13 +78,13 @@ std::optional<InspectOptions> parse_inspect_options(int argc, char** argv) {
   if (o.full && o.show.empty()) {
     throw UsageError("--full goes with --show");
   }
-  if (values.count("diff") && o.diff.size() != 2) {
+  if (values->count("diff") && o.diff.size() != 2) {
     throw UsageError("--diff takes two epochs (N or latest): --diff A B");
   }
-  if (values.count("diff") && !o.epoch.empty()) {
+  if (values->count("diff") && !o.epoch.empty()) {
     throw UsageError("--diff names its two epochs itself; leave out --epoch");
   }
-  if (values.count("show") && std::count(o.show.begin(), o.show.end(), '/') != 1) {
+  if (values->count("show") && std::count(o.show.begin(), o.show.end(), '/') != 1) {
     throw UsageError("--show takes NODE/BLOB, e.g. trainer_0/weights, got '" + o.show + "'");
   }
   return o;

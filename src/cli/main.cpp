@@ -14,6 +14,7 @@ commands:
   inspect    list the committed checkpoints of a directory; see 'epochrun inspect --help'
   list-jobs  list the jobs this program can run
   bench      time checkpoint save and load against plain POSIX I/O (mpirun -np R epochrun bench)
+  report     draw the timeline of DIR/metrics.jsonl as SVG; see 'epochrun report --help'
 
 exit codes: 0 success, 1 job failed, 2 usage or config error, 3 checkpoint error,
             4 finished but the upload failed, 75 stopped early (preemption signal, time
@@ -43,6 +44,9 @@ int main(int argc, char** argv) {
   }
   if (command == "inspect") {
     return epochrun::cli::inspect_command(argc - 1, argv + 1);
+  }
+  if (command == "report") {
+    return epochrun::cli::report_command(argc - 1, argv + 1);
   }
   if (command == "bench") {
     return epochrun::cli::bench_command(argc - 1, argv + 1);
