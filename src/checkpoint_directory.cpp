@@ -7,13 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "collective_errors.hpp"
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
-#include "json_text.hpp"
 
 namespace epochrun {
 namespace {
@@ -138,14 +136,6 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
   }
 
   fault_point("save-after-rename", header.epoch);
-  // The index is a catalogue written after the commit; a failure here loses nothing.
-  if (comm.is_root()) {
-    try {
-      write_index(header.job);
-    } catch (const std::exception&) {
-      // Rebuilt from the directory after the next commit.
-    }
-  }
   SaveStats stats;
   stats.file = final_path;
   std::error_code ignored;
@@ -204,23 +194,6 @@ int CheckpointDirectory::remove_stale_temporaries() const {
   return epochrun::remove_stale_temporaries(directory_, [](const std::string& name) {
     return parse_checkpoint_file_name(name).has_value() || name == kIndexFileName;
   });
-}
-
-void CheckpointDirectory::write_index(const std::string& job) const {
-  auto entries = nlohmann::json::array();
-  for (auto epoch : committed_epochs()) {
-    std::error_code ignored;
-    entries.push_back({{"epoch", epoch},
-                       {"file", checkpoint_file_name(epoch)},
-                       {"bytes", std::filesystem::file_size(file_for(epoch), ignored)}});
-  }
-  nlohmann::json index = {
-      {"format", "epochrun-index"},
-      {"format_version", 1},
-      {"job", job},
-      {"checkpoints", entries},
-      {"latest", entries.empty() ? nlohmann::json(nullptr) : entries.back()["epoch"]}};
-  write_file_atomically(directory_ / kIndexFileName, json_text(index, 2) + "\n");
 }
 
 }  // namespace epochrun

@@ -2,66 +2,30 @@
 
 #include <xxhash.h>
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <bit>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "blob_records.hpp"
 #include "checkpoint_layout.hpp"
 #include "collective_errors.hpp"
-#include "disk_space.hpp"
 #include "epochrun/errors.hpp"
-#include "epochrun/names.hpp"
-#include "fault_injection.hpp"
 #include "integrity_header.hpp"
 #include "json_text.hpp"
+#include "pending_checkpoint.hpp"
 #include "regular_file.hpp"
 
 namespace epochrun {
 namespace {
 
-// Blobs go to and come from the file as their raw bytes, and the format stores them
-// little-endian (docs/FORMAT.md).
+// Blobs come from the file as their raw bytes, and the format stores them little-endian
+// (docs/FORMAT.md).
 static_assert(std::endian::native == std::endian::little,
-              "checkpoint data is written as raw little-endian bytes");
-
-std::uint64_t checksum(std::span<const std::byte> data) {
-  return XXH64(data.data(), data.size(), 0);
-}
+              "checkpoint data is read as raw little-endian bytes");
 
 std::string dataset_path(const std::string& node, const std::string& blob) {
   return "/" + std::string(kNodesGroup) + "/" + node + "/" + blob;
-}
-
-// Records (and, when given, their offsets) as JSON, to travel between ranks.
-std::string records_to_json(const std::vector<BlobRecord>& records,
-                            const std::vector<std::uint64_t>& offsets = {}) {
-  auto list = nlohmann::json::array();
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const auto& record = records[i];
-    list.push_back({{"name", record.name},
-                    {"dtype", dtype_name(record.dtype)},
-                    {"shape", record.shape},
-                    {"xxh64", record.xxh64},
-                    {"offset", offsets.empty() ? 0 : offsets[i]}});
-  }
-  return json_text(list);
-}
-
-std::vector<BlobRecord> records_from_json(const std::string& text,
-                                          std::vector<std::uint64_t>* offsets = nullptr) {
-  std::vector<BlobRecord> records;
-  for (const auto& entry : nlohmann::json::parse(text)) {
-    records.push_back(BlobRecord{
-        entry.at("name").get<std::string>(), parse_dtype(entry.at("dtype").get<std::string>()),
-        entry.at("shape").get<Shape>(), entry.at("xxh64").get<std::uint64_t>()});
-    if (offsets != nullptr) {
-      offsets->push_back(entry.at("offset").get<std::uint64_t>());
-    }
-  }
-  return records;
 }
 
 void check_checksum(std::uint64_t actual, const BlobRecord& record, const std::string& what) {
@@ -116,127 +80,6 @@ void check_expectation(const CheckpointHeader& header, const CheckpointExpectati
   }
 }
 
-std::vector<DataExtent> data_extents(const CheckpointLayout& layout) {
-  std::vector<DataExtent> extents;
-  for (const auto& [node, records] : layout.header.blobs) {
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      if (records[i].byte_size() > 0) {
-        extents.push_back(DataExtent{layout.offsets.at(node)[i], records[i].byte_size()});
-      }
-    }
-  }
-  return extents;
-}
-
-std::uint64_t data_extent_count(const CheckpointHeader& header) {
-  std::uint64_t count = 0;
-  for (const auto& [node, records] : header.blobs) {
-    count += static_cast<std::uint64_t>(std::count_if(
-        records.begin(), records.end(), [](const BlobRecord& r) { return r.byte_size() > 0; }));
-  }
-  return count;
-}
-
-// An upper bound of the file's size: the data plus a generous allowance for HDF5's metadata
-// (measured: under 1 KiB per dataset and group; the allowance is about twice that).
-std::uint64_t estimated_file_bytes(const CheckpointHeader& header) {
-  std::uint64_t bytes =
-      8192 + 2 * header.config_json.size() + user_block_size_for(data_extent_count(header));
-  for (const auto& [node, records] : header.blobs) {
-    bytes += 1024 + 2 * node.size();
-    for (const auto& record : records) {
-      bytes += 1024 + 2 * record.name.size() + record.byte_size();
-    }
-  }
-  return bytes;
-}
-
-// Save step a (every rank): this rank's blobs, checksummed.
-std::vector<BlobRecord> describe_blobs(const Workspace& workspace,
-                                       const std::vector<std::string>& blob_names) {
-  std::vector<BlobRecord> mine;
-  for (const auto& name : blob_names) {
-    validate_name(name, "blob name");
-    const auto& blob = workspace.get(name);
-    mine.push_back(BlobRecord{name, blob.dtype(), blob.shape(), checksum(blob.raw())});
-  }
-  return mine;
-}
-
-// Save step b (rank 0): creates `file` with its final mode, refuses a checkpoint that cannot
-// fit before anything is written (a write past the file-size limit would kill the process; a
-// full disk half-way wastes the whole write), reserves its space so that another process
-// filling the disk meanwhile cannot fail it, and lays it out with serial HDF5.
-CheckpointLayout lay_out(const std::filesystem::path& file, const CheckpointHeader& header,
-                         FileDescriptor& created) {
-  const auto needed = estimated_file_bytes(header);
-  check_file_size_limit(needed);
-  check_free_space(file.parent_path(), needed);
-  created = create_new_file(file);
-  if (!reserve_space(created.get(), needed)) {
-    spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
-                  file.string());
-  }
-  return lay_out_checkpoint_file(created.get(), header,
-                                 user_block_size_for(data_extent_count(header)));
-}
-
-// The offsets of every rank's blobs, flattened for a broadcast: for each rank in order, its
-// blob count, then its offsets.
-std::vector<std::int64_t> flatten_offsets(const CheckpointLayout& layout) {
-  std::vector<std::int64_t> flat;
-  for (const auto& node : layout.header.node_names) {
-    const auto& offsets = layout.offsets.at(node);
-    flat.push_back(static_cast<std::int64_t>(offsets.size()));
-    flat.insert(flat.end(), offsets.begin(), offsets.end());
-  }
-  return flat;
-}
-
-std::vector<std::uint64_t> offsets_of_rank(const std::vector<std::int64_t>& flat, int rank) {
-  std::size_t at = 0;
-  for (int skipped = 0; skipped < rank; ++skipped) {
-    at += 1 + static_cast<std::size_t>(flat.at(at));
-  }
-  const auto count = static_cast<std::size_t>(flat.at(at));
-  return {flat.begin() + static_cast<std::ptrdiff_t>(at + 1),
-          flat.begin() + static_cast<std::ptrdiff_t>(at + 1 + count)};
-}
-
-// Save step c (every rank): this rank's blobs, each at its dataset's offset, made durable
-// from this rank (on a parallel file system one client's fsync does not flush another's cache).
-void write_blobs(const std::filesystem::path& file, std::int64_t epoch,
-                 const std::vector<BlobRecord>& mine, const std::vector<std::uint64_t>& offsets,
-                 const Workspace& workspace) {
-  fault_point("save-create", epoch);
-  if (offsets.size() != mine.size()) {
-    throw Error("the layout has " + std::to_string(offsets.size()) + " datasets for this rank's " +
-                std::to_string(mine.size()) + " blobs");
-  }
-  std::uint64_t end = 0;
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    end = std::max(end, offsets[i] + mine[i].byte_size());
-  }
-  check_file_size_limit(end);
-  auto fd = open_regular_file_for_writing(file);
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    write_at(fd.get(), offsets[i], workspace.get(mine[i].name).raw(), file.string());
-  }
-  fault_point("save-write", epoch);
-  sync_file(fd.get(), file.string());
-  fd.close(file.string());
-}
-
-// Save step d (rank 0): the integrity header, the unused reservation given back, fsync.
-void seal(const std::filesystem::path& file, FileDescriptor& created,
-          const CheckpointLayout& layout) {
-  seal_checkpoint_file(created.get(), file.string(),
-                       user_block_size_for(data_extent_count(layout.header)), data_extents(layout));
-  release_space_beyond_end(created.get());
-  sync_file(created.get(), file.string());
-  created.close(file.string());
-}
-
 }  // namespace
 
 std::uint64_t CheckpointHeader::total_blob_bytes() const {
@@ -253,37 +96,10 @@ void write_checkpoint_file(const std::filesystem::path& file, const Communicator
                            CheckpointHeader header, const Workspace& workspace,
                            const std::vector<std::string>& blob_names,
                            std::chrono::duration<double> timeout) {
-  const std::string context = "write checkpoint " + file.string();
-  std::vector<BlobRecord> mine;
-  run_then_agree_within(comm, context + ": describe", timeout, [&] {
-    if (header.node_names.size() != static_cast<std::size_t>(comm.size())) {
-      throw Error("header names " + std::to_string(header.node_names.size()) + " nodes for " +
-                  std::to_string(comm.size()) + " ranks");
-    }
-    mine = describe_blobs(workspace, blob_names);
-  });
-  const auto description = records_to_json(mine);
-  auto descriptions = comm.gather(std::as_bytes(std::span(description)));
-
-  FileDescriptor created(-1);  // rank 0's, from creation to seal
-  CheckpointLayout layout;
-  run_on_root_then_agree_within(comm, context + ": lay out", timeout, [&] {
-    header.blobs.clear();
-    for (std::size_t rank = 0; rank < descriptions.size(); ++rank) {
-      const auto& bytes = descriptions[rank];
-      header.blobs[header.node_names[rank]] =
-          records_from_json(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-    }
-    layout = lay_out(file, header, created);
-  });
-  auto offsets = flatten_offsets(layout);
-  comm.broadcast(offsets);
-
-  run_then_agree_within(comm, context + ": write", timeout, [&] {
-    write_blobs(file, header.epoch, mine, offsets_of_rank(offsets, comm.rank()), workspace);
-  });
-  run_on_root_then_agree_within(comm, context + ": seal", timeout,
-                                [&] { seal(file, created, layout); });
+  auto pending = PendingCheckpoint::begin(file, comm, std::move(header),
+                                          blob_views(workspace, blob_names), timeout);
+  pending.write_data();
+  pending.finish();
 }
 
 std::vector<std::string> read_checkpoint_file(const std::filesystem::path& file,

@@ -184,6 +184,28 @@ void write_file_atomically(const std::filesystem::path& target, std::string_view
   });
 }
 
+void append_line(const std::filesystem::path& file, std::string_view line, bool sync) {
+  std::error_code ignored;
+  const bool existed = std::filesystem::exists(file, ignored);
+  FileDescriptor fd(
+      ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) {
+    throw Error(errno_message("cannot open " + file.string()));
+  }
+  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
+      (sync && ::fsync(fd.get()) != 0)) {
+    const auto message = errno_message("cannot append to " + file.string());
+    if (!existed) {
+      std::filesystem::remove(file, ignored);  // no empty file on a full disk
+    }
+    throw Error(message);
+  }
+  fd.close(file.string());
+  if (sync && !existed) {
+    fsync_directory(file.parent_path());
+  }
+}
+
 void copy_file_atomically(const std::filesystem::path& source, const std::filesystem::path& target,
                           const std::function<void()>& before_commit) {
   FileDescriptor in(::open(source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));

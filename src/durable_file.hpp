@@ -47,6 +47,12 @@ int remove_stale_temporaries(const std::filesystem::path& directory,
 // behind.
 void write_file_atomically(const std::filesystem::path& target, std::string_view content);
 
+// Appends `line` (which ends with '\n') to `file` in one write (O_APPEND: after every earlier
+// line; a crash can at worst leave a torn last line, which readers skip), creating the file
+// (0644 narrowed by the umask) when missing; with `sync` fsyncs it (and the directory when
+// the file is new). Throws Error; a file it created is removed again on failure.
+void append_line(const std::filesystem::path& file, std::string_view line, bool sync);
+
 // Copies `source` to `target` with the same guarantees as write_file_atomically.
 // `before_commit` runs once the copy is durable under its temporary name, before the rename.
 void copy_file_atomically(const std::filesystem::path& source, const std::filesystem::path& target,

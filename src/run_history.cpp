@@ -1,6 +1,5 @@
 #include "epochrun/run_history.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -8,7 +7,6 @@
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
-#include "file_descriptor.hpp"
 #include "json_text.hpp"
 
 namespace epochrun {
@@ -50,28 +48,7 @@ nlohmann::json run_record(const RunSummary& summary, std::chrono::system_clock::
 }
 
 void append_run_record(const std::filesystem::path& directory, const nlohmann::json& record) {
-  const auto file = directory / kRunHistoryFileName;
-  const bool existed = std::filesystem::exists(file);
-  FileDescriptor fd(
-      ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
-  if (!fd.valid()) {
-    throw Error(errno_message("cannot open " + file.string()));
-  }
-  // One write of one whole line: O_APPEND puts it after every earlier record.
-  const std::string line = json_text(record) + "\n";
-  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
-      ::fsync(fd.get()) != 0) {
-    const auto message = errno_message("cannot append to " + file.string());
-    if (!existed) {
-      std::error_code ignored;
-      std::filesystem::remove(file, ignored);  // no empty history on a full disk
-    }
-    throw Error(message);
-  }
-  fd.close(file.string());
-  if (!existed) {
-    fsync_directory(directory);
-  }
+  append_line(directory / kRunHistoryFileName, json_text(record) + "\n", true);
 }
 
 nlohmann::json read_run_history(const std::filesystem::path& directory) {

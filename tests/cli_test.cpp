@@ -300,8 +300,9 @@ TEST_F(Cli, ASecondRunOnTheSameDirectoryIsRefusedWhileTheFirstRuns) {
   const auto paused = wait_for_a_stopped_child(first);
   ASSERT_TRUE(paused.has_value()) << "the first run never paused";
   const auto files_before = list_directory(cwd_ / "D");
-  EXPECT_EQ(files_before, (std::vector<std::string>{".epochrun.lock", "epoch-000000.h5",
-                                                    "epoch-000001.h5", "index.json"}));
+  EXPECT_EQ(files_before,
+            (std::vector<std::string>{".epochrun.lock", "epoch-000000.h5", "epoch-000001.h5",
+                                      "index.json", "metrics.jsonl"}));
 
   auto second = run_process(command, cwd_.path(), kMpiEnvironment);
   EXPECT_EQ(second.exit_code, 3) << second.err;
@@ -463,15 +464,15 @@ TEST_F(Cli, RetentionFlagsAndDeleteOnSuccess) {
   ASSERT_EQ(kept.exit_code, 0) << kept.err;
   EXPECT_EQ(list_directory(cwd_ / "D"),
             (std::vector<std::string>{"epoch-000000.h5", "epoch-000003.h5", "epoch-000004.h5",
-                                      "index.json", "runs.jsonl"}));
+                                      "index.json", "metrics.jsonl", "runs.jsonl"}));
   EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({1, 2}));
 
   auto backup = epochrun(
       {"run", "--job", "sum_pipeline", "--checkpoint-dir", "B", "--delete-checkpoints-on-success"},
       cwd_.path(), 3);
   ASSERT_EQ(backup.exit_code, 0) << backup.err;
-  // The checkpoints go; the run history stays.
-  EXPECT_EQ(list_directory(cwd_ / "B"), (std::vector<std::string>{"runs.jsonl"}));
+  // The checkpoints go; the run history and the metrics stay.
+  EXPECT_EQ(list_directory(cwd_ / "B"), (std::vector<std::string>{"metrics.jsonl", "runs.jsonl"}));
 }
 
 // Issue 7 item 11: with the upload failed, deleting the checkpoints would leave the job's final

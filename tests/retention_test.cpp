@@ -7,6 +7,7 @@
 #include "epochrun/retention.hpp"
 #include "epochrun/run_history.hpp"
 #include "nlohmann/json.hpp"
+#include "run_metrics.hpp"
 #include "sum_pipeline_fixture.hpp"
 #include "test_support.hpp"
 
@@ -100,7 +101,9 @@ TEST(Retention, DeleteOnSuccessRemovesTheCheckpointsOnlyAfterTheExitGroup) {
   auto summary = run_sum_pipeline(world, options, a);
   EXPECT_EQ(summary.deleted, (Epochs{0, 1, 2, 3, 4}));
   world.barrier();
-  EXPECT_EQ(list_directory(scratch / "ok"), std::vector<std::string>{kRunHistoryFileName});
+  // The checkpoints go; the run history and the metrics stay.
+  EXPECT_EQ(list_directory(scratch / "ok"),
+            (std::vector<std::string>{kMetricsFileName, kRunHistoryFileName}));
 
   auto failing_job = jobs::make_sum_pipeline();
   std::int64_t committed_when_exit_ran = -1;

@@ -5,6 +5,7 @@
 
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/run_history.hpp"
+#include "run_metrics.hpp"
 #include "sum_pipeline_fixture.hpp"
 #include "test_support.hpp"
 
@@ -147,9 +148,12 @@ TEST(SaveFailure, AFullDiskFailsLaterSavesButTheJobGoesOnAndEarlierOnesStayValid
     expected_files.push_back(checkpoint_file_name(epoch));
   }
   expected_files.push_back(kIndexFileName);
-  // The run's record fits into the space the failed saves gave back, or it is not there at all.
-  if (std::filesystem::exists(disk / "checkpoints" / kRunHistoryFileName)) {
-    expected_files.push_back(kRunHistoryFileName);
+  // The run's record and metrics fit into the space the failed saves gave back, or they are
+  // not there at all.
+  for (const char* record : {kMetricsFileName, kRunHistoryFileName}) {
+    if (std::filesystem::exists(disk / "checkpoints" / record)) {
+      expected_files.push_back(record);
+    }
   }
   EXPECT_EQ(list_directory(disk / "checkpoints"), expected_files);
   for (auto epoch : summary.committed) {

@@ -51,10 +51,11 @@ class CheckpointDirectory {
 
   // Collective. The commit protocol: write under a temporary name (mode 0644 from its
   // creation), fsync on every rank, rename to the final name (atomically replacing an older
-  // file of the same epoch), fsync the directory, then rewrite index.json. Creates the
-  // directory when missing. On any failure throws SaveError on every rank, removes the
-  // temporary file and leaves every committed checkpoint as it was. A rank that waits more
-  // than `timeout` for the others at any step aborts the job (see write_checkpoint_file).
+  // file of the same epoch), fsync the directory. (index.json is the caller's: the runner's
+  // post-commit steps.) Creates the directory when missing. On any failure throws SaveError on
+  // every rank, removes the temporary file and leaves every committed checkpoint as it was. A rank
+  // that waits more than `timeout` for the others at any step aborts the job (see
+  // write_checkpoint_file).
   SaveStats save(const Communicator& comm, const CheckpointHeader& header,
                  const Workspace& workspace, const std::vector<std::string>& blob_names,
                  std::chrono::duration<double> timeout = kDefaultSaveTimeout) const;
@@ -80,9 +81,6 @@ class CheckpointDirectory {
   // files named exactly as epochrun names them for a checkpoint or the index, nothing else.
   // Returns how many.
   int remove_stale_temporaries() const;
-
-  // Rewrites index.json from the committed files (rank 0's job after each commit).
-  void write_index(const std::string& job) const;
 
   // The message for a missing epoch, naming the epochs that exist.
   std::string describe_missing(std::int64_t epoch) const;

@@ -34,6 +34,7 @@ namespace epochrun {
 class PreemptionSignals;
 class StopDecider;
 class TimeBudget;
+struct SaveOutcome;
 
 // Where to start: from scratch, from an explicit epoch, or from the newest committed one
 // (from scratch when there is none).
@@ -106,45 +107,26 @@ class JobRunner {
   // The summary's identity fields, the restart count and history in the log, and (rank 0) the
   // time limit.
   RunSummary begin_run();
+  // This run's checkpoint steps (src/job_runner.cpp): the post-commit steps, the saver, the
+  // metrics.
+  struct Steps;
   // The resume decision and the load, or init and checkpoint 0. Returns the epoch resumed from.
-  std::optional<std::int64_t> start(TaskContext& context, RunSummary& summary);
+  std::optional<std::int64_t> start(Steps& steps, TaskContext& context, RunSummary& summary);
   // The epoch loop, from the epoch after `resumed` (or after init) until the decision to stop;
   // context.epoch is then the last epoch whose state the workspace holds.
   StopDecision run_epochs(std::optional<std::int64_t> resumed, const StopDecider& decider,
-                          const PreemptionSignals& signals, TaskContext& context,
+                          const PreemptionSignals& signals, Steps& steps, TaskContext& context,
                           RunSummary& summary);
-  // Saves the epoch that just ran when the checkpoint policy or a stop says so; returns the
-  // log text.
-  std::string checkpoint_epoch(const StopDecision& decision, const TaskContext& context,
-                               RunSummary& summary);
+  // Saves the epoch that just ran when the checkpoint policy or a stop says so.
+  std::optional<SaveOutcome> checkpoint_epoch(const StopDecision& decision, Steps& steps,
+                                              const TaskContext& context, RunSummary& summary);
   // The steps that belong to a finished job: upload, download, exit, delete-on-success.
-  void finish_job(TaskContext& context, RunSummary& summary);
+  void finish_job(Steps& steps, TaskContext& context, RunSummary& summary);
   // Rank 0: appends this run's record to the run history and reads the history back.
   void record_run(std::chrono::system_clock::time_point started, RunSummary& summary) const;
   // The summary's closing fields, the same on every rank, and the closing log line.
   void close_summary(const StopDecision& decision, std::int64_t last_epoch,
-                     RunSummary& summary) const;
-  // The epochs to try, in order: none (from scratch), the explicit one, or every committed
-  // epoch newest first (`latest`).
-  std::vector<std::int64_t> resume_candidates() const;
-  // Loads the first candidate that is not corrupt; nullopt when none is (start from scratch).
-  std::optional<std::int64_t> load_newest_valid(const std::vector<std::int64_t>& candidates,
-                                                Workspace& workspace, RunSummary& summary);
-  // Rank 0 compares this run's configuration with the resumed checkpoint's: logs and records
-  // each change, and refuses (CheckpointMismatch, on every rank) a run-defining one.
-  void check_config_changes(std::int64_t epoch, RunSummary& summary) const;
-  // CheckpointMismatch when a loaded blob is not what the job now declares.
-  void check_loaded_blobs(const Workspace& workspace, const std::filesystem::path& file) const;
-  // Returns the log text for the checkpoint (committed, or failed).
-  std::string save(std::int64_t epoch, const Workspace& workspace, RunSummary& summary);
-  void upload(RunSummary& summary) const;
-  // Rank 0, after a commit: deletes what the retention policy no longer keeps.
-  void apply_retention(std::int64_t just_committed, RunSummary& summary) const;
-  void delete_all_checkpoints(RunSummary& summary) const;
-  void delete_checkpoints(
-      const std::function<std::vector<std::int64_t>(const CheckpointDirectory&)>& choose,
-      const std::string& why, RunSummary& summary) const;
-  GatheredBlobs gather_outputs(const Workspace& workspace) const;
+                     std::optional<std::int64_t> newest_committed, RunSummary& summary) const;
   // Runs a task group on every rank; a failure on any rank fails the group on all of them.
   void run_group(const TaskGroup& group, TaskContext& context) const;
 
@@ -154,10 +136,7 @@ class JobRunner {
   RunOptions options_;
   std::string node_name_;
   std::vector<std::string> node_names_;
-  std::vector<std::string> checkpointed_blobs_;
-  std::optional<std::int64_t> last_committed_;  // by this run, or the epoch it resumed from
-  std::unique_ptr<TimeBudget> time_budget_;     // rank 0's; measured on every rank
-  std::chrono::steady_clock::time_point last_commit_time_;  // for --checkpoint-interval
+  std::unique_ptr<TimeBudget> time_budget_;  // rank 0's; measured on every rank
 };
 
 }  // namespace epochrun

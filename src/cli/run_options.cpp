@@ -29,6 +29,8 @@ po::options_description general_options(GeneralOptions& o) {
       "INI file with any of these options; job options go in a [<job>] section")(
       "checkpoint-dir", po::value(&o.checkpoint_dir)->default_value(o.checkpoint_dir),
       "directory of the checkpoints (created when missing)")(
+      "no-checkpoints", po::bool_switch(&o.no_checkpoints),
+      "run without saving anything: no checkpoint, no directory, no lock (for comparisons)")(
       "resume-from-epoch", po::value(&o.resume),
       "N: load epoch N and continue at N+1; latest: the newest committed epoch, or from scratch "
       "when there is none")("num-epochs", po::value(&o.num_epochs),
@@ -70,6 +72,21 @@ po::options_description general_options(GeneralOptions& o) {
       "time-margin", po::value(&o.time_margin),
       "seconds to keep free before the time limit (default 60 under SLURM, 0 otherwise)");
   return options;
+}
+
+// With --no-checkpoints, an option about checkpoints is a contradiction: UsageError naming it.
+void refuse_with_no_checkpoints(const po::variables_map& values) {
+  for (const char* option : {"checkpoint-dir", "resume-from-epoch", "upload-dir", "keep-last",
+                             "keep-every", "checkpoint-every", "checkpoint-interval",
+                             "delete-checkpoints-on-success", "no-directory-lock"}) {
+    const auto found = values.find(option);
+    // A switch set to false in the INI file is no contradiction.
+    const bool given = found != values.end() && !found->second.defaulted() &&
+                       !(found->second.value().type() == typeid(bool) && !found->second.as<bool>());
+    if (given) {
+      throw UsageError(std::string("--no-checkpoints cannot be combined with --") + option);
+    }
+  }
 }
 
 // A timeout in seconds: more than 0 and at most a day. UsageError otherwise.
@@ -257,11 +274,15 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   if (general.job != job) {
     throw UsageError("the config file names job '" + general.job + "' but --job is '" + job + "'");
   }
-  if (general.checkpoint_dir.empty()) {
-    throw UsageError("--checkpoint-dir must not be empty");
+  if (general.no_checkpoints) {
+    refuse_with_no_checkpoints(values);
+  } else {
+    if (general.checkpoint_dir.empty()) {
+      throw UsageError("--checkpoint-dir must not be empty");
+    }
+    check_checkpoint_directory(general.checkpoint_dir);
+    run.checkpoint_dir = general.checkpoint_dir;
   }
-  check_checkpoint_directory(general.checkpoint_dir);
-  run.checkpoint_dir = general.checkpoint_dir;
   if (values.count("resume-from-epoch")) {
     run.resume = ResumeRequest::parse(general.resume);
   }

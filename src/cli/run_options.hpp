@@ -18,6 +18,7 @@ struct GeneralOptions {
   std::string job;
   std::string config;
   std::string checkpoint_dir = "checkpoints";
+  bool no_checkpoints = false;
   std::string resume;
   std::int64_t num_epochs = 0;
   std::string upload_dir;

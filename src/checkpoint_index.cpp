@@ -1,0 +1,75 @@
+#include "checkpoint_index.hpp"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "durable_file.hpp"
+#include "json_text.hpp"
+
+namespace epochrun {
+
+CheckpointIndex::CheckpointIndex(CheckpointDirectory directory, std::string job)
+    : directory_(std::move(directory)), job_(std::move(job)) {
+  for (auto epoch : directory_.committed_epochs()) {
+    std::error_code ignored;
+    add(epoch, std::filesystem::file_size(directory_.file_for(epoch), ignored));
+  }
+}
+
+std::vector<std::int64_t> CheckpointIndex::epochs() const {
+  std::vector<std::int64_t> epochs;
+  epochs.reserve(entries_.size());
+  for (const auto& entry : entries_) {
+    epochs.push_back(entry.first);
+  }
+  return epochs;
+}
+
+std::optional<std::int64_t> CheckpointIndex::latest() const {
+  if (entries_.empty()) {
+    return std::nullopt;
+  }
+  return entries_.rbegin()->first;
+}
+
+void CheckpointIndex::add(std::int64_t epoch, std::uint64_t bytes) {
+  entries_[epoch] =
+      json_text({{"epoch", epoch}, {"file", checkpoint_file_name(epoch)}, {"bytes", bytes}});
+}
+
+std::vector<std::int64_t> CheckpointIndex::remove(const std::vector<std::int64_t>& epochs,
+                                                  std::optional<std::string>& failure) {
+  try {
+    directory_.remove(epochs);
+  } catch (const std::exception& error) {
+    failure = error.what();
+  }
+  // What went is what is no longer there (a failed deletion leaves its epoch committed).
+  std::vector<std::int64_t> gone;
+  for (auto epoch : epochs) {
+    std::error_code error;
+    const auto status = std::filesystem::symlink_status(directory_.file_for(epoch), error);
+    if (status.type() == std::filesystem::file_type::not_found && entries_.erase(epoch) > 0) {
+      gone.push_back(epoch);
+    }
+  }
+  return gone;
+}
+
+void CheckpointIndex::write() const {
+  // The layout json_text(..., 2) gives, built from the kept entries.
+  std::string text = "{\n  \"format\": \"epochrun-index\",\n  \"format_version\": 1,\n  \"job\": " +
+                     json_text(job_) + ",\n  \"checkpoints\": [";
+  const char* separator = "\n    ";
+  for (const auto& entry : entries_) {
+    text += separator;
+    text += entry.second;
+    separator = ",\n    ";
+  }
+  text += entries_.empty() ? "],\n" : "\n  ],\n";
+  text += "  \"latest\": " + (entries_.empty() ? std::string("null") : std::to_string(*latest())) +
+          "\n}\n";
+  write_file_atomically(directory_.path() / kIndexFileName, text);
+}
+
+}  // namespace epochrun

@@ -1,0 +1,44 @@
+// Rank 0's view of the committed checkpoints of the run's directory, and index.json written
+// from it. Seeded by one listing when the run starts and kept up to date by the run's own
+// commits and deletions (the directory lock keeps every other run away), so that a commit
+// costs the same with 10 or 3,000 epochs behind it: no listing, no stat of older files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "epochrun/checkpoint_directory.hpp"
+
+namespace epochrun {
+
+class CheckpointIndex {
+ public:
+  // Lists `directory` once (none when it does not exist yet).
+  CheckpointIndex(CheckpointDirectory directory, std::string job);
+
+  const CheckpointDirectory& directory() const { return directory_; }
+  // Ascending.
+  std::vector<std::int64_t> epochs() const;
+  std::optional<std::int64_t> latest() const;
+
+  // Records a commit of `epoch` (replacing an older file of the same epoch).
+  void add(std::int64_t epoch, std::uint64_t bytes);
+  // Deletes the files of `epochs` (CheckpointDirectory::remove) and forgets the ones that are
+  // gone; returns those. `failure` gets the error of a file that could not be deleted.
+  std::vector<std::int64_t> remove(const std::vector<std::int64_t>& epochs,
+                                   std::optional<std::string>& failure);
+
+  // Replaces index.json with the epochs known here (temporary file, fsync, rename): the
+  // entries' text is kept from their commit, so this is one write of the file.
+  void write() const;
+
+ private:
+  CheckpointDirectory directory_;
+  std::string job_;
+  std::map<std::int64_t, std::string> entries_;  // epoch -> its entry's JSON text
+};
+
+}  // namespace epochrun

@@ -1,0 +1,124 @@
+#include "post_commit_steps.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "collective_errors.hpp"
+#include "epochrun/errors.hpp"
+
+namespace epochrun {
+
+PostCommitSteps::PostCommitSteps(const Communicator& comm, const RunOptions& options,
+                                 std::string job)
+    : comm_(comm), options_(options) {
+  run_on_root_then_agree(comm_, "checkpoint directory", [&] {
+    if (options_.checkpoint_dir.empty()) {
+      return;
+    }
+    CheckpointDirectory directory(options_.checkpoint_dir);
+    // A run killed inside a save leaves its temporary file behind: give that space back.
+    if (const int stale = directory.remove_stale_temporaries(); stale > 0) {
+      spdlog::info("removed {} temporary file(s) of an interrupted save", stale);
+    }
+    index_.emplace(std::move(directory), std::move(job));
+  });
+}
+
+void PostCommitSteps::after_commit(std::int64_t epoch, std::uint64_t file_bytes,
+                                   RunSummary& summary) {
+  if (index_) {
+    index_->add(epoch, file_bytes);
+  }
+  if (options_.retention.keeps_everything()) {
+    if (index_) {
+      try {
+        index_->write();
+      } catch (const std::exception& error) {
+        // A catalogue only; the next commit rewrites it.
+        spdlog::warn("index after epoch {}: {}", epoch, error.what());
+      }
+    }
+    return;
+  }
+  delete_checkpoints(
+      [&](const CheckpointIndex& index) {
+        return options_.retention.epochs_to_delete(index.epochs(), epoch);
+      },
+      "retention after epoch " + std::to_string(epoch), summary);
+}
+
+void PostCommitSteps::upload(RunSummary& summary) const {
+  if (!options_.uploader) {
+    return;
+  }
+  std::string destination;
+  std::string failure;
+  if (comm_.is_root()) {
+    try {
+      // The job's final checkpoint: the newest this run committed or, when it committed none
+      // (it resumed a loop that had already stopped), the one it resumed from.
+      const auto final_epoch = !summary.committed.empty() ? std::optional(summary.committed.back())
+                                                          : summary.resumed_from;
+      if (!final_epoch) {
+        throw Error("this run has no committed checkpoint to upload");
+      }
+      const auto file = CheckpointDirectory(options_.checkpoint_dir).file_for(*final_epoch);
+      destination = options_.uploader->upload(file);
+      spdlog::info("uploaded {} to {}", file.filename().string(), destination);
+    } catch (const std::exception& error) {
+      failure = error.what();
+      spdlog::warn("upload failed: {}", failure);
+    }
+  }
+  comm_.broadcast(destination);
+  comm_.broadcast(failure);
+  if (!failure.empty()) {
+    summary.upload_error = failure;
+  } else {
+    summary.uploaded_to = destination;
+  }
+}
+
+void PostCommitSteps::delete_all(RunSummary& summary) {
+  delete_checkpoints([](const CheckpointIndex& index) { return index.epochs(); },
+                     "deletion after success", summary);
+  if (comm_.is_root() && index_) {
+    std::error_code ignored;
+    std::filesystem::remove(options_.checkpoint_dir / kIndexFileName, ignored);
+    spdlog::info("the job succeeded: its checkpoints in {} were deleted",
+                 options_.checkpoint_dir.string());
+  }
+}
+
+std::optional<std::int64_t> PostCommitSteps::latest() const {
+  std::int64_t newest = -1;
+  if (index_) {
+    newest = index_->latest().value_or(-1);
+  }
+  comm_.broadcast(newest);
+  return newest >= 0 ? std::optional(newest) : std::nullopt;
+}
+
+template <typename Choose>
+void PostCommitSteps::delete_checkpoints(Choose&& choose, const std::string& why,
+                                         RunSummary& summary) {
+  // A failure here loses nothing (the checkpoints stay), so it is a warning.
+  std::vector<std::int64_t> deleted;
+  if (index_) {
+    std::optional<std::string> failure;
+    deleted = index_->remove(choose(*index_), failure);
+    try {
+      index_->write();
+    } catch (const std::exception& error) {
+      failure = failure.value_or(error.what());
+    }
+    if (failure) {
+      spdlog::warn("{}: {}", why, *failure);
+    }
+  }
+  comm_.broadcast(deleted);
+  summary.deleted.insert(summary.deleted.end(), deleted.begin(), deleted.end());
+}
+
+}  // namespace epochrun

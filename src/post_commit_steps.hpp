@@ -1,0 +1,47 @@
+// What happens to committed checkpoints besides the commit itself: rank 0's view of them and
+// index.json after each commit, the retention policy, the upload of the final one, and the
+// deletion once the job succeeded (--delete-checkpoints-on-success). A failure in any of these
+// loses nothing committed: it is a warning (an upload failure also an exit code).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "checkpoint_index.hpp"
+#include "epochrun/communicator.hpp"
+#include "epochrun/job_runner.hpp"
+#include "epochrun/run_summary.hpp"
+
+namespace epochrun {
+
+class PostCommitSteps {
+ public:
+  // Collective. Without a checkpoint directory every step does nothing. Rank 0 removes what an
+  // interrupted save left behind and seeds its view of the directory with one listing.
+  PostCommitSteps(const Communicator& comm, const RunOptions& options, std::string job);
+
+  // Rank 0's view of the directory; null on the other ranks and without a directory.
+  const CheckpointIndex* index() const { return index_ ? &*index_ : nullptr; }
+
+  // Collective, after `epoch` was committed in a file of `file_bytes`: the index, then
+  // retention (what it deleted goes to summary.deleted on every rank).
+  void after_commit(std::int64_t epoch, std::uint64_t file_bytes, RunSummary& summary);
+  // Collective: copies the job's final checkpoint with options.uploader (when set).
+  void upload(RunSummary& summary) const;
+  // Collective: deletes every checkpoint and the index (the job succeeded).
+  void delete_all(RunSummary& summary);
+  // Collective: the newest committed epoch in the directory.
+  std::optional<std::int64_t> latest() const;
+
+ private:
+  // Rank 0 deletes `chosen(index)` and the index is rewritten; every rank records what went.
+  template <typename Choose>
+  void delete_checkpoints(Choose&& choose, const std::string& why, RunSummary& summary);
+
+  const Communicator& comm_;
+  const RunOptions& options_;
+  std::optional<CheckpointIndex> index_;
+};
+
+}  // namespace epochrun

@@ -1,0 +1,138 @@
+#include "run_metrics.hpp"
+
+#include <sys/resource.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "durable_file.hpp"
+#include "epochrun/run_history.hpp"
+#include "json_text.hpp"
+
+namespace epochrun {
+
+// What each rank sends rank 0: NaN for an absent figure.
+struct RunMetrics::Figures {
+  static constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
+  double epoch_seconds = kAbsent;
+  double blocked_seconds = kAbsent;
+  double save_seconds = kAbsent;
+  double save_bytes = kAbsent;
+  double load_seconds = kAbsent;
+  double load_bytes = kAbsent;
+  double peak_rss_bytes = kAbsent;
+};
+
+namespace {
+
+double peak_rss_bytes() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+void put(nlohmann::json& object, const char* key, double value, bool integral = false) {
+  if (!std::isnan(value)) {
+    object[key] = integral ? nlohmann::json(std::uint64_t(value)) : nlohmann::json(value);
+  }
+}
+
+}  // namespace
+
+RunMetrics::RunMetrics(const Communicator& comm, std::filesystem::path checkpoint_dir,
+                       std::chrono::system_clock::time_point run_started)
+    : comm_(comm),
+      file_(checkpoint_dir.empty() ? std::filesystem::path() : checkpoint_dir / kMetricsFileName),
+      run_started_(utc_timestamp(run_started)) {
+  if (!comm_.is_root() || file_.empty()) {
+    return;
+  }
+  // A run killed inside an append leaves a torn last line: end it, so that this run's first
+  // line is not glued to it (readers skip the torn one).
+  std::ifstream in(file_, std::ios::binary | std::ios::ate);
+  if (in && in.tellg() > 0) {
+    in.seekg(-1, std::ios::end);
+    if (in.get() != '\n') {
+      try {
+        append_line(file_, "\n", false);
+      } catch (const std::exception& error) {
+        spdlog::warn("metrics: {}", error.what());
+      }
+    }
+  }
+}
+
+void RunMetrics::epoch(std::int64_t epoch, const EpochFigures& figures) const {
+  Figures mine;
+  mine.epoch_seconds = figures.epoch_seconds;
+  mine.blocked_seconds = figures.blocked_seconds.value_or(Figures::kAbsent);
+  mine.save_seconds = figures.save_seconds.value_or(Figures::kAbsent);
+  mine.save_bytes = figures.save_bytes ? double(*figures.save_bytes) : Figures::kAbsent;
+  mine.peak_rss_bytes = peak_rss_bytes();
+  append("epoch", epoch, mine, std::nullopt);
+}
+
+void RunMetrics::load(std::int64_t epoch, double seconds, std::uint64_t bytes) const {
+  Figures mine;
+  mine.load_seconds = seconds;
+  mine.load_bytes = double(bytes);
+  mine.peak_rss_bytes = peak_rss_bytes();
+  append("load", epoch, mine, std::nullopt);
+}
+
+void RunMetrics::save(std::int64_t epoch, double seconds, std::uint64_t bytes,
+                      bool committed) const {
+  Figures mine;
+  mine.save_seconds = seconds;
+  mine.save_bytes = double(bytes);
+  mine.peak_rss_bytes = peak_rss_bytes();
+  append("save", epoch, mine, committed);
+}
+
+void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figures& mine,
+                        const std::optional<bool>& committed) const {
+  if (file_.empty()) {
+    return;
+  }
+  const auto gathered = comm_.gather(std::as_bytes(std::span(&mine, 1)));
+  if (!comm_.is_root()) {
+    return;
+  }
+  auto ranks = nlohmann::json::array();
+  for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+    Figures figures;
+    std::memcpy(&figures, gathered[rank].data(), sizeof figures);
+    nlohmann::json entry = {{"rank", rank}};
+    put(entry, "epoch_seconds", figures.epoch_seconds);
+    put(entry, "blocked_seconds", figures.blocked_seconds);
+    put(entry, "save_seconds", figures.save_seconds);
+    put(entry, "save_bytes", figures.save_bytes, true);
+    put(entry, "load_seconds", figures.load_seconds);
+    put(entry, "load_bytes", figures.load_bytes, true);
+    put(entry, "peak_rss_bytes", figures.peak_rss_bytes, true);
+    ranks.push_back(std::move(entry));
+  }
+  nlohmann::json line = {{"run_started", run_started_}, {"event", event}, {"epoch", epoch}};
+  if (committed) {
+    line["committed"] = *committed;
+  }
+  line["ranks"] = std::move(ranks);
+  try {
+    // Synced with the lines of saves: what a commit made durable, its figures are too. The
+    // directory is the saves' to create: without it there is nothing to measure against.
+    append_line(file_, json_text(line) + "\n", !std::isnan(mine.save_seconds));
+  } catch (const std::exception& error) {
+    if (!warned_) {
+      spdlog::warn("metrics not recorded (further failures are not logged): {}", error.what());
+      warned_ = true;
+    }
+  }
+}
+
+}  // namespace epochrun

@@ -1,0 +1,48 @@
+// The run's figures as JSON lines in <checkpoint dir>/metrics.jsonl (README "Metrics"): per
+// epoch, per load and per asynchronous save completion, every rank's figures gathered to
+// rank 0, which appends one line per event. Without a checkpoint directory nothing is kept.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "epochrun/communicator.hpp"
+
+namespace epochrun {
+
+inline constexpr const char* kMetricsFileName = "metrics.jsonl";
+
+// One rank's figures for an epoch; absent ones are left out of the line.
+struct EpochFigures {
+  double epoch_seconds = 0;                 // the epoch group (init's for epoch 0)
+  std::optional<double> blocked_seconds;    // the job's thread stopped by this epoch's checkpoint
+  std::optional<double> save_seconds;       // the save, when it completed within this epoch
+  std::optional<std::uint64_t> save_bytes;  // this rank's bytes in that save
+};
+
+class RunMetrics {
+ public:
+  RunMetrics(const Communicator& comm, std::filesystem::path checkpoint_dir,
+             std::chrono::system_clock::time_point run_started);
+
+  // Collective. Each appends one line (rank 0); a line that cannot be written is a warning.
+  void epoch(std::int64_t epoch, const EpochFigures& figures) const;
+  void load(std::int64_t epoch, double seconds, std::uint64_t bytes) const;
+  // The completion of an asynchronous save of `epoch`, after that epoch's line.
+  void save(std::int64_t epoch, double seconds, std::uint64_t bytes, bool committed) const;
+
+ private:
+  struct Figures;
+  void append(const std::string& event, std::int64_t epoch, const Figures& mine,
+              const std::optional<bool>& committed) const;
+
+  const Communicator& comm_;
+  std::filesystem::path file_;  // empty: no metrics
+  std::string run_started_;
+  mutable bool warned_ = false;  // rank 0: a failure to append is logged once
+};
+
+}  // namespace epochrun
