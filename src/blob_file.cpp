@@ -45,6 +45,7 @@ void write_blob_file(const std::filesystem::path& file, const std::map<std::stri
         Handle dataset(H5Dcreate2(h5file.get(), name.c_str(), type.get(), space.get(), H5P_DEFAULT,
                                   H5P_DEFAULT, H5P_DEFAULT),
                        "create dataset " + name);
+        h5::mark_dtype(dataset.get(), blob.dtype());
         if (blob.byte_size() > 0) {
           h5::check(H5Dwrite(dataset.get(), memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
                              blob.raw().data()),
@@ -73,12 +74,11 @@ std::map<std::string, Blob> read_blob_file(const std::filesystem::path& file) {
   std::map<std::string, Blob> blobs;
   for (const auto& name : names) {
     Handle dataset(H5Dopen2(h5file.get(), name.c_str(), H5P_DEFAULT), "open dataset " + name);
-    Handle type(H5Dget_type(dataset.get()), "get type of " + name);
     Handle space(H5Dget_space(dataset.get()), "get space of " + name);
     int rank = H5Sget_simple_extent_ndims(space.get());
     std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
     H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-    Blob blob(h5::dtype_of(type.get(), "dataset " + name), Shape(dims.begin(), dims.end()));
+    Blob blob(h5::dtype_of(dataset.get(), "dataset " + name), Shape(dims.begin(), dims.end()));
     auto memory_type = h5::memory_type_for(blob.dtype());
     if (blob.byte_size() > 0) {
       h5::check(H5Dread(dataset.get(), memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,

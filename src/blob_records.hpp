@@ -10,12 +10,18 @@
 
 namespace epochrun {
 
-// `records` (and, when given, one file offset per record) as a JSON array.
+// Where a record's bytes are in a file: their offset, and whether they are in the node's pack.
+struct BlobPlace {
+  std::uint64_t offset = 0;
+  bool packed = false;
+};
+
+// `records` (and, when given, the place of each) as a JSON array.
 std::string records_to_json(const std::vector<BlobRecord>& records,
-                            const std::vector<std::uint64_t>& offsets = {});
-// The inverse; fills `offsets` when given. Throws on malformed text (it comes from a peer rank,
+                            const std::vector<BlobPlace>& places = {});
+// The inverse; fills `places` when given. Throws on malformed text (it comes from a peer rank,
 // never from a file).
 std::vector<BlobRecord> records_from_json(const std::string& text,
-                                          std::vector<std::uint64_t>* offsets = nullptr);
+                                          std::vector<BlobPlace>* places = nullptr);
 
 }  // namespace epochrun

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "epochrun/errors.hpp"
+#include "h5_attributes.hpp"
 
 namespace epochrun::h5 {
 
@@ -17,12 +18,8 @@ Handle file_type_for(DType dtype) {
     case DType::kI64:
       return Handle(H5Tcopy(H5T_STD_I64LE), "copy type");
     case DType::kU8:
+    case DType::kBytes:
       return Handle(H5Tcopy(H5T_STD_U8LE), "copy type");
-    case DType::kBytes: {
-      Handle type(H5Tcreate(H5T_OPAQUE, 1), "create opaque type");
-      check(H5Tset_tag(type.get(), kBytesTag), "tag opaque type");
-      return type;
-    }
   }
   throw Error("unknown dtype");
 }
@@ -38,14 +35,21 @@ Handle memory_type_for(DType dtype) {
     case DType::kI64:
       return Handle(H5Tcopy(H5T_NATIVE_INT64), "copy type");
     case DType::kU8:
-      return Handle(H5Tcopy(H5T_NATIVE_UINT8), "copy type");
     case DType::kBytes:
-      return file_type_for(dtype);
+      return Handle(H5Tcopy(H5T_NATIVE_UINT8), "copy type");
   }
   throw Error("unknown dtype");
 }
 
-DType dtype_of(hid_t type, const std::string& what) {
+void mark_dtype(hid_t dataset, DType dtype) {
+  if (dtype == DType::kBytes) {
+    write_string_attribute(dataset, kDTypeAttr, kBytesMark);
+  }
+}
+
+DType dtype_of(hid_t dataset, const std::string& what) {
+  Handle stored(H5Dget_type(dataset), "get type of " + what);
+  const hid_t type = stored.get();
   auto size = H5Tget_size(type);
   switch (H5Tget_class(type)) {
     case H5T_FLOAT:
@@ -60,11 +64,21 @@ DType dtype_of(hid_t type, const std::string& what) {
         return DType::kI32;
       if (is_signed && size == 8)
         return DType::kI64;
-      if (!is_signed && size == 1)
-        return DType::kU8;
+      if (!is_signed && size == 1) {
+        if (H5Aexists(dataset, kDTypeAttr) <= 0) {
+          H5Eclear2(H5E_DEFAULT);
+          return DType::kU8;
+        }
+        // The mark is a short name; more than that is not one epochrun writes.
+        const auto mark = read_string_attribute(dataset, kDTypeAttr, 64);
+        if (mark != kBytesMark) {
+          throw CorruptCheckpoint(what + " has an unknown " + kDTypeAttr + " '" + mark + "'");
+        }
+        return DType::kBytes;
+      }
       break;
     }
-    case H5T_OPAQUE:
+    case H5T_OPAQUE:  // how version 1 checkpoints stored `bytes`
       if (size == 1)
         return DType::kBytes;
       break;

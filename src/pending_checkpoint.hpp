@@ -52,8 +52,8 @@ class PendingCheckpoint {
                                  std::chrono::duration<double> timeout);
 
   // Local to this rank, NO MPI call (it may run on a background thread): pwrites this rank's
-  // bytes, fsyncs. Never throws: a failure is kept for finish(). Call it once, between begin()
-  // and finish().
+  // bytes, hashing each blob while it streams, then its checksum table, and fsyncs. Never throws: a
+  // failure is kept for finish(). Call it once, between begin() and finish().
   void write_data() noexcept;
 
   // Collective, main thread: agrees on every rank's write_data, then rank 0 seals the file
@@ -88,6 +88,7 @@ class PendingCheckpoint {
   std::vector<BlobView> blobs_;
   std::vector<BlobRecord> records_;     // this rank's, in blobs_ order
   std::vector<std::uint64_t> offsets_;  // of this rank's blobs in the file
+  std::uint64_t checksums_offset_ = 0;  // of this rank's checksum table
   FileDescriptor created_{-1};          // rank 0's, from creation to seal
   // Rank 0's file from its creation until it is sealed: removed when a step fails or when this
   // object is dropped before finish() (its owner failed), so no half-written file stays.

@@ -1,0 +1,58 @@
+"""Load an epochrun checkpoint into a dict of numpy arrays (docs/FORMAT.md).
+
+    from load_checkpoint import load
+    state = load("checkpoints/epoch-000004.h5")   # {"trainer_0/weights": array(...), ...}
+
+`bytes` blobs come back as uint8 arrays (`state["trainer_0/optimizer_state"].tobytes()`).
+Reads format versions 1 and 2 with h5py and numpy alone; it does not verify the checksums
+(`epochrun inspect DIR --verify` does).
+"""
+import sys
+
+import h5py
+import numpy as np
+
+NUMPY = {"f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8", "u8": "u1", "bytes": "u1"}
+
+
+def _read_v1(f, node):
+    blobs = {}
+    for name in f[f"nodes/{node}"].attrs["blob_names"]:
+        ds = f[f"nodes/{node}/{name}"]
+        if ds.dtype.kind == "V":  # the opaque `bytes` of version 1: read its raw bytes
+            data = np.empty(ds.shape, dtype=np.uint8)
+            ds.id.read(h5py.h5s.ALL, h5py.h5s.ALL, data, mtype=ds.id.get_type())
+            blobs[name] = data
+        else:
+            blobs[name] = ds[()]
+    return blobs
+
+
+def _read_v2(f, node):
+    blobs = {}
+    index = f[f"index/{node}"]
+    pack = index["packed"][()] if "packed" in index else None
+    for row in index["blobs"][()]:
+        name = row["name"].decode()
+        if row["packed"]:
+            data = pack[row["offset"]:row["offset"] + row["size"]]
+            blobs[name] = data.view(NUMPY[row["dtype"].decode()]).reshape(tuple(row["shape"]))
+        else:
+            blobs[name] = f[f"nodes/{node}/{name}"][()]
+    return blobs
+
+
+def load(path):
+    with h5py.File(path, "r") as f:
+        version = int(f.attrs["format_version"])
+        if version not in (1, 2):
+            raise ValueError(f"{path}: format version {version} is newer than this script reads")
+        read = _read_v1 if version == 1 else _read_v2
+        return {f"{node}/{name}": value
+                for node in f.attrs["node_names"]
+                for name, value in read(f, node).items()}
+
+
+if __name__ == "__main__":
+    for key, value in load(sys.argv[1]).items():
+        print(key, value.dtype, value.shape)

@@ -1,0 +1,35 @@
+// A node's blob index in a version 2 checkpoint: /index/<node>/blobs, a table with one row per
+// blob in save order saying what it is and where its bytes are (docs/FORMAT.md). Internal to
+// the library.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "epochrun/blob.hpp"
+
+namespace epochrun {
+
+struct IndexRow {
+  std::string name;
+  DType dtype = DType::kU8;
+  Shape shape;
+  bool packed = false;       // in the node's pack, else in its own dataset /nodes/<node>/<name>
+  std::uint64_t offset = 0;  // in the pack (packed blobs; 0 otherwise)
+  std::uint64_t size = 0;    // bytes
+};
+
+// Creates the index dataset `name` in `group` holding `rows`. Throws Hdf5Error.
+void write_blob_index(hid_t group, const char* name, const std::vector<IndexRow>& rows);
+
+// Reads an index dataset of an untrusted file of `file_bytes` bytes: CorruptCheckpoint naming
+// `what` when it is not a table of exactly the columns write_blob_index writes, or claims more
+// rows than the file can hold; names, dtypes and shapes are validated, offsets are not (the
+// caller bounds them by the pack).
+std::vector<IndexRow> read_blob_index(hid_t dataset, const std::string& what,
+                                      std::uint64_t file_bytes);
+
+}  // namespace epochrun

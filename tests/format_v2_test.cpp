@@ -1,0 +1,257 @@
+// Format version 2 end to end on 3 ranks: small blobs packed into a few datasets and loaded
+// bit-identical, version 1 files still loading, and every Python reader the documentation shows
+// (docs/FORMAT.md's snippets, docs/load_checkpoint.py) reading a packed checkpoint with Debian's
+// h5py.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <nlohmann/json.hpp>
+
+#include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/checkpoint_file.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+std::vector<std::string> node_names(const Communicator& comm) {
+  std::vector<std::string> names;
+  for (int rank = 0; rank < comm.size(); ++rank) {
+    names.push_back("trainer_" + std::to_string(rank));
+  }
+  return names;
+}
+
+// Large blobs that keep their own dataset, a scalar "loss" and `small` blobs of every dtype
+// and a few shapes, all different on every rank.
+Workspace mixed_workspace(const Communicator& comm, int small) {
+  Workspace workspace;
+  const auto seed = static_cast<double>(comm.rank() + 1);
+  std::vector<double> weights(10000);
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    weights[i] = seed * 1000 + static_cast<double>(i) / 7;
+  }
+  workspace.put("weights", Blob::of<double>({100, 100}, weights));
+  std::vector<std::byte> state(70000);
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    state[i] = static_cast<std::byte>((i * 31 + static_cast<std::size_t>(comm.rank())) & 0xff);
+  }
+  workspace.put("optimizer_state", Blob::bytes(state));
+  workspace.put("loss", Blob::scalar<double>(0.25 * seed));
+  for (int i = 0; i < small; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "p%04d", i);
+    const auto n = static_cast<std::uint64_t>(i % 7);
+    switch (i % 6) {
+      case 0:
+        workspace.put(name, Blob::of<float>({n}, std::vector<float>(n, static_cast<float>(i))));
+        break;
+      case 1:
+        workspace.put(name, Blob::of<std::int32_t>({n, 2}, std::vector<std::int32_t>(2 * n, i)));
+        break;
+      case 2:
+        workspace.put(name, Blob::scalar<std::int64_t>(i * 1000003LL + comm.rank()));
+        break;
+      case 3:
+        workspace.put(name, Blob::of<std::uint8_t>({n}, std::vector<std::uint8_t>(n, 7)));
+        break;
+      case 4: {
+        const std::string text =
+            "blob " + std::to_string(i) + " of rank " + std::to_string(comm.rank());
+        workspace.put(name, Blob::bytes(std::as_bytes(std::span(text))));
+        break;
+      }
+      default:
+        workspace.put(name, Blob::of<double>({1, n}, std::vector<double>(n, seed / (i + 1))));
+    }
+  }
+  return workspace;
+}
+
+CheckpointHeader header_for(const Communicator& comm, std::int64_t epoch) {
+  CheckpointHeader header;
+  header.epoch = epoch;
+  header.job = "format_test";
+  header.node_names = node_names(comm);
+  header.config_json = "{}";
+  return header;
+}
+
+// The number of datasets in the file, counted by HDF5 (serially, on the calling rank).
+std::size_t dataset_count(const std::filesystem::path& file) {
+  hid_t h5file = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  std::size_t count = 0;
+  H5Ovisit(
+      h5file, H5_INDEX_NAME, H5_ITER_INC,
+      [](hid_t, const char*, const H5O_info_t* info, void* counter) -> herr_t {
+        *static_cast<std::size_t*>(counter) += info->type == H5O_TYPE_DATASET ? 1 : 0;
+        return 0;
+      },
+      &count);
+  H5Fclose(h5file);
+  return count;
+}
+
+TEST(FormatV2, ManySmallBlobsArePackedIntoAFewDatasetsAndLoadBitIdentical) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  const CheckpointDirectory checkpoints(directory.path());
+  const auto saved = mixed_workspace(world, 1000);
+  checkpoints.save(world, header_for(world, 5), saved, saved.names());
+  if (world.is_root()) {
+    // Per node: weights, optimizer_state, the index, the pack and the checksum table.
+    EXPECT_EQ(dataset_count(checkpoints.file_for(5)), 5u * static_cast<std::size_t>(world.size()));
+  }
+  Workspace loaded;
+  const auto names =
+      checkpoints.load(world, CheckpointExpectation{5, "format_test", node_names(world)}, loaded);
+  EXPECT_EQ(names, saved.names());
+  EXPECT_EQ(loaded.blobs(), saved.blobs());
+  // One blob at a time, from one process, as inspect and partial loads read.
+  CheckpointReader reader(checkpoints.file_for(5));
+  const auto node = "trainer_" + std::to_string(world.rank());
+  for (const auto& name : {"p0004", "p0999", "loss", "weights"}) {
+    EXPECT_EQ(reader.read_blob(node, name), saved.get(name)) << name;
+  }
+  world.barrier();
+}
+
+TEST(FormatV2, AFlippedByteInAPackedBlobIsNamedWithItsNodeAndPack) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  const CheckpointDirectory checkpoints(directory.path());
+  auto saved = mixed_workspace(world, 100);
+  saved.put("marked",
+            Blob::of<std::int64_t>(
+                {4}, std::vector<std::int64_t>{77, 0x0123456789abcdefLL + world.rank(), 3, 4}));
+  checkpoints.save(world, header_for(world, 1), saved, saved.names());
+  if (world.rank() == 1) {
+    ASSERT_TRUE(flip_bit_in_pattern(checkpoints.file_for(1),
+                                    int64_bytes(0x0123456789abcdefLL + 1, 1), 0, 2));
+  }
+  world.barrier();
+  try {
+    CheckpointReader(checkpoints.file_for(1)).read_blob("trainer_1", "marked");
+    FAIL() << "the damaged blob was read";
+  } catch (const CorruptCheckpoint& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("packed blob trainer_1/marked (in /index/trainer_1/packed): checksum "
+                        "mismatch"),
+              std::string::npos)
+        << error.what();
+  }
+  world.barrier();
+}
+
+std::filesystem::path source_file(const std::string& relative) {
+  return std::filesystem::path(EPOCHRUN_SOURCE_DIR) / relative;
+}
+
+TEST(FormatV2, AVersion1CheckpointStillLoads) {
+  // Written by the version 1 writer: `epochrun run --job sgd_regression --num-epochs 4` on 3
+  // ranks, before format version 2.
+  const auto world = Communicator::world();
+  ASSERT_EQ(world.size(), 3);
+  ScratchDir directory(world);
+  const CheckpointDirectory checkpoints(directory.path());
+  if (world.is_root()) {
+    std::filesystem::copy_file(source_file("tests/data/v1_sgd_regression_3_ranks_epoch_4.h5"),
+                               checkpoints.file_for(4));
+  }
+  world.barrier();
+  CheckpointReader reader(checkpoints.file_for(4));
+  EXPECT_EQ(reader.header().format_version, 1);
+  EXPECT_EQ(reader.header().job, "sgd_regression");
+  const auto state = reader.read_blob("trainer_2", "optimizer_state");
+  EXPECT_EQ(state.dtype(), DType::kBytes);
+  EXPECT_EQ(state.byte_size(), 144u);
+  Workspace loaded;
+  const auto names = checkpoints.load(
+      world, CheckpointExpectation{4, "sgd_regression", node_names(world)}, loaded);
+  EXPECT_EQ(names, (std::vector<std::string>{"bias", "data_cursor", "epochs_remaining", "loss",
+                                             "optimizer_state", "weights"}));
+  EXPECT_EQ(loaded.get("weights").shape(), Shape{16});
+  EXPECT_EQ(loaded.get("epochs_remaining").item<std::int64_t>(), 36);
+  world.barrier();
+}
+
+// Runs Debian's python3 with `argv` in `cwd`, bounded; the test fails when it does not end in
+// 120 s or exits non-zero.
+void run_python(const std::vector<std::string>& argv, const std::filesystem::path& cwd) {
+  std::vector<std::string> command = {SYSTEM_PYTHON};
+  command.insert(command.end(), argv.begin(), argv.end());
+  ChildProcess python(command, cwd);
+  const auto result = python.wait(120);
+  ASSERT_TRUE(result.has_value()) << "python did not end";
+  EXPECT_EQ(result->exit_code, 0) << argv.back() << "\n" << result->err;
+}
+
+// A checkpoint with packed small blobs where the documentation's snippets look for one:
+// checkpoints/epoch-000004.h5.
+class PackedCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CheckpointDirectory(directory_ / "checkpoints")
+        .save(world_, header_for(world_, 4), saved_, saved_.names());
+  }
+
+  const Communicator world_ = Communicator::world();
+  ScratchDir directory_{world_};
+  const Workspace saved_ = mixed_workspace(world_, 200);
+};
+
+TEST_F(PackedCheckpoint, EveryPythonSnippetOfTheFormatDocumentReadsIt) {
+  if (world_.is_root()) {
+    const auto document = read_file(source_file("docs/FORMAT.md"));
+    const std::string open = "```python\n";
+    int snippets = 0;
+    for (auto start = document.find(open); start != std::string::npos;
+         start = document.find(open, start)) {
+      start += open.size();
+      const auto end = document.find("```", start);
+      ASSERT_NE(end, std::string::npos) << "an unterminated python block";
+      run_python({"-c", document.substr(start, end - start)}, directory_.path());
+      ++snippets;
+    }
+    EXPECT_GE(snippets, 2);
+  }
+  world_.barrier();
+}
+
+TEST_F(PackedCheckpoint, LoadCheckpointPyLoadsEveryBlobBitIdentical) {
+  // Every blob load() returns, as raw bytes in a file per blob plus its dtype and shape.
+  const std::string dump = R"(
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from load_checkpoint import load
+manifest = {}
+for key, value in load("checkpoints/epoch-000004.h5").items():
+    open(key.replace("/", "__") + ".bin", "wb").write(value.tobytes())
+    manifest[key] = [str(value.dtype), list(value.shape)]
+json.dump(manifest, open("manifest.json", "w"))
+)";
+  if (world_.is_root()) {
+    run_python({"-c", dump, source_file("docs").string()}, directory_.path());
+  }
+  world_.barrier();
+  const auto manifest = nlohmann::json::parse(read_file(directory_ / "manifest.json"));
+  EXPECT_EQ(manifest.size(), saved_.size() * static_cast<std::size_t>(world_.size()));
+  const std::map<DType, std::string> numpy = {{DType::kF32, "float32"}, {DType::kF64, "float64"},
+                                              {DType::kI32, "int32"},   {DType::kI64, "int64"},
+                                              {DType::kU8, "uint8"},    {DType::kBytes, "uint8"}};
+  const auto node = "trainer_" + std::to_string(world_.rank());
+  for (const auto& [name, blob] : saved_.blobs()) {
+    const auto key = node + "/" + name;
+    ASSERT_TRUE(manifest.contains(key)) << key;
+    EXPECT_EQ(manifest[key][0], numpy.at(blob.dtype())) << key;
+    EXPECT_EQ(manifest[key][1].get<Shape>(), blob.shape()) << key;
+    const auto bytes = read_file(directory_ / (node + "__" + name + ".bin"));
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), blob.raw().begin(), blob.raw().end(),
+                           [](char a, std::byte b) { return static_cast<std::byte>(a) == b; }))
+        << key;
+  }
+  world_.barrier();
+}
+
+}  // namespace
+}  // namespace epochrun::testing
