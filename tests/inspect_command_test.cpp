@@ -36,6 +36,16 @@ ProcessResult python(const std::string& script, const fs::path& cwd) {
   return bounded({SYSTEM_PYTHON, "-c", script}, cwd);
 }
 
+// Python that reads `file` with docs/load_checkpoint.py (h5py) into `state`, a dict of numpy
+// arrays by "node/blob": whatever the format version stores where, these are the values.
+std::string load_checkpoint(const fs::path& file) {
+  return "import sys\nsys.path.insert(0, '" EPOCHRUN_SOURCE_DIR
+         "/docs')\n"
+         "from load_checkpoint import load\n"
+         "state = load('" +
+         file.string() + "')\n";
+}
+
 std::vector<std::string> error_lines(const ProcessResult& result) {
   std::vector<std::string> lines;
   for (const auto& line : result.err_lines()) {
@@ -128,7 +138,7 @@ TEST_F(Inspect, ASingleFileIsInspectedLikeADirectoryOfOne) {
   EXPECT_NE(shown.out.find("(epoch 2, " + file.string() + ")"), std::string::npos) << shown.out;
 }
 
-// --show prints exactly what numpy prints of the dataset h5py reads: a 512 x 256 field
+// --show prints exactly what numpy prints of the values h5py reads: a 512 x 256 field
 // (summarized), a scalar that is inf, an integer scalar.
 TEST_F(Inspect, ShowPrintsWhatNumpyPrintsOfH5pysValues) {
   for (const auto& [blob, epoch] : std::vector<std::pair<std::string, std::string>>{
@@ -136,15 +146,9 @@ TEST_F(Inspect, ShowPrintsWhatNumpyPrintsOfH5pysValues) {
     auto shown = inspect({heat().string(), "--show", blob, "--epoch", epoch}, cwd_.path());
     ASSERT_EQ(shown.exit_code, 0) << shown.err;
     const auto values = shown.out.substr(shown.out.find('\n') + 1);
-    const auto slash = blob.find('/');
-    auto numpy = python(
-        "import h5py\n"
-        "f = h5py.File('" +
-            (heat() / ("epoch-00000" + epoch + ".h5")).string() +
-            "', 'r')\n"
-            "print(f['nodes/" +
-            blob.substr(0, slash) + "/" + blob.substr(slash + 1) + "'][()])\n",
-        cwd_.path());
+    auto numpy = python(load_checkpoint(heat() / ("epoch-00000" + epoch + ".h5")) +
+                            "print(state['" + blob + "'])\n",
+                        cwd_.path());
     ASSERT_EQ(numpy.exit_code, 0) << numpy.err;
     EXPECT_EQ(values, numpy.out) << blob;
   }
@@ -171,8 +175,8 @@ TEST_F(Inspect, ShowPrintsOpaqueBytesAsAHexDump) {
   EXPECT_NE(shown.out.find("00000000  " + spaced), std::string::npos) << shown.out;
 }
 
-// Every blob exported as NODE/BLOB.npy; numpy loads each one, and its dtype, shape and bytes
-// are the ones `--show --json --full` prints and (for the field) the ones h5py reads.
+// Every blob exported as NODE/BLOB.npy; numpy loads each one, and its dtype, shape and values
+// are the ones `--show --json --full` prints and the ones h5py reads.
 TEST_F(Inspect, ExportWritesOneNpyPerBlobThatNumpyLoads) {
   for (const auto& run : {heat(), sgd()}) {
     const auto out = cwd_ / ("export-" + run.filename().string());
@@ -206,18 +210,20 @@ TEST_F(Inspect, ExportWritesOneNpyPerBlobThatNumpyLoads) {
         EXPECT_EQ(npy["values"], shown["values"]) << blob;
       }
     }
+    // Every file against the checkpoint as docs/load_checkpoint.py reads it with h5py.
+    auto same = python(load_checkpoint(run / "epoch-000002.h5") +
+                           "import numpy, os\n"
+                           "for blob, b in state.items():\n"
+                           "    a = numpy.load(os.path.join('" +
+                           out.string() +
+                           "', blob + '.npy'))\n"
+                           "    assert a.dtype == b.dtype and a.shape == b.shape and "
+                           "(a == b).all(), blob\n"
+                           "print(len(state))\n",
+                       cwd_.path());
+    EXPECT_EQ(same.exit_code, 0) << same.err;
+    EXPECT_EQ(same.out, std::to_string(files.size()) + "\n");
   }
-  auto same = python(
-      "import numpy, h5py\n"
-      "a = numpy.load('" +
-          (cwd_ / "export-H/trainer_2/field.npy").string() +
-          "')\n"
-          "b = h5py.File('" +
-          (heat() / "epoch-000002.h5").string() +
-          "', 'r')['nodes/trainer_2/field'][()]\n"
-          "assert a.dtype == b.dtype and a.shape == b.shape and (a == b).all(), 'differs'\n",
-      cwd_.path());
-  EXPECT_EQ(same.exit_code, 0) << same.err;
 }
 
 TEST_F(Inspect, DiffListsWhatChangedBetweenTwoEpochs) {

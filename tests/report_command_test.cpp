@@ -1,7 +1,7 @@
 // `epochrun report DIR`: the timeline of DIR/metrics.jsonl as SVG, as a user runs it. The log
-// here is written by hand in the format every run appends (README "Metrics"), with what a
-// reader meets in practice: two runs, a resume's load, asynchronous save completions, fields
-// and events of a later version, a damaged line and a torn last line.
+// is written by hand in the format every run appends, with what a reader meets in practice:
+// two runs, a resume's load, asynchronous save completions, fields and events of a later
+// version, a damaged line and a torn last line; and written by real runs.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -134,6 +134,42 @@ TEST_F(Report, EveryEpochOfEveryRunIsInTheTimeline) {
   auto to_stdout = report({"D", "-o", "-"}, cwd_.path());
   ASSERT_EQ(to_stdout.exit_code, 0);
   EXPECT_EQ(to_stdout.out, svg);
+}
+
+// Real runs on 3 ranks, one resumed: every epoch every run recorded, and the resume's load,
+// are in the timeline.
+TEST_F(Report, RealRunsAreDrawnEpochByEpoch) {
+  auto options = small_sgd_regression_options(5);
+  options.insert(options.begin(), {"run", "--checkpoint-dir", "D"});
+  auto first = options;
+  first.insert(first.end(), {"--num-epochs", "3"});
+  ASSERT_EQ(bounded(epochrun_on_ranks(3, first), cwd_.path()).exit_code, 0);
+  options.insert(options.end(), {"--resume-from-epoch", "latest"});
+  ASSERT_EQ(bounded(epochrun_on_ranks(3, options), cwd_.path()).exit_code, 0);
+
+  std::vector<std::string> expected;
+  std::string run;
+  int runs = 0;
+  std::istringstream lines(read_file(cwd_ / "D" / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record["run_started"] != run) {
+      run = record["run_started"];
+      ++runs;
+    }
+    const auto prefix = "run" + std::to_string(runs);
+    if (record["event"] == "epoch") {
+      expected.push_back(prefix + "-epoch" + record["epoch"].dump());
+    } else if (record["event"] == "load") {
+      expected.push_back(prefix + "-load");
+    }
+  }
+  EXPECT_EQ(expected,
+            (std::vector<std::string>{"run1-epoch0", "run1-epoch1", "run1-epoch2", "run1-epoch3",
+                                      "run2-load", "run2-epoch4", "run2-epoch5"}));
+  auto result = report({"D", "-o", "t.svg"}, cwd_.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(svg_ids(cwd_ / "t.svg"), expected);
 }
 
 TEST_F(Report, ADamagedLineIsSkippedWithOneWarning) {

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <numeric>
+#include <optional>
 
+#include "checkpoint_index.hpp"
 #include "cli/bench_rounds.hpp"
 #include "cli/command_line.hpp"
 #include "cli/peak_memory.hpp"
@@ -206,46 +208,68 @@ nlohmann::json measure_commit_cost(const Communicator& comm, const fs::path& dir
   Workspace workspace;
   workspace.put("step", Blob::scalar<std::int64_t>(comm.rank()));
   auto header = bench_header(comm);
-  const CheckpointDirectory short_history(directory / "history-short");
-  const CheckpointDirectory long_history(directory / "history-long");
+  // What the runner does per commit: the save, then rank 0's index of the directory (seeded
+  // by one listing, as a run's) updated and index.json written.
+  struct History {
+    CheckpointDirectory directory;
+    std::int64_t epochs;
+    std::optional<CheckpointIndex> index;  // rank 0
+  };
+  History short_history{CheckpointDirectory(directory / "history-short"), kShortHistory, {}};
+  History long_history{CheckpointDirectory(directory / "history-long"), history, {}};
+  auto commit = [&](History& into, std::int64_t epoch) {
+    header.epoch = epoch;
+    const auto stats = into.directory.save(comm, header, workspace, {"step"});
+    run_on_root_then_agree(comm, "index", [&] {
+      into.index->add(epoch, stats.file_bytes);
+      into.index->write();
+    });
+  };
   if (comm.is_root()) {
     std::printf("building the histories: %lld and %lld committed tiny checkpoints...\n",
                 static_cast<long long>(kShortHistory), static_cast<long long>(history));
     std::fflush(stdout);
   }
-  for (const auto& [into, epochs] :
-       {std::pair{&short_history, kShortHistory}, std::pair{&long_history, history}}) {
-    for (header.epoch = 0; header.epoch < epochs; ++header.epoch) {
-      into->save(comm, header, workspace, {"step"});
+  for (auto* into : {&short_history, &long_history}) {
+    if (comm.is_root()) {
+      into->index.emplace(into->directory, header.job);
+    }
+    for (std::int64_t epoch = 0; epoch < into->epochs; ++epoch) {
+      commit(*into, epoch);
     }
   }
   const auto label = std::to_string(history);
-  Series with_long{"commit_with_history",
-                   "a tiny checkpoint committed after " + label + " committed epochs",
-                   {}};
+  Series with_long{
+      "commit_with_history",
+      "a tiny checkpoint committed (save and index) after " + label + " committed epochs",
+      {}};
   Series with_short{"commit_with_10", "the same after 10 committed epochs", {}};
-  // `commits` new epochs from `first` on, timed together; the time of one.
-  auto commit_into = [&](Series& series, const CheckpointDirectory& into, std::int64_t first) {
+  // `commits` new epochs after the history, timed together; the time of one.
+  auto commit_into = [&](Series& series, History& into) {
     const double seconds = timed(comm, series.name, [&] {
-      for (header.epoch = first; header.epoch < first + commits; ++header.epoch) {
-        into.save(comm, header, workspace, {"step"});
+      for (std::int64_t i = 0; i < commits; ++i) {
+        commit(into, into.epochs + i);
       }
     });
     series.seconds.push_back(seconds / double(commits));
   };
   // Back to the same history for the next round (untimed).
-  auto remove_from = [&](const CheckpointDirectory& from, std::int64_t first) {
+  auto remove_added = [&](History& from) {
     std::vector<std::int64_t> added(static_cast<std::size_t>(commits));
-    std::iota(added.begin(), added.end(), first);
-    from.remove(added);
+    std::iota(added.begin(), added.end(), from.epochs);
+    std::optional<std::string> failure;
+    from.index->remove(added, failure);
+    if (failure) {
+      throw Error(*failure);
+    }
   };
   for (std::int64_t round = 0; round < settings.rounds; ++round) {
     alternate(
-        round, [&] { commit_into(with_long, long_history, history); },
-        [&] { commit_into(with_short, short_history, kShortHistory); });
+        round, [&] { commit_into(with_long, long_history); },
+        [&] { commit_into(with_short, short_history); });
     run_on_root_then_agree(comm, "round " + std::to_string(round), [&] {
-      remove_from(long_history, history);
-      remove_from(short_history, kShortHistory);
+      remove_added(long_history);
+      remove_added(short_history);
     });
   }
   auto row = with_target(compare(with_long, with_short, 0), kCommitCostTarget);

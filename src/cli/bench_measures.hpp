@@ -34,9 +34,10 @@ nlohmann::json measure_disk(const Communicator& comm, const std::filesystem::pat
 nlohmann::json measure_small_blobs(const Communicator& comm, const std::filesystem::path& directory,
                                    std::int64_t count, MeasureSettings& settings);
 
-// The cost of committing a tiny checkpoint into a directory holding `history` committed epochs
-// against one holding 10 (both built first, one real save each): row commit_with_history with
-// its target. Each round times `commits` saves into each directory and removes them again.
+// The cost of committing a tiny checkpoint (the save and rank 0's index.json, as a run commits)
+// into a directory holding `history` committed epochs against one holding 10 (both built
+// first, one real commit each): row commit_with_history with its target. Each round times
+// `commits` commits into each directory and removes them again.
 nlohmann::json measure_commit_cost(const Communicator& comm, const std::filesystem::path& directory,
                                    std::int64_t history, std::int64_t commits,
                                    const MeasureSettings& settings);

@@ -53,7 +53,7 @@ struct Placement {
   double end = 0;                          // the latest instant drawn
 };
 
-Placement place(const RunMetrics& run, int ranks) {
+Placement place(const LoggedRun& run, int ranks) {
   Placement placement;
   std::vector<double> now(static_cast<std::size_t>(ranks), 0.0);
   if (run.load) {
@@ -112,7 +112,7 @@ void draw_legend(SvgWriter& svg, double y) {
   }
 }
 
-void draw_run(SvgWriter& svg, const RunMetrics& run, int number, double top) {
+void draw_run(SvgWriter& svg, const LoggedRun& run, int number, double top) {
   const int ranks = run.num_ranks();
   const auto placement = place(run, ranks);
   const double scale = (kWidth - kLeft - kRight) / placement.end;

@@ -13,14 +13,13 @@
 #include "cli/subcommand_options.hpp"
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
+#include "run_metrics.hpp"
 
 namespace epochrun::cli {
 namespace {
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
-
-inline constexpr const char* kMetricsFileName = "metrics.jsonl";
 
 struct ReportOptions {
   std::string directory;

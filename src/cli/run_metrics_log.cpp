@@ -52,7 +52,7 @@ std::optional<bool> committed_of(const nlohmann::json& line) {
 }
 
 // An asynchronous save's completion: its figures join those of its epoch.
-void apply_save(EpochMetrics& epoch, const nlohmann::json& line) {
+void apply_save(LoggedEpoch& epoch, const nlohmann::json& line) {
   for (const auto& figures : ranks_of(line)) {
     auto at = std::find_if(epoch.ranks.begin(), epoch.ranks.end(),
                            [&](const RankFigures& r) { return r.rank == figures.rank; });
@@ -80,14 +80,14 @@ bool add_line(MetricsLog& log, const nlohmann::json& line) {
   }
   auto& run = log.runs.back();
   const auto event = line["event"].get<std::string>();
-  EpochMetrics metrics{*field<std::int64_t>(line, "epoch"), ranks_of(line), committed_of(line)};
+  LoggedEpoch metrics{*field<std::int64_t>(line, "epoch"), ranks_of(line), committed_of(line)};
   if (event == "epoch") {
     run.epochs.push_back(std::move(metrics));
   } else if (event == "load") {
     run.load = std::move(metrics);
   } else if (event == "save") {
     auto at = std::find_if(run.epochs.rbegin(), run.epochs.rend(),
-                           [&](const EpochMetrics& e) { return e.epoch == metrics.epoch; });
+                           [&](const LoggedEpoch& e) { return e.epoch == metrics.epoch; });
     if (at == run.epochs.rend()) {
       run.epochs.push_back(std::move(metrics));
     } else {
@@ -99,7 +99,7 @@ bool add_line(MetricsLog& log, const nlohmann::json& line) {
 
 }  // namespace
 
-int RunMetrics::num_ranks() const {
+int LoggedRun::num_ranks() const {
   std::size_t ranks = load ? load->ranks.size() : 0;
   for (const auto& epoch : epochs) {
     ranks = std::max(ranks, epoch.ranks.size());

@@ -22,21 +22,21 @@ struct RankFigures {
   std::optional<std::uint64_t> peak_rss_bytes;
 };
 
-struct EpochMetrics {
+struct LoggedEpoch {
   std::int64_t epoch = 0;
   std::vector<RankFigures> ranks;  // by rank
   std::optional<bool> committed;   // known once the save has ended
 };
 
-struct RunMetrics {
-  std::string started;               // "run_started": the run's ISO 8601 start
-  std::optional<EpochMetrics> load;  // the resume's load, when the run resumed
-  std::vector<EpochMetrics> epochs;  // in the order they ran
+struct LoggedRun {
+  std::string started;              // "run_started": the run's ISO 8601 start
+  std::optional<LoggedEpoch> load;  // the resume's load, when the run resumed
+  std::vector<LoggedEpoch> epochs;  // in the order they ran
   int num_ranks() const;
 };
 
 struct MetricsLog {
-  std::vector<RunMetrics> runs;
+  std::vector<LoggedRun> runs;
   int damaged_lines = 0;  // lines before the last that are not a metrics object: skipped
 };
 
