@@ -11,7 +11,8 @@ constexpr const char* kUsage = R"(usage: epochrun <command> [options]
 
 commands:
   run        run a job (mpirun -np N epochrun run --job NAME ...); see 'epochrun run --help'
-  inspect    list the committed checkpoints of a directory; see 'epochrun inspect --help'
+  inspect    a checkpoint directory or file: summary, blobs, values, diff, .npy export, verify;
+             see 'epochrun inspect --help'
   list-jobs  list the jobs this program can run
   bench      time checkpoint save and load against plain POSIX I/O (mpirun -np R epochrun bench)
   report     draw the timeline of DIR/metrics.jsonl as SVG; see 'epochrun report --help'
