@@ -100,8 +100,9 @@ TEST(BenchCommand, TargetsPrintEachTargetWithItsRatioLimitAndVerdict) {
                                                     {"save_small_blobs", 2.0},
                                                     {"load_small_blobs", 2.0},
                                                     {"commit_with_history", 1.2}}));
-  EXPECT_NE(result.out.find("a tiny checkpoint committed (save and index) after 12 committed epochs"),
-            std::string::npos);
+  EXPECT_NE(
+      result.out.find("a tiny checkpoint committed (save and index) after 12 committed epochs"),
+      std::string::npos);
 }
 
 TEST(BenchCommand, BadFlagsExitTwoWithOneLineAndTouchNothing) {
