@@ -226,6 +226,26 @@ TEST_F(Inspect, ExportWritesOneNpyPerBlobThatNumpyLoads) {
   }
 }
 
+// A file of format version 1 (written by the version-1 code, kept in tests/data) is read the
+// same way: inspect goes through the reader that loads every version.
+TEST_F(Inspect, AVersion1FileIsInspectedVerifiedAndExportedAsWell) {
+  const auto file =
+      std::string(EPOCHRUN_SOURCE_DIR) + "/tests/data/v1_sgd_regression_3_ranks_epoch_4.h5";
+  auto verified = inspect({file, "--verify"}, cwd_.path());
+  EXPECT_EQ(verified.exit_code, 0) << verified.out;
+  EXPECT_NE(verified.out.find("18 blobs  912 blob bytes  format 1  OK\n"), std::string::npos)
+      << verified.out;
+  auto exported = inspect({file, "--export", "E"}, cwd_.path());
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  auto same = python(load_checkpoint(file) +
+                         "import numpy\n"
+                         "a = numpy.load('E/trainer_2/optimizer_state.npy')\n"
+                         "b = state['trainer_2/optimizer_state']\n"
+                         "assert a.dtype == numpy.uint8 and (a == b).all()\n",
+                     cwd_.path());
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+}
+
 TEST_F(Inspect, DiffListsWhatChangedBetweenTwoEpochs) {
   auto diff = inspect({sgd().string(), "--diff", "1", "latest", "--json"}, cwd_.path());
   ASSERT_EQ(diff.exit_code, 0) << diff.err;

@@ -29,7 +29,6 @@ namespace {
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
   double mib_per_rank = 256;

@@ -1,5 +1,5 @@
 // Reading `<checkpoint-dir>/metrics.jsonl`, the per-epoch, per-rank figures every run appends
-// (one JSON object a line, written by rank 0; README "Metrics"): grouped by run, in order.
+// (one JSON object a line, written by rank 0 with every rank's figures): grouped by run, in order.
 #pragma once
 
 #include <cstdint>
