@@ -34,26 +34,20 @@ struct Halo {
   std::vector<double> below;
 };
 
-// Communicator has no typed neighbour exchange, so the job's own MPI_Sendrecv goes through the
-// job's communicator (raw()). MPI_PROC_NULL at the grid's edges leaves those halos untouched.
+// The halos from the neighbouring ranks (kNoRank at the grid's edges leaves those untouched).
 void exchange_halo(std::span<const double> field, std::size_t columns, double top_temperature,
                    const Communicator& comm, Halo& halo) {
   const int rank = comm.rank();
-  const int up = rank > 0 ? rank - 1 : MPI_PROC_NULL;
-  const int down = rank + 1 < comm.size() ? rank + 1 : MPI_PROC_NULL;
+  const int up = rank > 0 ? rank - 1 : Communicator::kNoRank;
+  const int down = rank + 1 < comm.size() ? rank + 1 : Communicator::kNoRank;
   std::fill(halo.above.begin(), halo.above.end(), top_temperature);
   std::fill(halo.below.begin(), halo.below.end(), 0.0);
-  const int count = static_cast<int>(columns);
-  const double* first_row = field.data();
-  const double* last_row = field.data() + field.size() - columns;
+  const auto first_row = field.first(columns);
+  const auto last_row = field.last(columns);
   constexpr int kUpward = 1;
   constexpr int kDownward = 2;
-  check_mpi(MPI_Sendrecv(first_row, count, MPI_DOUBLE, up, kUpward, halo.below.data(), count,
-                         MPI_DOUBLE, down, kUpward, comm.raw(), MPI_STATUS_IGNORE),
-            "MPI_Sendrecv (halo upward)");
-  check_mpi(MPI_Sendrecv(last_row, count, MPI_DOUBLE, down, kDownward, halo.above.data(), count,
-                         MPI_DOUBLE, up, kDownward, comm.raw(), MPI_STATUS_IGNORE),
-            "MPI_Sendrecv (halo downward)");
+  comm.sendrecv(first_row, up, std::span(halo.below), down, kUpward);
+  comm.sendrecv(last_row, down, std::span(halo.above), up, kDownward);
 }
 
 // One Jacobi sweep from `field` into `next`; returns this rank's largest change of a cell. The
@@ -77,72 +71,80 @@ double sweep(std::span<const double> field, std::span<double> next, std::size_t 
   return largest;
 }
 
-void run_epoch(const HeatDiffusionOptions& options, Blob& scratch, TaskContext& context) {
-  auto& workspace = context.workspace;
+// The job's checkpointed state, declared once in make_heat_diffusion.
+struct HeatBlobs {
+  BlobHandle<double> field;
+  ScalarHandle<std::int64_t> sweeps;
+  ScalarHandle<double> max_change;
+  BlobHandle<double> local_summary;
+};
+
+void run_epoch(const HeatDiffusionOptions& options, const HeatBlobs& blobs, Blob& scratch,
+               TaskContext& context) {
+  auto& field = blobs.field.blob(context.workspace);
   const auto columns = static_cast<std::size_t>(options.columns);
-  if (scratch.shape() != workspace.get(kHeatField).shape()) {
-    scratch = Blob(DType::kF64, workspace.get(kHeatField).shape());
+  if (scratch.shape() != field.shape()) {
+    scratch = Blob(DType::kF64, field.shape());
   }
   Halo halo{std::vector<double>(columns), std::vector<double>(columns)};
   double largest = 0.0;
   for (std::int64_t s = 0; s < options.sweeps_per_epoch; ++s) {
-    auto& field = workspace.get(kHeatField);
     exchange_halo(field.as<double>(), columns, options.top_temperature, context.comm, halo);
     largest = sweep(field.as<double>(), scratch.as<double>(), columns, halo);
     std::swap(field, scratch);  // the new field in the workspace, without copying it
   }
-  workspace.get(kHeatSweeps).item<std::int64_t>() += options.sweeps_per_epoch;
-  const double change = context.comm.allreduce_max(largest);
-  workspace.get(kHeatMaxChange).item<double>() = change;
+  blobs.sweeps.of(context) += options.sweeps_per_epoch;
+  const double change = context.comm.allreduce(largest, Reduction::kMax);
+  blobs.max_change.of(context) = change;
 
-  const auto cells = workspace.get(kHeatField).as<double>();
-  auto summary = workspace.get(kHeatLocalSummary).as<double>();
+  auto summary = blobs.local_summary.of(context);
   summary[0] = 0.0;
   summary[1] = -std::numeric_limits<double>::infinity();
   summary[2] = std::numeric_limits<double>::infinity();
-  for (const double cell : cells) {
+  for (const double cell : blobs.field.of(context)) {
     summary[0] += cell;
     summary[1] = std::max(summary[1], cell);
     summary[2] = std::min(summary[2], cell);
   }
   spdlog::info("heat_diffusion epoch {}: {} sweeps, max change {:.3e}", context.epoch,
-               workspace.get(kHeatSweeps).item<std::int64_t>(), change);
+               blobs.sweeps.of(context), change);
 }
 
 // Rank 0, after the download: the whole grid's mean, max and min from every node's summary.
-void summarize(const HeatDiffusionOptions& options, TaskContext& context) {
-  if (context.downloaded == nullptr) {
+void summarize(const HeatDiffusionOptions& options, const HeatBlobs& blobs, TaskContext& context) {
+  if (!context.has_gathered()) {
     return;
   }
+  const auto summaries = context.gathered(blobs.local_summary);
   double sum = 0.0;
   double largest = -std::numeric_limits<double>::infinity();
   double smallest = std::numeric_limits<double>::infinity();
-  for (const auto& [node, outputs] : *context.downloaded) {
-    const auto local = outputs.at(kHeatLocalSummary).as<double>();
+  for (const auto& [node, local] : summaries) {
     sum += local[0];
     largest = std::max(largest, local[1]);
     smallest = std::min(smallest, local[2]);
   }
   const double cells =
-      double(context.downloaded->size()) * double(rows_per_rank(options)) * double(options.columns);
+      double(summaries.size()) * double(rows_per_rank(options)) * double(options.columns);
   const std::vector<double> global = {sum / cells, largest, smallest};
   context.workspace.put(kHeatGlobalSummary, Blob::of(Shape{3}, std::span<const double>(global)));
 }
 
 // Rank 0: the summary as JSON, for scripts.
-void write_output(const HeatDiffusionOptions& options, TaskContext& context) {
-  if (context.downloaded == nullptr || options.output_file.empty()) {
+void write_output(const HeatDiffusionOptions& options, const HeatBlobs& blobs,
+                  TaskContext& context) {
+  if (!context.has_gathered() || options.output_file.empty()) {
     return;
   }
-  const auto& workspace = context.workspace;
-  const auto global = workspace.get(kHeatGlobalSummary).as<double>();
+  const auto ranks = context.gathered_blobs().size();
+  const auto global = context.workspace.get(kHeatGlobalSummary).as<double>();
   const nlohmann::json summary = {{"job", "heat_diffusion"},
                                   {"epoch", context.epoch},
-                                  {"ranks", context.downloaded->size()},
-                                  {"rows", context.downloaded->size() * rows_per_rank(options)},
+                                  {"ranks", ranks},
+                                  {"rows", ranks * rows_per_rank(options)},
                                   {"columns", options.columns},
-                                  {"sweeps", workspace.get(kHeatSweeps).item<std::int64_t>()},
-                                  {"max_change", workspace.get(kHeatMaxChange).item<double>()},
+                                  {"sweeps", blobs.sweeps.of(context)},
+                                  {"max_change", blobs.max_change.of(context)},
                                   {"mean", global[0]},
                                   {"max", global[1]},
                                   {"min", global[2]}};
@@ -185,76 +187,57 @@ Job make_heat_diffusion(const HeatDiffusionOptions& options) {
   validate(options);
   Job job("heat_diffusion");
   const Shape field_shape = {rows_per_rank(options), static_cast<std::uint64_t>(options.columns)};
-  job.init_group.add("init_field", [options, field_shape](TaskContext& context) {
-    auto& workspace = context.workspace;
-    auto& field = workspace.put(kHeatField, Blob(DType::kF64, field_shape));
-    auto cells = field.as<double>();
+  const HeatBlobs blobs{
+      job.blob<double>(kHeatField, field_shape),
+      job.scalar<std::int64_t>(kHeatSweeps),
+      job.scalar<double>(kHeatMaxChange, std::numeric_limits<double>::infinity()),
+      job.blob<double>(kHeatLocalSummary, {3}, {.output = true}),
+  };
+  job.init_group.add("init_field", [options, blobs](TaskContext& context) {
+    auto cells = blobs.field.of(context);
     const std::uint64_t first = static_cast<std::uint64_t>(context.comm.rank()) * cells.size();
     for (std::size_t i = 0; i < cells.size(); ++i) {
       cells[i] = initial_value(options.seed, first + i);
     }
-    workspace.put(kHeatSweeps, Blob::scalar<std::int64_t>(0));
-    workspace.put(kHeatMaxChange, Blob::scalar<double>(std::numeric_limits<double>::infinity()));
-    workspace.put(kHeatLocalSummary, Blob(DType::kF64, {3}));
   });
   add_epoch_limiter(job, options.max_epochs);
   // The sweep's second buffer: overwritten entirely by every sweep, so never checkpointed.
   auto scratch = std::make_shared<Blob>();
-  job.epoch_group.add(
-      "sweep", [options, scratch](TaskContext& context) { run_epoch(options, *scratch, context); });
-  const double tolerance = options.tolerance;
-  job.add_stop_condition("converged", [tolerance](const Workspace& workspace) {
-    return workspace.get(kHeatMaxChange).item<double>() < tolerance;
+  job.epoch_group.add("sweep", [options, blobs, scratch](TaskContext& context) {
+    run_epoch(options, blobs, *scratch, context);
   });
-  job.expect_blob(kHeatField, DType::kF64, field_shape);
-  job.expect_blob(kHeatSweeps, DType::kI64, {});
-  job.expect_blob(kHeatMaxChange, DType::kF64, {});
-  job.expect_blob(kHeatLocalSummary, DType::kF64, {3});
-  job.declare_output(kHeatLocalSummary);
-  job.download_group.add("summarize",
-                         [options](TaskContext& context) { summarize(options, context); });
-  job.exit_group.add("write_output",
-                     [options](TaskContext& context) { write_output(options, context); });
+  const double tolerance = options.tolerance;
+  job.add_stop_condition("converged", [tolerance, blobs](const Workspace& workspace) {
+    return blobs.max_change.of(workspace) < tolerance;
+  });
+  job.download_group.add(
+      "summarize", [options, blobs](TaskContext& context) { summarize(options, blobs, context); });
+  job.exit_group.add("write_output", [options, blobs](TaskContext& context) {
+    write_output(options, blobs, context);
+  });
   return job;
 }
 
 namespace {
 
-class HeatDiffusionDefinition : public JobDefinition {
- public:
-  void add_options(boost::program_options::options_description& options,
-                   const std::string& prefix) override {
-    namespace po = boost::program_options;
-    auto& o = options_;
-    auto name = [&](const char* key) { return prefix + key; };
-    options.add_options()(name("mib_per_rank").c_str(),
-                          po::value(&o.mib_per_rank)->default_value(o.mib_per_rank),
-                          "size of each rank's part of the field, in MiB (fractions allowed)")(
-        name("columns").c_str(), po::value(&o.columns)->default_value(o.columns),
-        "cells per grid row")(name("sweeps_per_epoch").c_str(),
-                              po::value(&o.sweeps_per_epoch)->default_value(o.sweeps_per_epoch),
-                              "Jacobi sweeps per epoch")(
-        name("max_epochs").c_str(), po::value(&o.max_epochs)->default_value(o.max_epochs),
-        "stop after this many epochs")(
-        name("tolerance").c_str(), po::value(&o.tolerance)->default_value(o.tolerance),
-        "stop once an epoch's last sweep changes no cell by this "
-        "much")(name("seed").c_str(), po::value(&o.seed)->default_value(o.seed),
-                "seed of the initial field")(
-        name("top_temperature").c_str(),
-        po::value(&o.top_temperature)->default_value(o.top_temperature),
-        "fixed temperature above the first row (the other edges are at 0)")(
-        name("output_file").c_str(), po::value(&o.output_file)->default_value(o.output_file),
-        "JSON file the exit group writes the global mean, max and min to (empty: none)");
-  }
-  Job build() const override { return make_heat_diffusion(options_); }
+void declare_options(JobOptions& options, HeatDiffusionOptions& values) {
+  options.add("mib_per_rank", &values.mib_per_rank,
+              "size of each rank's part of the field, in MiB (fractions allowed)");
+  options.add("columns", &values.columns, "cells per grid row");
+  options.add("sweeps_per_epoch", &values.sweeps_per_epoch, "Jacobi sweeps per epoch");
+  options.add("max_epochs", &values.max_epochs, "stop after this many epochs");
+  options.add("tolerance", &values.tolerance,
+              "stop once an epoch's last sweep changes no cell by this much");
+  options.add("seed", &values.seed, "seed of the initial field");
+  options.add("top_temperature", &values.top_temperature,
+              "fixed temperature above the first row (the other edges are at 0)");
+  options.add("output_file", &values.output_file,
+              "JSON file the exit group writes the global mean, max and min to (empty: none)");
+}
 
- private:
-  HeatDiffusionOptions options_;
-};
-
-const RegisterJob kRegistration({"heat_diffusion",
-                                 "Jacobi sweeps of a 2-D heat equation, rows split across ranks",
-                                 [] { return std::make_unique<HeatDiffusionDefinition>(); }});
+EPOCHRUN_REGISTER_JOB(heat_diffusion,
+                      "Jacobi sweeps of a 2-D heat equation, rows split across ranks",
+                      with_options<HeatDiffusionOptions>(declare_options, make_heat_diffusion));
 
 }  // namespace
 }  // namespace epochrun::jobs

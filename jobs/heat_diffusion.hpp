@@ -4,8 +4,8 @@
 // `columns` cells (the field, f64), so the state per rank is about `mib_per_rank` MiB and the
 // whole grid is ranks x rows_per_rank by columns. Each sweep replaces every cell by the mean of
 // its four neighbours; a rank receives the row above and the row below its own from the
-// neighbouring ranks (halo exchange, MPI_Sendrecv). Outside the grid the temperature is fixed:
-// `top_temperature` above the first row, 0 below the last and beside the first and last
+// neighbouring ranks (halo exchange, Communicator::sendrecv). Outside the grid the temperature is
+// fixed: `top_temperature` above the first row, 0 below the last and beside the first and last
 // columns. The field starts as uniform noise in [0, 1) drawn from the seed per global cell, so
 // the grid is the same whatever the rank count.
 //

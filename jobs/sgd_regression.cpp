@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -76,23 +78,19 @@ Shard generate_shard(const SgdRegressionOptions& options, int rank) {
 }
 
 // Momentum SGD state, stored in the workspace as opaque bytes (as optimizer state usually is):
-// the step count, then one velocity per weight and one for the bias.
+// the step count, then one velocity per weight and one for the bias. All zeros is the start.
 struct OptimizerState {
   std::uint64_t step = 0;
   std::vector<double> velocity;
 
-  Blob to_blob() const {
-    std::vector<std::byte> bytes(sizeof step + velocity.size() * sizeof(double));
+  static std::uint64_t byte_size(std::size_t parameters) {
+    return sizeof step + parameters * sizeof(double);
+  }
+  void store(std::span<std::byte> bytes) const {
     std::memcpy(bytes.data(), &step, sizeof step);
     std::memcpy(bytes.data() + sizeof step, velocity.data(), velocity.size() * sizeof(double));
-    return Blob::bytes(bytes);
   }
-  static OptimizerState from_blob(const Blob& blob, std::size_t parameters) {
-    auto bytes = blob.as<std::byte>();
-    if (bytes.size() != sizeof(std::uint64_t) + parameters * sizeof(double)) {
-      throw Error("optimizer state has " + std::to_string(bytes.size()) + " bytes, expected " +
-                  std::to_string(sizeof(std::uint64_t) + parameters * sizeof(double)));
-    }
+  static OptimizerState load(std::span<const std::byte> bytes, std::size_t parameters) {
     OptimizerState state;
     state.velocity.resize(parameters);
     std::memcpy(&state.step, bytes.data(), sizeof state.step);
@@ -100,6 +98,15 @@ struct OptimizerState {
                 parameters * sizeof(double));
     return state;
   }
+};
+
+// The job's checkpointed state, declared once in make_sgd_regression.
+struct SgdBlobs {
+  BlobHandle<double> weights;
+  ScalarHandle<double> bias;
+  BytesHandle optimizer_state;
+  ScalarHandle<std::int64_t> data_cursor;
+  ScalarHandle<double> loss;
 };
 
 double prediction_error(const Shard& shard, std::size_t row, std::span<const double> weights,
@@ -119,18 +126,17 @@ double global_loss(const Shard& shard, std::span<const double> weights, double b
     const double error = prediction_error(shard, row, weights, bias);
     sums[0] += error * error;
   }
-  comm.allreduce_sum(sums);
+  comm.allreduce(std::span(sums), Reduction::kSum);
   return sums[0] / sums[1];
 }
 
-void train_one_epoch(const SgdRegressionOptions& options, const Shard& shard,
+void train_one_epoch(const SgdRegressionOptions& options, const SgdBlobs& blobs, const Shard& shard,
                      TaskContext& context) {
-  auto& workspace = context.workspace;
-  auto weights = workspace.get(kSgdWeights).as<double>();
-  auto& bias = workspace.get(kSgdBias).item<double>();
-  auto& cursor = workspace.get(kSgdDataCursor).item<std::int64_t>();
+  auto weights = blobs.weights.of(context);
+  auto& bias = blobs.bias.of(context);
+  auto& cursor = blobs.data_cursor.of(context);
   const std::size_t features = shard.features;
-  auto state = OptimizerState::from_blob(workspace.get(kSgdOptimizerState), features + 1);
+  auto state = OptimizerState::load(blobs.optimizer_state.of(context), features + 1);
 
   // gradient[0..features) for the weights, [features] for the bias, [features + 1] the count.
   std::vector<double> gradient(features + 2);
@@ -146,7 +152,8 @@ void train_one_epoch(const SgdRegressionOptions& options, const Shard& shard,
       gradient[features] += error;
       gradient[features + 1] += 1.0;
     }
-    context.comm.allreduce_sum(gradient);  // data parallelism: the same step on every rank
+    // Data parallelism: the same step on every rank.
+    context.comm.allreduce(std::span(gradient), Reduction::kSum);
     const double count = gradient[features + 1];
     for (std::size_t j = 0; j <= features; ++j) {
       state.velocity[j] = options.momentum * state.velocity[j] + gradient[j] / count;
@@ -157,32 +164,34 @@ void train_one_epoch(const SgdRegressionOptions& options, const Shard& shard,
     bias -= options.learning_rate * state.velocity[features];
     ++state.step;
   }
-  workspace.put(kSgdOptimizerState, state.to_blob());
+  state.store(blobs.optimizer_state.of(context));
   const double loss = global_loss(shard, weights, bias, context.comm);
-  workspace.get(kSgdLoss).item<double>() = loss;
+  blobs.loss.of(context) = loss;
   spdlog::info("sgd_regression epoch {}: loss {:.6e} after {} steps", context.epoch, loss,
                state.step);
 }
 
 // Rank 0, after the download: every replica must hold the same model, then it is exported.
-void export_model(const SgdRegressionOptions& options, TaskContext& context) {
-  if (context.downloaded == nullptr || options.model_file.empty()) {
+void export_model(const SgdRegressionOptions& options, const SgdBlobs& blobs,
+                  TaskContext& context) {
+  if (!context.has_gathered() || options.model_file.empty()) {
     return;
   }
-  const auto& nodes = *context.downloaded;
-  const auto& reference = nodes.begin()->second;
-  for (const auto& [node, outputs] : nodes) {
-    if (outputs.at(kSgdWeights) != reference.at(kSgdWeights) ||
-        outputs.at(kSgdBias) != reference.at(kSgdBias)) {
+  const auto weights = context.gathered(blobs.weights);
+  const auto bias = context.gathered(blobs.bias);
+  const auto& [first_node, model] = *weights.begin();
+  for (const auto& [node, values] : weights) {
+    if (!std::ranges::equal(values, model) || bias.at(node) != bias.at(first_node)) {
       throw Error("data-parallel replicas diverged: " + node + " holds other parameters than " +
-                  nodes.begin()->first);
+                  first_node);
     }
   }
   write_blob_file(options.model_file,
-                  {{kSgdWeights, reference.at(kSgdWeights)}, {kSgdBias, reference.at(kSgdBias)}},
+                  {{kSgdWeights, Blob::of(Shape{model.size()}, model)},
+                   {kSgdBias, Blob::scalar(bias.at(first_node))}},
                   {{"job", "sgd_regression"},
                    {"epoch", std::to_string(context.epoch)},
-                   {"loss", std::to_string(reference.at(kSgdLoss).item<double>())}});
+                   {"loss", std::to_string(context.gathered(blobs.loss).at(first_node))}});
   spdlog::info("sgd_regression model written to {}", options.model_file);
 }
 
@@ -217,90 +226,59 @@ Job make_sgd_regression(const SgdRegressionOptions& options) {
   validate(options);
   Job job("sgd_regression");
   const auto features = static_cast<std::uint64_t>(options.features);
-  job.init_group.add("init_parameters", [options, features](TaskContext& context) {
-    auto& workspace = context.workspace;
-    workspace.put(kSgdWeights, Blob(DType::kF64, {features}));
-    workspace.put(kSgdBias, Blob::scalar<double>(0.0));
-    OptimizerState state;
-    state.velocity.assign(features + 1, 0.0);
-    workspace.put(kSgdOptimizerState, state.to_blob());
-    workspace.put(kSgdDataCursor, Blob::scalar<std::int64_t>(0));
-    workspace.put(kSgdLoss, Blob::scalar<double>(std::numeric_limits<double>::infinity()));
-  });
+  // Zeros are the start: no weights, no bias, a fresh optimizer; only the loss is unknown.
+  const SgdBlobs blobs{
+      job.blob<double>(kSgdWeights, {features}, {.output = true}),
+      job.scalar<double>(kSgdBias, 0.0, {.output = true}),
+      job.bytes(kSgdOptimizerState, OptimizerState::byte_size(features + 1)),
+      job.scalar<std::int64_t>(kSgdDataCursor),
+      job.scalar<double>(kSgdLoss, std::numeric_limits<double>::infinity(), {.output = true}),
+  };
   add_epoch_limiter(job, options.max_epochs);
   // The shard is a pure function of (seed, rank): regenerated on first use after a start or a
   // resume, never checkpointed.
   auto shard = std::make_shared<Shard>();
-  job.epoch_group.add("train", [options, shard](TaskContext& context) {
+  job.epoch_group.add("train", [options, blobs, shard](TaskContext& context) {
     if (shard->rank != context.comm.rank()) {
       *shard = generate_shard(options, context.comm.rank());
     }
-    train_one_epoch(options, *shard, context);
+    train_one_epoch(options, blobs, *shard, context);
   });
   const double threshold = options.loss_threshold;
-  job.add_stop_condition("loss_below_threshold", [threshold](const Workspace& workspace) {
-    return workspace.get(kSgdLoss).item<double>() < threshold;
+  job.add_stop_condition("loss_below_threshold", [threshold, blobs](const Workspace& workspace) {
+    return blobs.loss.of(workspace) < threshold;
   });
-  job.expect_blob(kSgdWeights, DType::kF64, {features});
-  job.expect_blob(kSgdBias, DType::kF64, {});
-  job.expect_blob(kSgdOptimizerState, DType::kBytes,
-                  {sizeof(std::uint64_t) + (features + 1) * sizeof(double)});
-  job.expect_blob(kSgdDataCursor, DType::kI64, {});
-  job.expect_blob(kSgdLoss, DType::kF64, {});
   // The problem and its data; learning rate, momentum, batching and limits may change.
   for (const char* option : {"seed", "features", "samples_per_rank", "noise"}) {
     job.declare_run_defining_option(option);
   }
-  job.declare_output(kSgdWeights);
-  job.declare_output(kSgdBias);
-  job.declare_output(kSgdLoss);
-  job.exit_group.add("export_model",
-                     [options](TaskContext& context) { export_model(options, context); });
+  job.exit_group.add("export_model", [options, blobs](TaskContext& context) {
+    export_model(options, blobs, context);
+  });
   return job;
 }
 
 namespace {
 
-class SgdRegressionDefinition : public JobDefinition {
- public:
-  void add_options(boost::program_options::options_description& options,
-                   const std::string& prefix) override {
-    namespace po = boost::program_options;
-    auto& o = options_;
-    auto name = [&](const char* key) { return prefix + key; };
-    options.add_options()(name("seed").c_str(), po::value(&o.seed)->default_value(o.seed),
-                          "seed of the synthetic data")(
-        name("features").c_str(), po::value(&o.features)->default_value(o.features),
-        "features per sample")(name("samples_per_rank").c_str(),
-                               po::value(&o.samples_per_rank)->default_value(o.samples_per_rank),
-                               "samples in each rank's shard")(
-        name("batch_size").c_str(), po::value(&o.batch_size)->default_value(o.batch_size),
-        "samples per rank in one mini-batch")(
-        name("batches_per_epoch").c_str(),
-        po::value(&o.batches_per_epoch)->default_value(o.batches_per_epoch),
-        "optimizer steps per epoch")(name("learning_rate").c_str(),
-                                     po::value(&o.learning_rate)->default_value(o.learning_rate),
-                                     "SGD step size")(
-        name("momentum").c_str(), po::value(&o.momentum)->default_value(o.momentum),
-        "momentum factor")(name("noise").c_str(), po::value(&o.noise)->default_value(o.noise),
-                           "target noise (std. dev.)")(
-        name("max_epochs").c_str(), po::value(&o.max_epochs)->default_value(o.max_epochs),
-        "stop after this many epochs")(
-        name("loss_threshold").c_str(),
-        po::value(&o.loss_threshold)->default_value(o.loss_threshold),
-        "stop once the mean squared error falls below this")(
-        name("model_file").c_str(), po::value(&o.model_file)->default_value(o.model_file),
-        "HDF5 file the exit group writes the model to (empty: none)");
-  }
-  Job build() const override { return make_sgd_regression(options_); }
+void declare_options(JobOptions& options, SgdRegressionOptions& values) {
+  options.add("seed", &values.seed, "seed of the synthetic data");
+  options.add("features", &values.features, "features per sample");
+  options.add("samples_per_rank", &values.samples_per_rank, "samples in each rank's shard");
+  options.add("batch_size", &values.batch_size, "samples per rank in one mini-batch");
+  options.add("batches_per_epoch", &values.batches_per_epoch, "optimizer steps per epoch");
+  options.add("learning_rate", &values.learning_rate, "SGD step size");
+  options.add("momentum", &values.momentum, "momentum factor");
+  options.add("noise", &values.noise, "target noise (std. dev.)");
+  options.add("max_epochs", &values.max_epochs, "stop after this many epochs");
+  options.add("loss_threshold", &values.loss_threshold,
+              "stop once the mean squared error falls below this");
+  options.add("model_file", &values.model_file,
+              "HDF5 file the exit group writes the model to (empty: none)");
+}
 
- private:
-  SgdRegressionOptions options_;
-};
-
-const RegisterJob kRegistration(
-    {"sgd_regression", "data-parallel linear regression by SGD with momentum (the main job)",
-     [] { return std::make_unique<SgdRegressionDefinition>(); }});
+EPOCHRUN_REGISTER_JOB(sgd_regression,
+                      "data-parallel linear regression by SGD with momentum (the main job)",
+                      with_options<SgdRegressionOptions>(declare_options, make_sgd_regression));
 
 }  // namespace
 }  // namespace epochrun::jobs

@@ -1,7 +1,6 @@
 #include "sum_pipeline.hpp"
 
 #include <numeric>
-#include <vector>
 
 #include "epochrun/errors.hpp"
 #include "epochrun/job_registry.hpp"
@@ -18,73 +17,46 @@ Job make_sum_pipeline(const SumPipelineOptions& options) {
                      std::to_string(options.items_per_epoch));
   }
   Job job("sum_pipeline");
-  job.init_group.add("create_reader_and_total", [options](TaskContext& context) {
-    std::vector<std::int64_t> values(static_cast<std::size_t>(options.num_items));
-    std::iota(values.begin(), values.end(), 0);
-    auto& workspace = context.workspace;
-    workspace.put(kSumValues, Blob::of<std::int64_t>({values.size()}, values));
-    workspace.put(kSumCursor, Blob::scalar<std::int64_t>(0));
-    const std::int64_t total[] = {options.initial_total};
-    workspace.put(kSumTotal, Blob::of<std::int64_t>({1}, total));
-    workspace.put(kSumExhausted, Blob::scalar<std::int32_t>(0));
+  auto values = job.blob<std::int64_t>(kSumValues, {std::uint64_t(options.num_items)});
+  auto cursor = job.scalar<std::int64_t>(kSumCursor);
+  auto total = job.blob<std::int64_t>(kSumTotal, {1}, {.output = true});
+  auto exhausted = job.scalar<std::int32_t>(kSumExhausted);
+  job.init_group.add("create_reader_and_total", [=](TaskContext& context) {
+    std::iota(values.of(context).begin(), values.of(context).end(), 0);
+    total.of(context)[0] = options.initial_total;
   });
   // The reference's ReaderWithLimit: up to items_per_epoch reads; a read past the end marks
   // the reader exhausted, which is the stop signal.
-  job.epoch_group.add("read_and_add", [options](TaskContext& context) {
-    auto& workspace = context.workspace;
-    auto values = workspace.get(kSumValues).as<std::int64_t>();
-    auto& cursor = workspace.get(kSumCursor).item<std::int64_t>();
-    auto& total = workspace.get(kSumTotal).item<std::int64_t>();
-    auto& exhausted = workspace.get(kSumExhausted).item<std::int32_t>();
+  job.epoch_group.add("read_and_add", [=](TaskContext& context) {
+    auto& next = cursor.of(context);
     for (std::int64_t read = 0; read < options.items_per_epoch; ++read) {
-      if (cursor >= static_cast<std::int64_t>(values.size())) {
-        exhausted = 1;
+      if (next >= std::int64_t(values.of(context).size())) {
+        exhausted.of(context) = 1;
         break;
       }
-      total += values[static_cast<std::size_t>(cursor++)];
+      total.of(context)[0] += values.of(context)[std::size_t(next++)];
     }
   });
-  job.add_stop_condition("reader_exhausted", [](const Workspace& workspace) {
-    return workspace.get(kSumExhausted).item<std::int32_t>() != 0;
-  });
-  job.expect_blob(kSumValues, DType::kI64, {static_cast<std::uint64_t>(options.num_items)});
-  job.expect_blob(kSumCursor, DType::kI64, {});
-  job.expect_blob(kSumTotal, DType::kI64, {1});
-  job.expect_blob(kSumExhausted, DType::kI32, {});
+  job.add_stop_condition("reader_exhausted",
+                         [=](const Workspace& workspace) { return exhausted.of(workspace) != 0; });
   // The data and the starting total; items_per_epoch may change.
   job.declare_run_defining_option("num_items");
   job.declare_run_defining_option("initial_total");
-  job.declare_output(kSumTotal);
   return job;
 }
 
 namespace {
 
-class SumPipelineDefinition : public JobDefinition {
- public:
-  void add_options(boost::program_options::options_description& options,
-                   const std::string& prefix) override {
-    namespace po = boost::program_options;
-    options.add_options()((prefix + "num_items").c_str(),
-                          po::value(&options_.num_items)->default_value(options_.num_items),
-                          "values each reader holds")(
-        (prefix + "items_per_epoch").c_str(),
-        po::value(&options_.items_per_epoch)->default_value(options_.items_per_epoch),
-        "values read per epoch")(
-        (prefix + "initial_total").c_str(),
-        po::value(&options_.initial_total)->default_value(options_.initial_total),
-        "the total before the first epoch");
-  }
-  Job build() const override { return make_sum_pipeline(options_); }
+void declare_options(JobOptions& options, SumPipelineOptions& values) {
+  options.add("num_items", &values.num_items, "values each reader holds");
+  options.add("items_per_epoch", &values.items_per_epoch, "values read per epoch");
+  options.add("initial_total", &values.initial_total, "the total before the first epoch");
+}
 
- private:
-  SumPipelineOptions options_;
-};
-
-const RegisterJob kRegistration({"sum_pipeline",
-                                 "the reference pipeline: sum 0..9 three an epoch into 100 "
-                                 "(totals 103, 115, 136, 145)",
-                                 [] { return std::make_unique<SumPipelineDefinition>(); }});
+EPOCHRUN_REGISTER_JOB(sum_pipeline,
+                      "the reference pipeline: sum 0..9 three an epoch into 100 "
+                      "(totals 103, 115, 136, 145)",
+                      with_options<SumPipelineOptions>(declare_options, make_sum_pipeline));
 
 }  // namespace
 }  // namespace epochrun::jobs

@@ -1,9 +1,11 @@
-// Blob records as text, to travel between ranks (a gather of every rank's description, a
-// broadcast of every rank's records and offsets on load). Internal to the library.
+// Blob records in a compact binary form, to travel between ranks (a gather of every rank's
+// description on save, every rank's records and places on load): thousands of small blobs
+// must not cost a text round trip. Internal to the library.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <string>
+#include <span>
 #include <vector>
 
 #include "epochrun/checkpoint_format.hpp"
@@ -16,12 +18,12 @@ struct BlobPlace {
   bool packed = false;
 };
 
-// `records` (and, when given, the place of each) as a JSON array.
-std::string records_to_json(const std::vector<BlobRecord>& records,
-                            const std::vector<BlobPlace>& places = {});
-// The inverse; fills `places` when given. Throws on malformed text (it comes from a peer rank,
-// never from a file).
-std::vector<BlobRecord> records_from_json(const std::string& text,
-                                          std::vector<BlobPlace>* places = nullptr);
+// `records` (and, when given, the place of each) as bytes.
+std::vector<std::byte> encode_records(const std::vector<BlobRecord>& records,
+                                      const std::vector<BlobPlace>& places = {});
+// The inverse; fills `places` when given. Throws Error on a truncated or malformed buffer (it
+// comes from a peer rank, never from a file).
+std::vector<BlobRecord> decode_records(std::span<const std::byte> bytes,
+                                       std::vector<BlobPlace>* places = nullptr);
 
 }  // namespace epochrun

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "collective_errors.hpp"
+#include "directory_save.hpp"
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
@@ -108,40 +109,9 @@ SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHe
                                     const Workspace& workspace,
                                     const std::vector<std::string>& blob_names,
                                     std::chrono::duration<double> timeout) const {
-  const auto started = std::chrono::steady_clock::now();
-  const auto final_path = file_for(header.epoch);
-  const std::string context = "save epoch " + std::to_string(header.epoch);
-
-  // Rank 0 prepares the directory and picks the temporary name everyone writes to.
-  std::string temporary;
-  run_on_root_then_agree_within(comm, context, timeout, [&] {
-    create_private_directories(directory_);
-    temporary = temporary_sibling(final_path).string();
-  });
-  comm.broadcast(temporary);
-
-  try {
-    // Complete, sealed and fsynced on every rank when it returns.
-    write_checkpoint_file(temporary, comm, header, workspace, blob_names, timeout);
-    fault_point("save-before-rename", header.epoch);
-    // The commit point: rank 0 renames the complete, durable file to its final name
-    // (atomically replacing an older file of the same epoch) and makes the rename durable.
-    run_on_root_then_agree_within(comm, context + ": commit", timeout,
-                                  [&] { rename_durably(temporary, final_path); });
-  } catch (const std::exception& failure) {
-    if (comm.is_root()) {
-      ::unlink(temporary.c_str());  // gives the space of a failed attempt back
-    }
-    throw SaveError(context + ": " + failure.what());
-  }
-
-  fault_point("save-after-rename", header.epoch);
-  SaveStats stats;
-  stats.file = final_path;
-  std::error_code ignored;
-  stats.file_bytes = std::filesystem::file_size(final_path, ignored);
-  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return stats;
+  auto save = DirectorySave::begin(*this, comm, header, blob_views(workspace, blob_names), timeout);
+  save.write_data();
+  return save.commit();
 }
 
 std::vector<std::string> CheckpointDirectory::load(const Communicator& comm,

@@ -4,15 +4,14 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "blob_records.hpp"
 #include "checkpoint_layout.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
 #include "integrity_header.hpp"
-#include "json_text.hpp"
 #include "pending_checkpoint.hpp"
 #include "regular_file.hpp"
 
@@ -61,15 +60,33 @@ Blob read_blob_at(int fd, const BlobRecord& record, std::uint64_t offset, const 
   return blob;
 }
 
-// Where each of a node's blobs is, as the layout says.
-std::vector<BlobPlace> places_of(const CheckpointLayout& layout, const std::string& node) {
-  const auto& offsets = layout.offsets.at(node);
+// Where a node's blob `i` (in save order) is, as the layout says.
+BlobPlace place_of(const CheckpointLayout& layout, const std::string& node, std::size_t i) {
   const auto packed = layout.packed.find(node);
+  return BlobPlace{layout.offsets.at(node).at(i),
+                   packed != layout.packed.end() && packed->second.at(i)};
+}
+
+std::vector<BlobPlace> places_of(const CheckpointLayout& layout, const std::string& node) {
   std::vector<BlobPlace> places;
-  for (std::size_t i = 0; i < offsets.size(); ++i) {
-    places.push_back(BlobPlace{offsets[i], packed != layout.packed.end() && packed->second.at(i)});
+  for (std::size_t i = 0; i < layout.offsets.at(node).size(); ++i) {
+    places.push_back(place_of(layout, node, i));
   }
   return places;
+}
+
+// A rank's block of the load's record broadcast (a size, then the records, for each rank).
+std::span<const std::byte> records_of_rank(std::span<const std::byte> all, int rank) {
+  std::size_t at = 0;
+  for (int block = 0;; ++block) {
+    std::uint64_t size = 0;
+    std::memcpy(&size, all.subspan(at, sizeof size).data(), sizeof size);
+    at += sizeof size;
+    if (block == rank) {
+      return all.subspan(at, static_cast<std::size_t>(size));
+    }
+    at += static_cast<std::size_t>(size);
+  }
 }
 
 // How errors name a blob: by its dataset, or by its pack.
@@ -173,26 +190,27 @@ std::vector<std::string> read_checkpoint_file(const std::filesystem::path& file,
   const std::string context = "checkpoint " + file.string();
   // Rank 0 verifies the whole file but its data before anyone reads a byte of data: the
   // integrity header before libhdf5 parses anything, then every dataset's layout.
-  std::string records_by_rank;  // a JSON array, index = rank
+  // For each rank in order: the size of its encoded records, then the records.
+  std::vector<std::byte> records_by_rank;
   run_on_root_then_agree_within(comm, context, timeout, [&] {
     auto fd = open_regular_file_for_reading(file);
     const auto layout = read_checkpoint_layout(fd.get(), verify_checkpoint_file(fd.get(), context));
     check_expectation(layout.header, expected);
-    auto list = nlohmann::json::array();
     for (const auto& node : layout.header.node_names) {
-      list.push_back(records_to_json(layout.header.blobs.at(node), places_of(layout, node)));
+      const auto encoded = encode_records(layout.header.blobs.at(node), places_of(layout, node));
+      const std::uint64_t size = encoded.size();
+      const auto* size_bytes = reinterpret_cast<const std::byte*>(&size);
+      records_by_rank.insert(records_by_rank.end(), size_bytes, size_bytes + sizeof size);
+      records_by_rank.insert(records_by_rank.end(), encoded.begin(), encoded.end());
     }
-    records_by_rank = json_text(list);
   });
   comm.broadcast(records_by_rank);
-  const auto mine =
-      nlohmann::json::parse(records_by_rank).at(static_cast<std::size_t>(comm.rank()));
 
   // Each rank reads its own node's blobs.
   std::vector<std::pair<std::string, Blob>> loaded;
   run_then_agree_within(comm, context, timeout, [&] {
     std::vector<BlobPlace> places;
-    const auto records = records_from_json(mine.get<std::string>(), &places);
+    const auto records = decode_records(records_of_rank(records_by_rank, comm.rank()), &places);
     const auto& node = expected.node_names[static_cast<std::size_t>(comm.rank())];
     auto fd = open_regular_file_for_reading(file);
     auto blobs = read_blobs(fd.get(), records, places, node);
@@ -262,7 +280,7 @@ Blob CheckpointReader::read_blob(const std::string& node, const std::string& blo
     throw CheckpointError(context + ": node '" + node + "' has no blob '" + blob + "'");
   }
   const auto place =
-      places_of(impl_->layout, node)[static_cast<std::size_t>(record - found->second.begin())];
+      place_of(impl_->layout, node, static_cast<std::size_t>(record - found->second.begin()));
   try {
     return read_blob_at(impl_->fd.get(), *record, place.offset,
                         blob_what(node, blob, place.packed));

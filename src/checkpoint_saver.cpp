@@ -3,11 +3,22 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/errors.hpp"
 #include "human_bytes.hpp"
 
 namespace epochrun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
 
 CheckpointSaver::CheckpointSaver(std::string job, const Communicator& comm,
                                  const RunOptions& options, std::vector<std::string> node_names,
@@ -18,51 +29,138 @@ CheckpointSaver::CheckpointSaver(std::string job, const Communicator& comm,
       node_names_(std::move(node_names)),
       post_commit_(post_commit) {}
 
-void CheckpointSaver::resumed_from(std::int64_t epoch) {
-  last_committed_ = epoch;
-  last_commit_time_ = std::chrono::steady_clock::now();
+CheckpointSaver::~CheckpointSaver() {
+  if (writer_.joinable()) {
+    writer_.join();
+  }
 }
 
-SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace,
-                                  RunSummary& summary) {
-  SaveOutcome outcome;
-  if (options_.checkpoint_dir.empty()) {
-    outcome.log = "no checkpoints (--no-checkpoints)";
-    return outcome;
-  }
-  const auto started = std::chrono::steady_clock::now();
-  for (const auto& name : blobs_) {
-    outcome.bytes += workspace.get(name).byte_size();
-  }
+void CheckpointSaver::resumed_from(std::int64_t epoch) {
+  last_committed_ = epoch;
+  last_commit_time_ = Clock::now();
+}
+
+CheckpointHeader CheckpointSaver::header_for(std::int64_t epoch) const {
   CheckpointHeader header;
   header.epoch = epoch;
   header.job = job_;
   header.node_names = node_names_;
   header.config_json = options_.config_json;
-  try {
-    const auto stats = CheckpointDirectory(options_.checkpoint_dir)
-                           .save(comm_, header, workspace, blobs_, options_.save_timeout);
-    outcome.committed = true;
-    summary.committed.push_back(epoch);
-    last_committed_ = epoch;
-    last_commit_time_ = std::chrono::steady_clock::now();
-    post_commit_.after_commit(epoch, stats.file_bytes, summary);
-    outcome.log =
-        fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
-                    human_bytes(double(stats.file_bytes)), stats.seconds,
-                    human_bytes(double(stats.file_bytes) / std::max(stats.seconds, 1e-9)));
-  } catch (const std::exception& error) {
-    // The reference's contract: a checkpoint that cannot be written does not stop the job.
-    // Every rank gets the same agreed error; rank 0 reports it once.
-    if (comm_.is_root()) {
-      spdlog::warn("checkpoint for epoch {} failed, the job goes on: {}", epoch, error.what());
-    }
-    summary.failed_saves.push_back(FailedSave{epoch, error.what()});
-    outcome.log = "checkpoint FAILED (see warning)";
+  return header;
+}
+
+bool CheckpointSaver::staging_fits(std::uint64_t bytes) const {
+  if (!options_.async_max_staging_bytes) {
+    return true;
   }
-  outcome.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const bool fits = bytes <= *options_.async_max_staging_bytes;
+  return comm_.allreduce_max(fits ? 0.0 : 1.0) == 0.0;
+}
+
+std::vector<BlobView> CheckpointSaver::snapshot(const Workspace& workspace) {
+  auto views = blob_views(workspace, blobs_);
+  staging_.resize(views.size());
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    // Same sizes from one save to the next: the buffers' pages are only touched, not allocated.
+    staging_[i].resize(views[i].bytes.size());
+    std::memcpy(staging_[i].data(), views[i].bytes.data(), views[i].bytes.size());
+    views[i].bytes = staging_[i];
+  }
+  return views;
+}
+
+SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace,
+                                  RunSummary& summary, bool may_run_in_background) {
+  SaveOutcome outcome;
+  outcome.epoch = epoch;
+  if (options_.checkpoint_dir.empty()) {
+    outcome.log = "no checkpoints (--no-checkpoints)";
+    return outcome;
+  }
+  const auto started = Clock::now();
+  for (const auto& name : blobs_) {
+    outcome.bytes += workspace.get(name).byte_size();
+  }
+  const bool background = options_.async_checkpoint && may_run_in_background;
+  if (background && !staging_fits(outcome.bytes)) {
+    if (comm_.is_root()) {
+      spdlog::info(
+          "epoch {}: the snapshot ({} on this rank) exceeds --async-max-staging-mib {} on some "
+          "rank: this checkpoint is saved synchronously",
+          epoch, human_bytes(double(outcome.bytes)), *options_.async_max_staging_bytes >> 20);
+    }
+  } else if (background) {
+    try {
+      in_flight_.emplace(DirectorySave::begin(CheckpointDirectory(options_.checkpoint_dir), comm_,
+                                              header_for(epoch), snapshot(workspace),
+                                              options_.save_timeout));
+    } catch (const std::exception& error) {
+      commit_failed(epoch, error, outcome, summary);
+      outcome.seconds = outcome.blocked_seconds = seconds_since(started);
+      return outcome;
+    }
+    writer_ = std::thread([this] { in_flight_->write_data(); });
+    in_flight_started_ = started;
+    outcome.in_background = true;
+    outcome.blocked_seconds = seconds_since(started);
+    outcome.log = fmt::format("checkpoint started in the background ({} snapshot in {:.3f} s)",
+                              human_bytes(double(outcome.bytes)), outcome.blocked_seconds);
+    in_flight_outcome_ = outcome;
+    return outcome;
+  }
+  try {
+    auto save =
+        DirectorySave::begin(CheckpointDirectory(options_.checkpoint_dir), comm_, header_for(epoch),
+                             blob_views(workspace, blobs_), options_.save_timeout);
+    save.write_data();
+    commit(save, outcome, summary);
+  } catch (const std::exception& error) {
+    commit_failed(epoch, error, outcome, summary);
+  }
+  outcome.seconds = outcome.blocked_seconds = seconds_since(started);
   return outcome;
+}
+
+std::optional<SaveOutcome> CheckpointSaver::complete(RunSummary& summary) {
+  if (!in_flight_) {
+    return std::nullopt;
+  }
+  const auto waiting = Clock::now();
+  writer_.join();
+  auto outcome = in_flight_outcome_;
+  outcome.in_background = false;
+  try {
+    commit(*in_flight_, outcome, summary);
+  } catch (const std::exception& error) {
+    commit_failed(outcome.epoch, error, outcome, summary);
+  }
+  in_flight_.reset();
+  outcome.blocked_seconds = seconds_since(waiting);
+  outcome.seconds = seconds_since(in_flight_started_);
+  return outcome;
+}
+
+void CheckpointSaver::commit(DirectorySave& save, SaveOutcome& outcome, RunSummary& summary) {
+  const auto stats = save.commit();
+  outcome.committed = true;
+  summary.committed.push_back(outcome.epoch);
+  last_committed_ = outcome.epoch;
+  last_commit_time_ = Clock::now();
+  post_commit_.after_commit(outcome.epoch, stats.file_bytes, summary);
+  outcome.log = fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
+                            human_bytes(double(stats.file_bytes)), stats.seconds,
+                            human_bytes(double(stats.file_bytes) / std::max(stats.seconds, 1e-9)));
+}
+
+void CheckpointSaver::commit_failed(std::int64_t epoch, const std::exception& error,
+                                    SaveOutcome& outcome, RunSummary& summary) {
+  // The reference's contract: a checkpoint that cannot be written does not stop the job.
+  // Every rank gets the same agreed error; rank 0 reports it once.
+  if (comm_.is_root()) {
+    spdlog::warn("checkpoint for epoch {} failed, the job goes on: {}", epoch, error.what());
+  }
+  summary.failed_saves.push_back(FailedSave{epoch, error.what()});
+  outcome.log = "checkpoint FAILED (see warning)";
 }
 
 }  // namespace epochrun

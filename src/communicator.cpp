@@ -16,7 +16,7 @@ constexpr int kAgreementTag = 7301;
 int to_count(std::size_t size, const char* what) {
   if (size > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
     throw MpiError(std::string(what) + ": " + std::to_string(size) +
-                   " bytes exceed MPI's int count");
+                   " elements exceed MPI's int count");
   }
   return static_cast<int>(size);
 }
@@ -77,10 +77,6 @@ bool Communicator::any_true(bool value) const {
   return global != 0;
 }
 
-void Communicator::broadcast(std::int64_t& value, int root) const {
-  check_mpi(MPI_Bcast(&value, 1, MPI_INT64_T, root, comm_), "MPI_Bcast");
-}
-
 void Communicator::broadcast(std::vector<std::byte>& value, int root) const {
   auto size = static_cast<std::int64_t>(value.size());
   broadcast(size, root);
@@ -106,22 +102,26 @@ void Communicator::broadcast(std::string& value, int root) const {
             "MPI_Bcast");
 }
 
-void Communicator::allreduce_sum(std::span<double> values) const {
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, values.data(), to_count(values.size(), "MPI_Allreduce"),
-                          MPI_DOUBLE, MPI_SUM, comm_),
-            "MPI_Allreduce");
+void Communicator::allreduce_in_place(void* values, std::size_t count, MPI_Datatype type,
+                                      Reduction op) const {
+  const MPI_Op mpi_op = op == Reduction::kSum ? MPI_SUM : op == Reduction::kMax ? MPI_MAX : MPI_MIN;
+  check_mpi(
+      MPI_Allreduce(MPI_IN_PLACE, values, to_count(count, "MPI_Allreduce"), type, mpi_op, comm_),
+      "MPI_Allreduce");
 }
 
-std::int64_t Communicator::allreduce_sum(std::int64_t value) const {
-  std::int64_t sum = 0;
-  check_mpi(MPI_Allreduce(&value, &sum, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Allreduce");
-  return sum;
+void Communicator::broadcast_in_place(void* values, std::size_t count, MPI_Datatype type,
+                                      int root) const {
+  check_mpi(MPI_Bcast(values, to_count(count, "MPI_Bcast"), type, root, comm_), "MPI_Bcast");
 }
 
-double Communicator::allreduce_max(double value) const {
-  double max = 0;
-  check_mpi(MPI_Allreduce(&value, &max, 1, MPI_DOUBLE, MPI_MAX, comm_), "MPI_Allreduce");
-  return max;
+void Communicator::sendrecv_bytes(const void* send, std::size_t send_count, int destination,
+                                  void* receive, std::size_t receive_count, int source, int tag,
+                                  MPI_Datatype type) const {
+  check_mpi(MPI_Sendrecv(send, to_count(send_count, "MPI_Sendrecv"), type, destination, tag,
+                         receive, to_count(receive_count, "MPI_Sendrecv"), type, source, tag, comm_,
+                         MPI_STATUS_IGNORE),
+            "MPI_Sendrecv");
 }
 
 std::vector<std::string> Communicator::allgather(const std::string& value) const {

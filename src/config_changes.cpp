@@ -33,7 +33,7 @@ std::vector<ConfigChange> job_config_changes(const std::string& job_name,
     auto old_value = value_of(stored, key);
     auto new_value = value_of(current, key);
     if (old_value != new_value) {
-      changes.push_back(ConfigChange{key, std::move(old_value), std::move(new_value)});
+      changes.push_back(ConfigChange{key, json_text(old_value), json_text(new_value)});
     }
   }
   return changes;
@@ -48,12 +48,12 @@ void refuse_run_defining_changes(const Job& job, const std::vector<ConfigChange>
         std::find(allowed.begin(), allowed.end(), change.key) != allowed.end()) {
       continue;
     }
-    throw CheckpointMismatch(
-        "the checkpoint of epoch " + std::to_string(epoch) + " was written with --" + change.key +
-        " " + json_text(change.old_value) + ", this run has " + json_text(change.new_value) +
-        ": that option defines the run, and resuming with another value "
-        "would mix two runs (--allow-config-change " +
-        change.key + " resumes anyway)");
+    throw CheckpointMismatch("the checkpoint of epoch " + std::to_string(epoch) +
+                             " was written with --" + change.key + " " + change.old_json +
+                             ", this run has " + change.new_json +
+                             ": that option defines the run, and resuming with another value "
+                             "would mix two runs (--allow-config-change " +
+                             change.key + " resumes anyway)");
   }
 }
 

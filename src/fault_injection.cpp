@@ -3,10 +3,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "epochrun/errors.hpp"
@@ -20,13 +23,14 @@ struct Fault {
   std::optional<int> rank;  // every rank when unset
   int signal = SIGKILL;
   bool throws = false;  // THROW: an exception instead of a signal
+  bool waits = false;   // WAIT: blocks this thread until the release file exists
   std::string spec;
 };
 
 Fault parse_fault(const std::string& spec) {
   auto bad = [&]() {
     return UsageError("invalid EPOCHRUN_FAULT '" + spec +
-                      "': expected phase@epoch[:rank][:KILL|TERM|STOP|THROW]");
+                      "': expected phase@epoch[:rank][:KILL|TERM|STOP|THROW|WAIT]");
   };
   Fault fault;
   fault.spec = spec;
@@ -59,6 +63,8 @@ Fault parse_fault(const std::string& spec) {
       fault.signal = SIGSTOP;
     } else if (part == "THROW") {
       fault.throws = true;
+    } else if (part == "WAIT") {
+      fault.waits = true;
     } else {
       try {
         fault.rank = std::stoi(part);
@@ -93,19 +99,53 @@ int world_rank() {
   return rank;
 }
 
+// WAIT: polls for the file EPOCHRUN_FAULT_RELEASE names, for at most a minute (a test that
+// never releases fails in bounded time; the run then goes on).
+void wait_for_release(const Fault& fault) {
+  const char* release = std::getenv("EPOCHRUN_FAULT_RELEASE");
+  if (release == nullptr) {
+    throw Error("EPOCHRUN_FAULT=" + fault.spec + " needs EPOCHRUN_FAULT_RELEASE");
+  }
+  for (int polls = 0; polls < 6000 && !std::filesystem::exists(release); ++polls) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+struct FaultPlan {
+  std::vector<Fault> faults;
+  int rank = 0;
+};
+
+const FaultPlan& fault_plan() {
+  static const FaultPlan plan = [] {
+    FaultPlan read{parse_faults(std::getenv("EPOCHRUN_FAULT")), 0};
+    read.rank = read.faults.empty() ? 0 : world_rank();
+    return read;
+  }();
+  return plan;
+}
+
 }  // namespace
 
+void arm_fault_points() {
+  (void)fault_plan();
+}
+
 void fault_point(std::string_view phase, std::int64_t epoch) {
-  static const std::vector<Fault> faults = parse_faults(std::getenv("EPOCHRUN_FAULT"));
-  for (const auto& fault : faults) {
+  const auto& plan = fault_plan();
+  for (const auto& fault : plan.faults) {
     if (fault.phase != phase || fault.epoch != epoch) {
       continue;
     }
-    if (fault.rank && *fault.rank != world_rank()) {
+    if (fault.rank && *fault.rank != plan.rank) {
       continue;
     }
     if (fault.throws) {
       throw Error("injected fault (EPOCHRUN_FAULT=" + fault.spec + ")");
+    }
+    if (fault.waits) {
+      wait_for_release(fault);
+      continue;
     }
     std::raise(fault.signal);
   }

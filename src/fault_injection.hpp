@@ -1,11 +1,13 @@
 // A documented test switch for reaching short phases deterministically (docs/TESTING.md):
 //
-//   EPOCHRUN_FAULT="<phase>@<epoch>[:<rank>][:KILL|TERM|STOP|THROW][,<another>...]"
+//   EPOCHRUN_FAULT="<phase>@<epoch>[:<rank>][:KILL|TERM|STOP|THROW|WAIT][,<another>...]"
 //
 // makes that rank (every rank when omitted) send itself the signal (KILL when omitted) when it
 // reaches that phase of that epoch; STOP pauses it there until a SIGCONT, so that a test can
 // change the world (fill the disk, say) at exactly that instant; THROW throws an epochrun::Error
-// there instead, as a failing task would. Phases: <group>-task (init-task, epoch-task,
+// there instead, as a failing task would; WAIT blocks the thread that reached it (only that one:
+// an asynchronous save's background write, say) until the file EPOCHRUN_FAULT_RELEASE names
+// exists, a minute at most. Phases: <group>-task (init-task, epoch-task,
 // download-task, exit-task: inside that group, before its first task), epoch (after the epoch
 // group ran, before its checkpoint), save-create (inside a save, the temporary file created and
 // its space reserved, nothing written), save-write (data written, file not yet closed),
@@ -20,5 +22,10 @@
 namespace epochrun {
 
 void fault_point(std::string_view phase, std::int64_t epoch);
+
+// Reads EPOCHRUN_FAULT and this process's rank (an MPI call), as the first fault_point would.
+// A program whose background threads reach fault points (an asynchronous save's data step)
+// calls it first on the main thread: only that thread makes MPI calls.
+void arm_fault_points();
 
 }  // namespace epochrun

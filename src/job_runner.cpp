@@ -13,6 +13,7 @@
 #include "download_gather.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
+#include "epochrun/mpi_session.hpp"
 #include "epochrun/run_history.hpp"
 #include "fault_injection.hpp"
 #include "human_bytes.hpp"
@@ -33,9 +34,13 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// An epoch's figures when its checkpoint was saved synchronously: the job waited for all of it.
+// An epoch's figures with its checkpoint: all of it when synchronous, its start when it went on
+// in the background (its end is a "save" line).
 EpochFigures epoch_figures(double epoch_seconds, const SaveOutcome& save) {
-  return {epoch_seconds, save.seconds, save.seconds, save.bytes};
+  if (save.in_background) {
+    return {epoch_seconds, save.blocked_seconds, {}, {}};
+  }
+  return {epoch_seconds, save.blocked_seconds, save.seconds, save.bytes};
 }
 
 // Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).
@@ -87,6 +92,11 @@ JobRunner::JobRunner(Job job, const Communicator& comm, RunOptions options)
       node_name_(Job::node_name(comm_.rank())) {
   for (int rank = 0; rank < comm_.size(); ++rank) {
     node_names_.push_back(Job::node_name(rank));
+  }
+  if (options_.async_checkpoint) {
+    require_funneled_threads();
+    // The background write reaches fault points; their setup makes an MPI call.
+    arm_fault_points();
   }
 }
 
@@ -191,9 +201,11 @@ std::optional<std::int64_t> JobRunner::start(Steps& steps, TaskContext& context,
   spdlog::info("job {} initialized on {} ranks ({} blobs, {} on rank 0)", job_.name(), comm_.size(),
                context.workspace.names().size(),
                human_bytes(double(context.workspace.byte_size())));
-  const auto save = steps.saver.save(0, context.workspace, summary);
+  const auto save = steps.saver.save(0, context.workspace, summary, true);
   spdlog::info("epoch 0 (init) {}", save.log);
-  time_budget_->record_save(save.seconds);
+  if (!save.in_background) {
+    time_budget_->record_save(save.seconds);
+  }
   steps.metrics.epoch(0, epoch_figures(init_seconds, save));
   return std::nullopt;
 }
@@ -218,17 +230,25 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
     // the state of context.epoch, so stop here rather than run a whole epoch more.
     if (auto decision = decider.between_epochs(); decision.stops()) {
       signals.restore_defaults();
+      complete_save(steps, summary);
       if (steps.saver.last_committed() != context.epoch) {
-        const auto save = steps.saver.save(context.epoch, context.workspace, summary);
+        const auto save = steps.saver.save(context.epoch, context.workspace, summary, false);
         spdlog::info("epoch {} {}", context.epoch, save.log);
-        steps.metrics.save(context.epoch, save.seconds, save.bytes, save.committed);
+        steps.metrics.save(save);
       }
       spdlog::info("stopping before epoch {}: {}", context.epoch + 1, decision.reason);
       return decision;
     }
     ++context.epoch;
     const auto epoch_started = Clock::now();
-    run_group(job_.epoch_group, context);
+    try {
+      run_group(job_.epoch_group, context);
+    } catch (...) {
+      // Every rank is here (run_group agrees on the failure): the save of the epoch before is
+      // committed, as it would have been before this epoch without --async-checkpoint.
+      complete_save(steps, summary);
+      throw;
+    }
     fault_point("epoch", context.epoch);
     const double epoch_seconds = seconds_since(epoch_started);
     time_budget_->record_epoch(epoch_seconds);
@@ -236,6 +256,7 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
     if (decision.kind == StopKind::kPreempted) {
       signals.restore_defaults();
     }
+    complete_save(steps, summary);
     const auto save = checkpoint_epoch(decision, steps, context, summary);
     ++summary.epochs_run;
     steps.metrics.epoch(context.epoch, save ? epoch_figures(epoch_seconds, *save)
@@ -258,9 +279,21 @@ std::optional<SaveOutcome> JobRunner::checkpoint_epoch(const StopDecision& decis
                                context.epoch, seconds_since(steps.saver.last_commit_time()))) {
     return std::nullopt;
   }
-  auto save = steps.saver.save(context.epoch, context.workspace, summary);
-  time_budget_->record_save(save.seconds);
+  // The checkpoint a run stops with is synchronous: nothing follows that it could overlap.
+  auto save = steps.saver.save(context.epoch, context.workspace, summary, !decision.stops());
+  if (!save.in_background) {
+    time_budget_->record_save(save.seconds);
+  }
   return save;
+}
+
+void JobRunner::complete_save(Steps& steps, RunSummary& summary) {
+  if (auto save = steps.saver.complete(summary)) {
+    time_budget_->record_save(save->seconds);
+    spdlog::info("epoch {} {} (written in the background; the job waited {:.3f} s for the end)",
+                 save->epoch, save->log, save->blocked_seconds);
+    steps.metrics.save(*save);
+  }
 }
 
 void JobRunner::finish_job(Steps& steps, TaskContext& context, RunSummary& summary) {

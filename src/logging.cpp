@@ -1,6 +1,7 @@
 #include "epochrun/logging.hpp"
 
 #include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <map>
 
@@ -8,13 +9,11 @@
 
 namespace epochrun {
 
-spdlog::level::level_enum parse_log_level(const std::string& text) {
-  // Our own names: spdlog's differ between versions ("warn" is "warning" in 1.10).
-  static const std::map<std::string, spdlog::level::level_enum> kLevels = {
-      {"trace", spdlog::level::trace},  {"debug", spdlog::level::debug},
-      {"info", spdlog::level::info},    {"warn", spdlog::level::warn},
-      {"warning", spdlog::level::warn}, {"error", spdlog::level::err},
-      {"off", spdlog::level::off}};
+LogLevel parse_log_level(const std::string& text) {
+  static const std::map<std::string, LogLevel> kLevels = {
+      {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug},  {"info", LogLevel::kInfo},
+      {"warn", LogLevel::kWarn},   {"warning", LogLevel::kWarn}, {"error", LogLevel::kError},
+      {"off", LogLevel::kOff}};
   auto found = kLevels.find(text);
   if (found == kLevels.end()) {
     throw UsageError("invalid log level '" + text +
@@ -23,10 +22,34 @@ spdlog::level::level_enum parse_log_level(const std::string& text) {
   return found->second;
 }
 
-void configure_logging(int rank, spdlog::level::level_enum level) {
+namespace {
+
+// Our own names map onto spdlog's: those differ between versions ("warn" is "warning" in 1.10).
+spdlog::level::level_enum spdlog_level(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace:
+      return spdlog::level::trace;
+    case LogLevel::kDebug:
+      return spdlog::level::debug;
+    case LogLevel::kInfo:
+      return spdlog::level::info;
+    case LogLevel::kWarn:
+      return spdlog::level::warn;
+    case LogLevel::kError:
+      return spdlog::level::err;
+    case LogLevel::kOff:
+      return spdlog::level::off;
+  }
+  return spdlog::level::info;
+}
+
+}  // namespace
+
+void configure_logging(int rank, LogLevel level) {
   auto logger = spdlog::stderr_logger_mt("epochrun-rank-" + std::to_string(rank));
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [rank " + std::to_string(rank) + "] [%l] %v");
-  logger->set_level(rank == 0 ? level : std::max(level, spdlog::level::warn));
+  logger->set_level(rank == 0 ? spdlog_level(level)
+                              : std::max(spdlog_level(level), spdlog::level::warn));
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
 }

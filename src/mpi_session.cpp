@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "epochrun/communicator.hpp"
+#include "epochrun/errors.hpp"
 
 namespace epochrun {
 
@@ -17,6 +18,24 @@ MpiSession::MpiSession(int& argc, char**& argv) {
   prefer_romio_for_mpi_io();
   int provided = 0;
   check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  try {
+    require_funneled_threads();
+  } catch (...) {
+    MPI_Finalize();  // the destructor of a throwing constructor does not run
+    throw;
+  }
+}
+
+void require_funneled_threads() {
+  int provided = MPI_THREAD_SINGLE;
+  check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
+  // The MPI_THREAD_* levels are ordered: SINGLE < FUNNELED < SERIALIZED < MULTIPLE.
+  if (provided < MPI_THREAD_FUNNELED) {
+    throw Error(
+        "MPI provides only MPI_THREAD_SINGLE, but epochrun's asynchronous checkpoints write on "
+        "a background thread while the main thread makes every MPI call: it needs "
+        "MPI_THREAD_FUNNELED (initialise MPI with MPI_Init_thread)");
+  }
 }
 
 MpiSession::~MpiSession() {

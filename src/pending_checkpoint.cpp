@@ -203,15 +203,13 @@ PendingCheckpoint PendingCheckpoint::begin(const std::filesystem::path& file,
     }
     pending.records_ = describe(pending.blobs_);
   });
-  const auto description = records_to_json(pending.records_);
-  auto descriptions = comm.gather(std::as_bytes(std::span(description)));
+  auto descriptions = comm.gather(encode_records(pending.records_));
 
   pending.agreed_step("lay out", true, [&] {
     header.blobs.clear();
     for (std::size_t rank = 0; rank < descriptions.size(); ++rank) {
       const auto& bytes = descriptions[rank];
-      header.blobs[header.node_names[rank]] =
-          records_from_json(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+      header.blobs[header.node_names[rank]] = decode_records(bytes);
     }
     try {
       pending.layout_ = lay_out(file, header, pending.created_);

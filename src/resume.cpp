@@ -73,7 +73,7 @@ void check_config_changes(const Job& job, const Communicator& comm, const RunOpt
     refuse_run_defining_changes(job, summary.config_changes, options.allowed_config_changes, epoch);
     for (const auto& change : summary.config_changes) {
       spdlog::info("configuration changed since the checkpoint of epoch {}: {} {} -> {} (applied)",
-                   epoch, change.key, json_text(change.old_value), json_text(change.new_value));
+                   epoch, change.key, change.old_json, change.new_json);
     }
   });
 }

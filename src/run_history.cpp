@@ -7,7 +7,9 @@
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
+#include "epochrun/run_summary.hpp"
 #include "json_text.hpp"
+#include "run_history_json.hpp"
 
 namespace epochrun {
 namespace {
@@ -15,6 +17,25 @@ namespace {
 std::string host_name() {
   char name[256] = {};
   return ::gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
+}
+
+template <typename T>
+nlohmann::json optional_json(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+template <typename T>
+void read_field(const nlohmann::json& json, const char* key, T& field) {
+  if (json.contains(key)) {
+    json.at(key).get_to(field);
+  }
+}
+
+template <typename T>
+void read_field(const nlohmann::json& json, const char* key, std::optional<T>& field) {
+  if (json.contains(key) && !json.at(key).is_null()) {
+    field = json.at(key).get<T>();
+  }
 }
 
 }  // namespace
@@ -28,36 +49,68 @@ std::string utc_timestamp(std::chrono::system_clock::time_point time) {
   return text;
 }
 
-nlohmann::json run_record(const RunSummary& summary, std::chrono::system_clock::time_point started,
-                          std::chrono::system_clock::time_point ended) {
-  auto optional_json = [](const auto& value) {
-    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-  };
-  return {{"started_at", utc_timestamp(started)},
-          {"ended_at", utc_timestamp(ended)},
-          {"host", host_name()},
-          {"ranks", summary.num_ranks},
-          {"slurm_job_id", optional_json(summary.slurm_job_id)},
-          {"restart_count", summary.restart_count},
-          {"resumed_from", optional_json(summary.resumed_from)},
-          {"stop_kind", stop_kind_name(summary.stop_kind)},
-          {"stop_reason", summary.stop_reason},
-          {"epochs_run", summary.epochs_run},
-          {"last_committed_epoch", optional_json(summary.last_committed_epoch)},
-          {"exit_code", summary.exit_code}};
+RunRecord run_record(const RunSummary& summary, std::chrono::system_clock::time_point started,
+                     std::chrono::system_clock::time_point ended) {
+  return {.started_at = utc_timestamp(started),
+          .ended_at = utc_timestamp(ended),
+          .host = host_name(),
+          .ranks = summary.num_ranks,
+          .slurm_job_id = summary.slurm_job_id,
+          .restart_count = summary.restart_count,
+          .resumed_from = summary.resumed_from,
+          .stop_kind = stop_kind_name(summary.stop_kind),
+          .stop_reason = summary.stop_reason,
+          .epochs_run = summary.epochs_run,
+          .last_committed_epoch = summary.last_committed_epoch,
+          .exit_code = summary.exit_code};
 }
 
-void append_run_record(const std::filesystem::path& directory, const nlohmann::json& record) {
-  append_line(directory / kRunHistoryFileName, json_text(record) + "\n", true);
+void to_json(nlohmann::json& json, const RunRecord& record) {
+  json = {{"started_at", record.started_at},
+          {"ended_at", record.ended_at},
+          {"host", record.host},
+          {"ranks", record.ranks},
+          {"slurm_job_id", optional_json(record.slurm_job_id)},
+          {"restart_count", record.restart_count},
+          {"resumed_from", optional_json(record.resumed_from)},
+          {"stop_kind", record.stop_kind},
+          {"stop_reason", record.stop_reason},
+          {"epochs_run", record.epochs_run},
+          {"last_committed_epoch", optional_json(record.last_committed_epoch)},
+          {"exit_code", record.exit_code}};
 }
 
-nlohmann::json read_run_history(const std::filesystem::path& directory) {
-  auto records = nlohmann::json::array();
+void from_json(const nlohmann::json& json, RunRecord& record) {
+  read_field(json, "started_at", record.started_at);
+  read_field(json, "ended_at", record.ended_at);
+  read_field(json, "host", record.host);
+  read_field(json, "ranks", record.ranks);
+  read_field(json, "slurm_job_id", record.slurm_job_id);
+  read_field(json, "restart_count", record.restart_count);
+  read_field(json, "resumed_from", record.resumed_from);
+  read_field(json, "stop_kind", record.stop_kind);
+  read_field(json, "stop_reason", record.stop_reason);
+  read_field(json, "epochs_run", record.epochs_run);
+  read_field(json, "last_committed_epoch", record.last_committed_epoch);
+  read_field(json, "exit_code", record.exit_code);
+}
+
+void append_run_record(const std::filesystem::path& directory, const RunRecord& record) {
+  append_line(directory / kRunHistoryFileName, json_text(nlohmann::json(record)) + "\n", true);
+}
+
+std::vector<RunRecord> read_run_history(const std::filesystem::path& directory) {
+  std::vector<RunRecord> records;
   std::ifstream in(directory / kRunHistoryFileName);
   for (std::string line; std::getline(in, line);) {
-    auto record = nlohmann::json::parse(line, nullptr, false);
-    if (record.is_object()) {
-      records.push_back(std::move(record));
+    const auto json = nlohmann::json::parse(line, nullptr, false);
+    if (!json.is_object()) {
+      continue;
+    }
+    try {
+      records.push_back(json.get<RunRecord>());
+    } catch (const nlohmann::json::exception&) {
+      // a hand-edited field of the wrong type: skipped like a line that does not parse
     }
   }
   return records;

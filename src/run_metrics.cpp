@@ -5,12 +5,14 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "checkpoint_saver.hpp"
 #include "durable_file.hpp"
 #include "epochrun/run_history.hpp"
 #include "json_text.hpp"
@@ -31,6 +33,19 @@ struct RunMetrics::Figures {
 
 namespace {
 
+// ISO 8601 in UTC with milliseconds: it tells the runs in one file apart, and a requeued run
+// can start within the second its predecessor started.
+std::string run_timestamp(std::chrono::system_clock::time_point time) {
+  const auto since_epoch = time.time_since_epoch();
+  const auto milliseconds =
+      std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count() % 1000;
+  auto text = utc_timestamp(time);  // "...T12:34:56Z"
+  char fraction[8];
+  std::snprintf(fraction, sizeof fraction, ".%03lldZ", static_cast<long long>(milliseconds));
+  text.pop_back();
+  return text + fraction;
+}
+
 double peak_rss_bytes() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
@@ -49,7 +64,7 @@ RunMetrics::RunMetrics(const Communicator& comm, std::filesystem::path checkpoin
                        std::chrono::system_clock::time_point run_started)
     : comm_(comm),
       file_(checkpoint_dir.empty() ? std::filesystem::path() : checkpoint_dir / kMetricsFileName),
-      run_started_(utc_timestamp(run_started)) {
+      run_started_(run_timestamp(run_started)) {
   if (!comm_.is_root() || file_.empty()) {
     return;
   }
@@ -86,13 +101,13 @@ void RunMetrics::load(std::int64_t epoch, double seconds, std::uint64_t bytes) c
   append("load", epoch, mine, std::nullopt);
 }
 
-void RunMetrics::save(std::int64_t epoch, double seconds, std::uint64_t bytes,
-                      bool committed) const {
+void RunMetrics::save(const SaveOutcome& save) const {
   Figures mine;
-  mine.save_seconds = seconds;
-  mine.save_bytes = double(bytes);
+  mine.blocked_seconds = save.blocked_seconds;
+  mine.save_seconds = save.seconds;
+  mine.save_bytes = double(save.bytes);
   mine.peak_rss_bytes = peak_rss_bytes();
-  append("save", epoch, mine, committed);
+  append("save", save.epoch, mine, save.committed);
 }
 
 void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figures& mine,

@@ -13,6 +13,8 @@
 
 namespace epochrun {
 
+struct SaveOutcome;
+
 inline constexpr const char* kMetricsFileName = "metrics.jsonl";
 
 // One rank's figures for an epoch; absent ones are left out of the line.
@@ -31,8 +33,10 @@ class RunMetrics {
   // Collective. Each appends one line (rank 0); a line that cannot be written is a warning.
   void epoch(std::int64_t epoch, const EpochFigures& figures) const;
   void load(std::int64_t epoch, double seconds, std::uint64_t bytes) const;
-  // The completion of an asynchronous save of `epoch`, after that epoch's line.
-  void save(std::int64_t epoch, double seconds, std::uint64_t bytes, bool committed) const;
+  // A save that is not part of an epoch line: the end of an asynchronous one (after its
+  // epoch's line; blocked_seconds is the job's wait for that end), or the one a stop between
+  // epochs makes.
+  void save(const SaveOutcome& save) const;
 
  private:
   struct Figures;

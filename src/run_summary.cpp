@@ -4,6 +4,8 @@
 
 #include "durable_file.hpp"
 #include "json_text.hpp"
+#include "run_history_json.hpp"
+#include "run_summary_json.hpp"
 
 namespace epochrun {
 namespace {
@@ -62,8 +64,9 @@ nlohmann::json to_json(const RunSummary& summary) {
   }
   auto config_changes = nlohmann::json::array();
   for (const auto& change : summary.config_changes) {
-    config_changes.push_back(
-        {{"key", change.key}, {"old", change.old_value}, {"new", change.new_value}});
+    config_changes.push_back({{"key", change.key},
+                              {"old", nlohmann::json::parse(change.old_json)},
+                              {"new", nlohmann::json::parse(change.new_json)}});
   }
   auto optional_json = [](const auto& value) {
     return value ? nlohmann::json(*value) : nlohmann::json(nullptr);

@@ -36,16 +36,6 @@ nlohmann::json read_json(const std::filesystem::path& file) {
   return nlohmann::json::parse(read_file(file));
 }
 
-std::vector<std::string> error_lines(const ProcessResult& result) {
-  std::vector<std::string> lines;
-  for (const auto& line : result.err_lines()) {
-    if (line.rfind("epochrun: error:", 0) == 0) {
-      lines.push_back(line);
-    }
-  }
-  return lines;
-}
-
 std::string source_file(const std::string& relative) {
   return std::string(EPOCHRUN_SOURCE_DIR) + "/" + relative;
 }

@@ -34,8 +34,12 @@ constexpr double kJobEndsWithinSeconds = 60;
 constexpr std::uint64_t kSeed = 20261122;
 
 std::vector<std::string> job_command(const std::string& resume,
-                                     const std::string& checkpoint_dir = "D") {
+                                     const std::string& checkpoint_dir = "D",
+                                     bool asynchronous = false) {
   auto args = small_sgd_regression_options(kLastEpoch);
+  if (asynchronous) {
+    args.push_back("--async-checkpoint");
+  }
   // SIGTERM here is a kill, as a node going down sends it; as a preemption request it is
   // preemption_tests' subject.
   args.insert(args.begin(), {"run", "--checkpoint-dir", checkpoint_dir, "--upload-dir", "U",
@@ -71,6 +75,7 @@ struct Trial {
   double epoch_fraction = 0;
   bool whole_job = false;
   int signal = SIGKILL;
+  bool asynchronous = false;  // --async-checkpoint, in the killed run and the resumed one
 };
 
 Trial injected_trial(int index, std::mt19937_64& random) {
@@ -99,6 +104,31 @@ Trial injected_trial(int index, std::mt19937_64& random) {
   // dying there, rank 0 may still commit it before the launcher stops the job. Both are right.
   if (phase == "save-before-rename" && rank > 0) {
     trial.committed_at_most = epoch;
+  }
+  return trial;
+}
+
+// With --async-checkpoint: a kill inside the background write (save-create, save-write), in the
+// commit on the main thread (save-before-rename), or after an epoch while the save of the one
+// before is still in flight (epoch: that save is lost, as it was never committed; the one
+// before it stays).
+Trial asynchronous_trial(int index, std::mt19937_64& random) {
+  const char* phases[] = {"save-create", "save-write", "save-before-rename", "epoch"};
+  const std::string phase = phases[index % std::size(phases)];
+  auto pick = [&](std::int64_t low, std::int64_t high) {
+    return std::uniform_int_distribution<std::int64_t>(low, high)(random);
+  };
+  const std::int64_t epoch = phase == "epoch" ? pick(1, kLastEpoch) : pick(0, kLastEpoch - 1);
+  const std::int64_t rank = pick(-1, 2);
+  Trial trial;
+  trial.asynchronous = true;
+  trial.environment["EPOCHRUN_FAULT"] =
+      phase + "@" + std::to_string(epoch) + (rank >= 0 ? ":" + std::to_string(rank) : "") + ":KILL";
+  trial.description = "async, EPOCHRUN_FAULT=" + trial.environment["EPOCHRUN_FAULT"];
+  trial.committed_at_least = phase == "epoch" ? epoch - 2 : epoch - 1;
+  trial.committed_at_most = trial.committed_at_least;
+  if (phase == "save-before-rename" && rank > 0) {
+    trial.committed_at_most = epoch;  // as in injected_trial
   }
   return trial;
 }
@@ -175,7 +205,7 @@ class KillAnywhere : public ::testing::Test {
     const auto directory = cwd / "D";
     auto environment = kMpiEnvironment;
     environment.insert(trial.environment.begin(), trial.environment.end());
-    ChildProcess job(job_command(""), cwd.path(), environment);
+    ChildProcess job(job_command("", "D", trial.asynchronous), cwd.path(), environment);
     std::vector<int> ranks;
     if (!trial.committed_at_least) {
       const auto previous = wait_for_commit(directory, trial.after_commit_of - 1);
@@ -235,7 +265,8 @@ class KillAnywhere : public ::testing::Test {
     }
 
     // Resuming from the latest committed epoch ends exactly as the uninterrupted run did.
-    auto resumed = run_process(job_command("latest"), cwd.path(), kMpiEnvironment);
+    auto resumed =
+        run_process(job_command("latest", "D", trial.asynchronous), cwd.path(), kMpiEnvironment);
     EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
     const auto final_file = CheckpointDirectory(directory).file_for(kLastEpoch);
     EXPECT_EQ(contents_of(final_file), reference_->at(kLastEpoch));
@@ -260,6 +291,25 @@ class KillAnywhere : public ::testing::Test {
     return failures_so_far() == failures_before;
   }
 
+  // Runs `trials` trials made by `make` from a generator seeded with `seed`, printing one line
+  // each; returns how many ended identical to the uninterrupted run.
+  template <typename Make>
+  int run_trials(int trials, std::uint64_t seed, Make&& make) {
+    std::mt19937_64 random(seed);
+    int identical = 0;
+    for (int index = 0; index < trials; ++index) {
+      const Trial trial = make(index, random);
+      SCOPED_TRACE("trial " + std::to_string(index + 1) + ": " + trial.description);
+      const bool ok = run_trial(trial);
+      identical += ok ? 1 : 0;
+      std::printf("fault trial %2d/%d  %-48s %-28s %s\n", index + 1, trials,
+                  trial.description.c_str(), outcome_.c_str(),
+                  ok ? "identical after resume" : "FAILED");
+      std::fflush(stdout);
+    }
+    return identical;
+  }
+
   std::string outcome_;  // of the interrupted run, for the report
   static ScratchDir* reference_dir_;
   static std::map<std::int64_t, Contents>* reference_;
@@ -269,22 +319,31 @@ ScratchDir* KillAnywhere::reference_dir_ = nullptr;
 std::map<std::int64_t, Contents>* KillAnywhere::reference_ = nullptr;
 
 TEST_F(KillAnywhere, EveryTrialResumesBitIdenticalAndLosesNoCommittedEpoch) {
-  std::mt19937_64 random(kSeed);
-  int identical = 0;
   const int trials = kInjectedTrials + kRandomTrials;
-  for (int index = 0; index < trials; ++index) {
-    const auto trial =
-        index < kInjectedTrials ? injected_trial(index, random) : random_trial(random);
-    SCOPED_TRACE("trial " + std::to_string(index + 1) + ": " + trial.description);
-    const bool ok = run_trial(trial);
-    identical += ok ? 1 : 0;
-    std::printf("fault trial %2d/%d  %-48s %-28s %s\n", index + 1, trials,
-                trial.description.c_str(), outcome_.c_str(),
-                ok ? "identical after resume" : "FAILED");
-    std::fflush(stdout);
-  }
+  const int identical = run_trials(trials, kSeed, [](int index, std::mt19937_64& random) {
+    return index < kInjectedTrials ? injected_trial(index, random) : random_trial(random);
+  });
   std::printf("fault trials: %d run, %d identical to the uninterrupted run (seed %llu)\n", trials,
               identical, static_cast<unsigned long long>(kSeed));
+  EXPECT_EQ(identical, trials);
+}
+
+// The same with --async-checkpoint (issue 9.6): kills in the background write, in its commit,
+// and while a save is in flight, plus kills at random instants. The committed epochs are
+// compared with the synchronous uninterrupted run's, and so is the resumed asynchronous run.
+TEST_F(KillAnywhere, AsynchronousSavesKilledAnywhereLoseNothingCommittedAndResumeBitIdentical) {
+  constexpr int kAsynchronousTrials = 8;
+  constexpr int kRandomAsynchronousTrials = 3;
+  const int trials = kAsynchronousTrials + kRandomAsynchronousTrials;
+  const int identical = run_trials(trials, kSeed + 1, [](int index, std::mt19937_64& random) {
+    if (index < kAsynchronousTrials) {
+      return asynchronous_trial(index, random);
+    }
+    auto trial = random_trial(random);
+    trial.asynchronous = true;
+    trial.description = "async, " + trial.description;
+    return trial;
+  });
   EXPECT_EQ(identical, trials);
 }
 

@@ -46,16 +46,6 @@ std::string load_checkpoint(const fs::path& file) {
          file.string() + "')\n";
 }
 
-std::vector<std::string> error_lines(const ProcessResult& result) {
-  std::vector<std::string> lines;
-  for (const auto& line : result.err_lines()) {
-    if (line.rfind("epochrun: error: ", 0) == 0) {
-      lines.push_back(line);
-    }
-  }
-  return lines;
-}
-
 // Two real runs shared by every test (read-only): heat_diffusion (a 2-D field of 1 MiB per
 // rank, 3 epochs) and sgd_regression (4 epochs, opaque optimizer state), on 3 ranks.
 class Inspect : public ::testing::Test {

@@ -39,7 +39,7 @@ TEST(Names, WorkspaceAndJobRefuseBadNames) {
   EXPECT_THROW(workspace.put("../x", Blob::scalar<float>(0)), UsageError);
   EXPECT_THROW(Job("a/b"), UsageError);
   Job job("fine");
-  EXPECT_THROW(job.declare_output(".."), UsageError);
+  EXPECT_THROW(job.blob<float>("..", {1}, {.output = true}), UsageError);
 }
 
 }  // namespace

@@ -172,6 +172,16 @@ std::vector<std::string> ProcessResult::err_lines() const {
   return lines;
 }
 
+std::vector<std::string> error_lines(const ProcessResult& result) {
+  std::vector<std::string> lines;
+  for (const auto& line : result.err_lines()) {
+    if (line.rfind("epochrun: error:", 0) == 0) {
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                            const std::map<std::string, std::string>& extra_env) {
   const auto out_file = capture_ / "stdout";

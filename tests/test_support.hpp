@@ -102,6 +102,9 @@ struct ProcessResult {
   std::vector<std::string> err_lines() const;
 };
 
+// The lines of `result.err` that are epochrun's one-line errors ("epochrun: error: ...").
+std::vector<std::string> error_lines(const ProcessResult& result);
+
 // A program started in the background, its stdout and stderr captured to files.
 class ChildProcess {
  public:

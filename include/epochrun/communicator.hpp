@@ -7,12 +7,15 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "epochrun/dtype.hpp"
 #include "epochrun/errors.hpp"
 
 namespace epochrun {
@@ -24,8 +27,37 @@ class AgreementTimeout : public Error {
   using Error::Error;
 };
 
+// An element type, const or not (what a span a collective only reads may hold).
+template <typename T>
+concept ConstElement = Element<std::remove_const_t<T>>;
+
+// The element-wise operation of Communicator::allreduce.
+enum class Reduction { kSum, kMax, kMin };
+
+// The MPI datatype of a blob element type.
+template <Element T>
+MPI_Datatype mpi_datatype() {
+  if constexpr (std::is_same_v<T, float>) {
+    return MPI_FLOAT;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return MPI_DOUBLE;
+  } else if constexpr (std::is_same_v<T, std::int32_t>) {
+    return MPI_INT32_T;
+  } else if constexpr (std::is_same_v<T, std::int64_t>) {
+    return MPI_INT64_T;
+  } else if constexpr (std::is_same_v<T, std::uint8_t>) {
+    return MPI_UINT8_T;
+  } else {
+    static_assert(std::is_same_v<T, std::byte>);
+    return MPI_BYTE;
+  }
+}
+
 class Communicator {
  public:
+  // A neighbour that does not exist (beyond the edge of a domain): sendrecv skips that side.
+  static constexpr int kNoRank = MPI_PROC_NULL;
+
   // Non-owning views of the predefined communicators.
   static Communicator world() { return Communicator(MPI_COMM_WORLD); }
   static Communicator self() { return Communicator(MPI_COMM_SELF); }
@@ -46,14 +78,65 @@ class Communicator {
   bool any_true(bool value) const;
 
   void broadcast(std::string& value, int root = 0) const;
-  void broadcast(std::int64_t& value, int root = 0) const;
   void broadcast(std::vector<std::byte>& value, int root = 0) const;
   void broadcast(std::vector<std::int64_t>& values, int root = 0) const;
 
-  // Element-wise sum over all ranks, in place on every rank.
-  void allreduce_sum(std::span<double> values) const;
-  std::int64_t allreduce_sum(std::int64_t value) const;
-  double allreduce_max(double value) const;
+  // Typed collectives over spans of the blob element types, so that a job needs no raw MPI
+  // (pass a vector as std::span(vector)). Every rank passes the same number of elements unless
+  // said otherwise.
+
+  // Element-wise `op` over all ranks, in place on every rank.
+  template <Element T, std::size_t N>
+  void allreduce(std::span<T, N> values, Reduction op) const {
+    static_assert(!std::is_same_v<T, std::byte>, "opaque bytes cannot be reduced");
+    allreduce_in_place(values.data(), values.size(), mpi_datatype<T>(), op);
+  }
+  template <Element T>
+  T allreduce(T value, Reduction op) const {
+    allreduce(std::span<T>(&value, 1), op);
+    return value;
+  }
+  double allreduce_max(double value) const { return allreduce(value, Reduction::kMax); }
+
+  // Root's elements into `values` on every rank.
+  template <Element T, std::size_t N>
+  void broadcast(std::span<T, N> values, int root = 0) const {
+    broadcast_in_place(values.data(), values.size(), mpi_datatype<T>(), root);
+  }
+  template <Element T>
+  void broadcast(T& value, int root = 0) const {
+    broadcast(std::span<T>(&value, 1), root);
+  }
+
+  // Every rank's elements (any number per rank), in rank order: on `root` only (empty
+  // elsewhere) for gather, on every rank for allgather.
+  template <ConstElement T, std::size_t N>
+  std::vector<std::vector<std::remove_const_t<T>>> gather(std::span<T, N> values,
+                                                          int root = 0) const {
+    return from_bytes<std::remove_const_t<T>>(
+        gather(std::span<const std::byte>(std::as_bytes(values)), root));
+  }
+  template <ConstElement T, std::size_t N>
+  std::vector<std::vector<std::remove_const_t<T>>> allgather(std::span<T, N> values) const {
+    const auto bytes = std::as_bytes(values);
+    std::vector<std::vector<std::byte>> parts;
+    for (const auto& part :
+         allgather(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()))) {
+      const auto* first = reinterpret_cast<const std::byte*>(part.data());
+      parts.emplace_back(first, first + part.size());
+    }
+    return from_bytes<std::remove_const_t<T>>(parts);
+  }
+
+  // Sends `send` to `destination` while receiving `receive` from `source` (MPI_Sendrecv), as a
+  // halo exchange does along a chain of ranks without deadlock. kNoRank skips a side.
+  template <ConstElement S, std::size_t N, Element T, std::size_t M>
+  requires std::is_same_v<std::remove_const_t<S>, T>
+  void sendrecv(std::span<S, N> send, int destination, std::span<T, M> receive, int source,
+                int tag = 0) const {
+    sendrecv_bytes(send.data(), send.size(), destination, receive.data(), receive.size(), source,
+                   tag, mpi_datatype<T>());
+  }
 
   std::vector<std::string> allgather(const std::string& value) const;
   // Every rank's bytes on `root`, in rank order; empty elsewhere.
@@ -88,6 +171,26 @@ class Communicator {
   [[noreturn]] void abort(int exit_code) const;
 
  private:
+  void allreduce_in_place(void* values, std::size_t count, MPI_Datatype type, Reduction op) const;
+  void broadcast_in_place(void* values, std::size_t count, MPI_Datatype type, int root) const;
+  void sendrecv_bytes(const void* send, std::size_t send_count, int destination, void* receive,
+                      std::size_t receive_count, int source, int tag, MPI_Datatype type) const;
+  // Byte buffers as element vectors (a trailing partial element is an error).
+  template <Element T>
+  static std::vector<std::vector<T>> from_bytes(const std::vector<std::vector<std::byte>>& parts) {
+    std::vector<std::vector<T>> values;
+    values.reserve(parts.size());
+    for (const auto& part : parts) {
+      if (part.size() % sizeof(T) != 0) {
+        throw MpiError("received " + std::to_string(part.size()) +
+                       " bytes, not a whole number of elements");
+      }
+      auto& elements = values.emplace_back(part.size() / sizeof(T));
+      std::memcpy(elements.data(), part.data(), part.size());
+    }
+    return values;
+  }
+
   // first_error_within's message from `source`, or nullopt when none came before `deadline`.
   std::optional<std::string> receive_within(int source,
                                             std::chrono::steady_clock::time_point deadline) const;

@@ -45,4 +45,10 @@ struct DTypeOf<std::byte> {
   static constexpr DType value = DType::kBytes;
 };
 
+// A C++ type a blob can hold elements of.
+template <typename T>
+concept Element = requires {
+  DTypeOf<T>::value;
+};
+
 }  // namespace epochrun

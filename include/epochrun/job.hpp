@@ -3,9 +3,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "epochrun/blob_handle.hpp"
 #include "epochrun/task.hpp"
 
 namespace epochrun {
@@ -25,6 +27,24 @@ struct BlobSpec {
   Shape shape;
 };
 
+// How a declared blob is laid out across ranks.
+enum class Distribution {
+  // Every rank (node) holds its own value of the declared shape; checkpointed per node.
+  kPerRank,
+  // One global array of the declared shape, split along its first axis across the ranks, so
+  // that a restart on another number of ranks can redistribute it. Not supported yet:
+  // declaring it throws UsageError.
+  kPartitioned,
+};
+
+// What a job does with a declared blob besides keeping it in the checkpoint.
+struct BlobUse {
+  // Gathered from every node to rank 0 for the download group (TaskContext::gathered) and
+  // reported per node in the run summary.
+  bool output = false;
+  Distribution distribution = Distribution::kPerRank;
+};
+
 class Job {
  public:
   explicit Job(std::string name);
@@ -41,9 +61,30 @@ class Job {
   void add_stop_condition(std::string condition_name, std::function<bool(const Workspace&)> holds);
   const std::vector<StopCondition>& stop_conditions() const { return stop_conditions_; }
 
-  // Blobs that the download phase gathers from every node to rank 0 and that the run
-  // summary reports per node.
-  void declare_output(std::string blob_name);
+  // Declares a blob once, with its element type and shape: the init group creates it on every
+  // node (zero-filled; a scalar with `initial`) before the job's own init tasks run, a loaded
+  // checkpoint must hold it with this dtype and shape (else CheckpointMismatch naming it), and
+  // tasks reach it typed through the returned handle. Throws UsageError for an invalid or
+  // repeated name or an unsupported BlobUse.
+  template <Element T>
+  BlobHandle<T> blob(std::string blob_name, Shape shape, BlobUse use = {}) {
+    declare(BlobSpec{blob_name, DTypeOf<T>::value, std::move(shape)}, {}, use);
+    return BlobHandle<T>(std::move(blob_name));
+  }
+  template <Element T>
+  ScalarHandle<T> scalar(std::string blob_name, T initial = T{}, BlobUse use = {}) {
+    declare(BlobSpec{blob_name, DTypeOf<T>::value, {}},
+            std::as_bytes(std::span<const T>(&initial, 1)), use);
+    return ScalarHandle<T>(std::move(blob_name));
+  }
+  // Opaque state of `size` bytes (dtype "bytes").
+  BytesHandle bytes(std::string blob_name, std::uint64_t size, BlobUse use = {}) {
+    return blob<std::byte>(std::move(blob_name), {size}, use);
+  }
+
+  // The declared blobs, in declaration order, as a resume checks them.
+  const std::vector<BlobSpec>& expected_blobs() const { return expected_blobs_; }
+  // The blobs declared with {.output = true}, which the download phase gathers.
   const std::vector<std::string>& outputs() const { return outputs_; }
 
   // Declares one of the job's options (its key without the "<job>." prefix) as defining the
@@ -53,16 +94,22 @@ class Job {
   void declare_run_defining_option(std::string key);
   const std::vector<std::string>& run_defining_options() const { return run_defining_options_; }
 
-  // Declares a blob's dtype and shape; a loaded checkpoint must match (CheckpointMismatch).
-  void expect_blob(std::string blob_name, DType dtype, Shape shape);
-  const std::vector<BlobSpec>& expected_blobs() const { return expected_blobs_; }
-
  private:
+  // `initial` holds the blob's bytes, or is empty for zeros.
+  void declare(BlobSpec spec, std::span<const std::byte> initial, BlobUse use);
+
   std::string name_;
   std::vector<StopCondition> stop_conditions_;
   std::vector<std::string> outputs_;
   std::vector<BlobSpec> expected_blobs_;
   std::vector<std::string> run_defining_options_;
+  // The declared blobs, shared with the init task that creates them (copies of a Job share
+  // them: declare every blob before copying a Job).
+  struct Declared {
+    BlobSpec spec;
+    std::vector<std::byte> initial;  // empty: zero-filled
+  };
+  std::shared_ptr<std::vector<Declared>> declared_;
 };
 
 }  // namespace epochrun

@@ -1,42 +1,40 @@
-// The registry of jobs the program can run, by name. Each job in jobs/ registers itself with
-// a static `RegisterJob` object.
+// The registry of jobs a program can run, by name. A job registers a declaration: a function
+// that declares the job's options and returns the factory that builds the Job once the program
+// has parsed them into the declared variables.
+//
+//   EPOCHRUN_REGISTER_JOB(my_job, "what it does",
+//                         epochrun::with_options<MyOptions>(declare_my_options, make_my_job));
+//
+// A shared library of jobs registers the same way (its static initializers run when it is
+// loaded), or by calling register_job from its entry point.
 #pragma once
 
-#include <boost/program_options/options_description.hpp>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "epochrun/job.hpp"
+#include "epochrun/job_options.hpp"
 
 namespace epochrun {
 
-// A registered job: its own options (bound to members of the definition) and how to build
-// the Job once they are parsed.
-class JobDefinition {
- public:
-  virtual ~JobDefinition() = default;
-  // Adds the job's options, each named `prefix` + key (prefix is "<job name>."), so that an
-  // INI file sets them in a section named after the job.
-  virtual void add_options(boost::program_options::options_description& options,
-                           const std::string& prefix) {
-    (void)options;
-    (void)prefix;
-  }
-  // Called after the options are parsed and stored; throws UsageError on inconsistent values.
-  virtual Job build() const = 0;
-};
+// Builds the Job from the option values parsed so far; throws UsageError on inconsistent values.
+using JobFactory = std::function<Job()>;
+// Declares the job's options into JobOptions and returns the factory that reads them. The
+// variables the options are bound to must live as long as the factory (see with_options).
+using JobDeclaration = std::function<JobFactory(JobOptions&)>;
 
 struct JobRegistration {
   std::string name;
   std::string summary;
-  std::function<std::unique_ptr<JobDefinition>()> make;
+  JobDeclaration declare;
 };
 
 class JobRegistry {
  public:
   static JobRegistry& instance();
+  // Throws Error for an invalid or repeated name.
   void add(JobRegistration registration);
   // nullptr when unknown.
   const JobRegistration* find(const std::string& name) const;
@@ -46,10 +44,32 @@ class JobRegistry {
   std::vector<JobRegistration> registrations_;
 };
 
-struct RegisterJob {
-  explicit RegisterJob(JobRegistration registration) {
-    JobRegistry::instance().add(std::move(registration));
+inline void register_job(std::string name, std::string summary, JobDeclaration declare) {
+  JobRegistry::instance().add({std::move(name), std::move(summary), std::move(declare)});
+}
+
+// The usual declaration: the options are the members of an `Options` struct (its default
+// member values are the defaults) that `declare_options(JobOptions&, Options&)` binds, and
+// `build(const Options&) -> Job` makes the job. The struct lives in the factory.
+template <typename Options, typename DeclareOptions, typename Build>
+JobDeclaration with_options(DeclareOptions declare_options, Build build) {
+  return [declare_options, build](JobOptions& options) -> JobFactory {
+    auto values = std::make_shared<Options>();
+    declare_options(options, *values);
+    return [values, build] { return build(*values); };
+  };
+}
+
+// Registers a job from a static initializer: `name` is an identifier, the job's name.
+struct JobRegistrar {
+  JobRegistrar(std::string name, std::string summary, JobDeclaration declare) {
+    register_job(std::move(name), std::move(summary), std::move(declare));
   }
 };
 
 }  // namespace epochrun
+
+#define EPOCHRUN_REGISTER_JOB(name, summary, declaration)                \
+  static const ::epochrun::JobRegistrar epochrun_registered_job_##name { \
+#name, summary, declaration                                          \
+  }

@@ -4,11 +4,16 @@
 //   resume decision -> init (from scratch) or load -> checkpoint 0 (from scratch)
 //   -> loop { preemption since the last decision? -> epoch group
 //             -> stop flags, preemption signals and time limit to rank 0, rank 0 decides,
-//                broadcast -> save this epoch (when the checkpoint policy or a stop says so)
+//                broadcast -> commit the asynchronous save in flight (if any)
+//             -> save this epoch (when the checkpoint policy or a stop says so; in the
+//                background with --async-checkpoint, but synchronously when it stops the run)
 //             -> stop? }
 //   -> finished job: upload -> gather declared outputs to rank 0 -> download group
 //                    -> exit group -> delete-on-success
 //      interrupted (preempted): nothing more; exit code 75 asks for a requeue
+//
+// Each commit is followed by the post-commit steps (index, retention); every epoch, load and
+// background save end appends a line to <checkpoint dir>/metrics.jsonl.
 #pragma once
 
 #include <chrono>
@@ -84,6 +89,12 @@ struct RunOptions {
   // take it is refused (CheckpointError). False runs unlocked, for file systems without flock:
   // keeping other runs away from the directory is then up to the user.
   bool directory_lock = true;
+  // Save in the background (docs/PREEMPTION.md, README): the epoch's blobs are copied at its
+  // end and written while the next epoch runs; the last checkpoint and one at a stop are
+  // synchronous. Needs MPI initialised with at least MPI_THREAD_FUNNELED.
+  bool async_checkpoint = false;
+  // A snapshot beyond this many bytes on any rank makes that save synchronous (unset: none).
+  std::optional<std::uint64_t> async_max_staging_bytes;
 };
 
 class JobRunner {
@@ -120,6 +131,8 @@ class JobRunner {
   // Saves the epoch that just ran when the checkpoint policy or a stop says so.
   std::optional<SaveOutcome> checkpoint_epoch(const StopDecision& decision, Steps& steps,
                                               const TaskContext& context, RunSummary& summary);
+  // Collective: waits for the save in flight (if any) and commits it; logs it and its metrics.
+  void complete_save(Steps& steps, RunSummary& summary);
   // The steps that belong to a finished job: upload, download, exit, delete-on-success.
   void finish_job(Steps& steps, TaskContext& context, RunSummary& summary);
   // Rank 0: appends this run's record to the run history and reads the history back.

@@ -1,16 +1,16 @@
 // Logging setup: rank 0 logs progress; other ranks speak only on warnings and errors, and
-// every line names its rank.
+// every line names its rank. The logger itself (spdlog) stays inside the library.
 #pragma once
-
-#include <spdlog/spdlog.h>
 
 #include <string>
 
 namespace epochrun {
 
+enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kOff };
+
 // "trace", "debug", "info", "warn", "error", "off"; UsageError otherwise.
-spdlog::level::level_enum parse_log_level(const std::string& text);
+LogLevel parse_log_level(const std::string& text);
 // Logs to stderr. Ranks other than 0 never log below warn.
-void configure_logging(int rank, spdlog::level::level_enum level);
+void configure_logging(int rank, LogLevel level);
 
 }  // namespace epochrun

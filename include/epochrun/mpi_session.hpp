@@ -5,10 +5,11 @@ namespace epochrun {
 
 class MpiSession {
  public:
-  // Also selects ROMIO as Open MPI's MPI-IO component unless OMPI_MCA_io is already set:
-  // Open MPI 4.x's default (OMPIO, fcoll vulcan) is known to hang parallel-HDF5 collective
-  // writes in which some ranks have nothing to write -- which is how a checkpoint that
-  // stores each node's blobs in its own datasets writes. See docs/FORMAT.md.
+  // Initialises MPI at MPI_THREAD_FUNNELED (Error when MPI provides less). Also selects ROMIO as
+  // Open MPI's MPI-IO component unless OMPI_MCA_io is already set: Open MPI 4.x's default (OMPIO,
+  // fcoll vulcan) is known to hang parallel-HDF5 collective writes in which some ranks have nothing
+  // to write -- which is how a checkpoint that stores each node's blobs in its own datasets writes.
+  // See docs/FORMAT.md.
   MpiSession(int& argc, char**& argv);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
@@ -16,6 +17,11 @@ class MpiSession {
 
   static bool is_initialized();
 };
+
+// Throws Error unless MPI runs at MPI_THREAD_FUNNELED or above: an asynchronous checkpoint's
+// data is written by a background thread that makes no MPI call. MpiSession initialises MPI
+// at that level and checks it; a program that initialises MPI itself is checked by the runner.
+void require_funneled_threads();
 
 // Set OMPI_MCA_io=romio321 when the user has not chosen; call before MPI_Init.
 void prefer_romio_for_mpi_io();

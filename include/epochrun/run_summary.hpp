@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "epochrun/run_history.hpp"
 #include "epochrun/stop_decision.hpp"
 #include "epochrun/task.hpp"
 
@@ -21,9 +20,9 @@ struct FailedSave {
 
 // A job option whose value differs from the one recorded in the resumed checkpoint.
 struct ConfigChange {
-  std::string key;  // "sgd_regression.learning_rate"
-  nlohmann::json old_value;
-  nlohmann::json new_value;
+  std::string key;       // "sgd_regression.learning_rate"
+  std::string old_json;  // the values as JSON text: 0.1, "adam", null (unset)
+  std::string new_json;
 };
 
 struct RunSummary {
@@ -49,17 +48,11 @@ struct RunSummary {
   std::optional<std::string> slurm_job_id;
   std::vector<ConfigChange> config_changes;  // rank 0, when resumed
   // Rank 0: the checkpoint directory's run history (docs/PREEMPTION.md), this run's record last.
-  nlohmann::json history = nlohmann::json::array();
+  std::vector<RunRecord> history;
   double seconds = 0;
   GatheredBlobs outputs;  // rank 0: each node's declared outputs
 };
 
-// A blob in JSON: dtype, shape, xxh64, and its values when it has at most
-// `kSummaryMaxValues` elements (opaque bytes are never expanded).
-inline constexpr std::uint64_t kSummaryMaxValues = 1024;
-nlohmann::json blob_to_json(const Blob& blob);
-
-nlohmann::json to_json(const RunSummary& summary);
 // Written atomically (temporary file, fsync, rename).
 void write_summary_json(const RunSummary& summary, const std::filesystem::path& file);
 

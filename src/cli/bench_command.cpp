@@ -231,7 +231,7 @@ int bench_command(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   MpiSession mpi(argc, argv);
   const auto world = Communicator::world();
-  configure_logging(world.rank(), spdlog::level::warn);
+  configure_logging(world.rank(), LogLevel::kWarn);
   const fs::path directory = options->directory;
   const fs::path history_directory = options->history_directory.empty()
                                          ? directory / "history"

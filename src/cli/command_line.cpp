@@ -67,4 +67,26 @@ int report_failure(const std::exception& error) {
       error.what(), static_cast<int>(option_error ? ExitCode::kUsageError : exit_code_for(error)));
 }
 
+std::vector<std::string> take_job_library_options(int& argc, char** argv) {
+  const std::string flag = "--job-library";
+  std::vector<std::string> files;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    if (argument == flag) {
+      if (i + 1 == argc) {
+        throw UsageError(flag + " needs a FILE (a shared library of jobs)");
+      }
+      files.emplace_back(argv[++i]);
+    } else if (argument.rfind(flag + "=", 0) == 0) {
+      files.push_back(argument.substr(flag.size() + 1));
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return files;
+}
+
 }  // namespace epochrun::cli

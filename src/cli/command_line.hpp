@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace epochrun::cli {
 
@@ -22,6 +23,10 @@ int fail_before_mpi(const std::string& message, int exit_code);
 // fail_before_mpi for an exception of option parsing or validation: Boost's option errors
 // and UsageError are 2, checkpoint errors 3 (see errors.hpp).
 int report_failure(const std::exception& error);
+
+// Removes every `--job-library FILE` and `--job-library=FILE` from argv[1..argc) (argc shrinks)
+// and returns the files in their order. UsageError when FILE is missing.
+std::vector<std::string> take_job_library_options(int& argc, char** argv);
 
 int run_command(int argc, char** argv);
 int inspect_command(int argc, char** argv);

@@ -18,6 +18,7 @@
 #include "cli/subcommand_options.hpp"
 #include "epochrun/epochrun.hpp"
 #include "json_text.hpp"
+#include "run_history_json.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -105,7 +106,8 @@ int list(const InspectSource& source, const InspectOptions& options) {
       entries.push_back(std::move(*entry));
     }
   }
-  const auto history = source.is_file() ? nlohmann::json::array() : read_run_history(source.path());
+  const auto history =
+      source.is_file() ? std::vector<RunRecord>{} : read_run_history(source.path());
   if (options.json) {
     print({{source.is_file() ? "file" : "directory", source.path().string()},
            {"checkpoints", entries},

@@ -1,5 +1,7 @@
 // `epochrun run`: parse and validate every option before MPI starts or any file is written,
 // then run the job on every rank.
+#include <iostream>
+
 #include "cli/command_line.hpp"
 #include "cli/run_options.hpp"
 #include "epochrun/epochrun.hpp"
@@ -15,6 +17,9 @@ int run_command(int argc, char** argv) {
     return report_failure(error);
   }
   if (!invocation) {
+    // Taken out of the arguments by run_main before the options above were parsed.
+    std::cout << "  --job-library FILE    load jobs from this shared library (repeatable; command "
+                 "line only)\n";
     return 0;
   }
   invocation->run_options.program_start = program_start;
@@ -24,7 +29,7 @@ int run_command(int argc, char** argv) {
   configure_logging(world.rank(), invocation->log_level);
   try {
     Workspace workspace;
-    JobRunner runner(invocation->definition->build(), world, invocation->run_options);
+    JobRunner runner(invocation->make_job(), world, invocation->run_options);
     const auto summary = runner.run(workspace);
     if (world.is_root() && !invocation->general.summary_json.empty()) {
       write_summary_json(summary, invocation->general.summary_json);

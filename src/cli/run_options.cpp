@@ -8,7 +8,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 #include <typeinfo>
+#include <variant>
 
 #include "epochrun/errors.hpp"
 #include "epochrun/logging.hpp"
@@ -29,6 +31,12 @@ po::options_description general_options(GeneralOptions& o) {
       "INI file with any of these options; job options go in a [<job>] section")(
       "checkpoint-dir", po::value(&o.checkpoint_dir)->default_value(o.checkpoint_dir),
       "directory of the checkpoints (created when missing)")(
+      "async-checkpoint", po::bool_switch(&o.async_checkpoint),
+      "write each checkpoint in the background while the next epoch runs (the state is copied "
+      "at the epoch's end; the last checkpoint and one at a stop are synchronous)")(
+      "async-max-staging-mib", po::value(&o.async_max_staging_mib),
+      "with --async-checkpoint: a checkpoint whose copy would exceed M MiB on any rank is saved "
+      "synchronously instead (default: no limit)")(
       "no-checkpoints", po::bool_switch(&o.no_checkpoints),
       "run without saving anything: no checkpoint, no directory, no lock (for comparisons)")(
       "resume-from-epoch", po::value(&o.resume),
@@ -183,6 +191,28 @@ void check_checkpoint_directory(const std::filesystem::path& directory) {
   }
 }
 
+// The job's declared options as Boost options named `prefix` + key, each writing into the
+// variable it is bound to, with that variable's value as the default.
+po::options_description job_options_description(const JobOptions& declared,
+                                                const std::string& job) {
+  po::options_description description("options of job " + job + " (INI section [" + job + "])");
+  for (const auto& option : declared.all()) {
+    const auto name = job + "." + option.key;
+    std::visit(
+        [&](auto* target) {
+          auto* value = po::value(target);
+          if constexpr (std::is_same_v<decltype(target), bool*>) {
+            value->default_value(*target, *target ? "true" : "false");
+          } else {
+            value->default_value(*target);
+          }
+          description.add_options()(name.c_str(), value, option.help.c_str());
+        },
+        option.target);
+  }
+  return description;
+}
+
 // The effective configuration, as recorded in every checkpoint.
 nlohmann::json config_to_json(const po::variables_map& values) {
   nlohmann::json json = nlohmann::json::object();
@@ -243,9 +273,8 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
     }
     throw UsageError("unknown job '" + job + "' (known jobs: " + known + ")");
   }
-  invocation.definition = registration->make();
-  po::options_description job_description("options of job " + job + " (INI section [" + job + "])");
-  invocation.definition->add_options(job_description, job + ".");
+  invocation.make_job = registration->declare(invocation.job_options);
+  const auto job_description = job_options_description(invocation.job_options, job);
   po::options_description all;
   all.add(general_description).add(job_description);
   if (help) {
@@ -321,6 +350,17 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   }
   validate(run.checkpoint_policy);
   run.delete_checkpoints_on_success = general.delete_on_success;
+  run.async_checkpoint = general.async_checkpoint;
+  if (values.count("async-max-staging-mib")) {
+    if (!general.async_checkpoint) {
+      throw UsageError("--async-max-staging-mib needs --async-checkpoint");
+    }
+    if (general.async_max_staging_mib > (std::uint64_t(1) << 44)) {
+      throw UsageError("--async-max-staging-mib must be at most 2^44, got " +
+                       std::to_string(general.async_max_staging_mib));
+    }
+    run.async_max_staging_bytes = general.async_max_staging_mib << 20;
+  }
   run.directory_lock = !values["no-directory-lock"].as<bool>();
   run.task_failure_timeout = timeout_option("--task-failure-timeout", general.task_failure_timeout);
   run.save_timeout = timeout_option("--save-timeout", general.save_timeout);
@@ -344,7 +384,7 @@ std::optional<Invocation> parse_run_options(int argc, char** argv) {
   invocation.log_level = parse_log_level(general.log_level);
   run.config_json = json_text(config_to_json(values));
   // Builds once here so that an inconsistent job option is a usage error before MPI starts.
-  (void)invocation.definition->build();
+  (void)invocation.make_job();
   return invocation;
 }
 

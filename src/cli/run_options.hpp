@@ -2,8 +2,6 @@
 // Separate from running the job so that the fuzzer exercises exactly what the program runs.
 #pragma once
 
-#include <spdlog/spdlog.h>
-
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +9,7 @@
 
 #include "epochrun/job_registry.hpp"
 #include "epochrun/job_runner.hpp"
+#include "epochrun/logging.hpp"
 
 namespace epochrun::cli {
 
@@ -19,6 +18,8 @@ struct GeneralOptions {
   std::string config;
   std::string checkpoint_dir = "checkpoints";
   bool no_checkpoints = false;
+  bool async_checkpoint = false;
+  std::uint64_t async_max_staging_mib = 0;
   std::string resume;
   std::int64_t num_epochs = 0;
   std::string upload_dir;
@@ -40,9 +41,11 @@ struct GeneralOptions {
 // Everything `run` needs, validated.
 struct Invocation {
   GeneralOptions general;
-  std::unique_ptr<JobDefinition> definition;
+  // The job's declared options (bound to variables that make_job owns) and its factory.
+  JobOptions job_options;
+  JobFactory make_job;
   RunOptions run_options;
-  spdlog::level::level_enum log_level = spdlog::level::info;
+  LogLevel log_level = LogLevel::kInfo;
 };
 
 // Parses `epochrun run ...` (argv[0] is "run"). Returns nullopt when it printed help. Throws

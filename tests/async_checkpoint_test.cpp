@@ -1,0 +1,163 @@
+// --async-checkpoint (issue 9.6) against the synchronous save, with sgd_regression on 3 ranks:
+// the checkpoint holds the epoch's boundary values although the job changes its state while the
+// background write runs; every committed epoch and every resumed run is bit-identical to the
+// synchronous run's; a failing background write is an ordinary failed save; a snapshot beyond
+// --async-max-staging-mib is saved synchronously. (Kills during a background write are
+// fault_tests' KillAnywhere.Asynchronous... trials.) No wait here depends on a timing.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "epochrun/blob_file.hpp"
+#include "epochrun/checkpoint_directory.hpp"
+#include "launch.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+constexpr std::int64_t kLastEpoch = 5;
+constexpr double kRunEndsWithinSeconds = 120;
+
+std::vector<std::string> sgd(const std::vector<std::string>& extra) {
+  auto args = small_sgd_regression_options(kLastEpoch);
+  if (std::find(extra.begin(), extra.end(), "--log-level") != extra.end()) {
+    const auto level = std::find(args.begin(), args.end(), "--log-level");
+    args.erase(level, level + 2);
+  }
+  args.insert(args.begin(), {"run", "--checkpoint-dir", "D"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return epochrun_on_ranks(3, args);
+}
+
+ProcessResult run_bounded(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                          const std::map<std::string, std::string>& environment = kMpiEnvironment) {
+  ChildProcess child(argv, cwd, environment);
+  auto result = child.wait(kRunEndsWithinSeconds);
+  EXPECT_TRUE(result.has_value()) << "the run did not end";
+  return result.value_or(ProcessResult{});
+}
+
+CheckpointContents epoch_of(const std::filesystem::path& cwd, std::int64_t epoch) {
+  return read_checkpoint_contents(CheckpointDirectory(cwd / "D").file_for(epoch));
+}
+
+class AsyncCheckpoint : public ::testing::Test {
+ protected:
+  // The synchronous run every test compares with.
+  static void SetUpTestSuite() {
+    sync_ = new ScratchDir();
+    auto result = run_bounded(sgd({}), sync_->path());
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+  static void TearDownTestSuite() { delete sync_; }
+
+  static void expect_epochs_as_synchronous(const std::filesystem::path& cwd,
+                                           const std::vector<std::int64_t>& epochs) {
+    EXPECT_EQ(CheckpointDirectory(cwd / "D").committed_epochs(), epochs);
+    for (auto epoch : epochs) {
+      EXPECT_EQ(epoch_of(cwd, epoch), epoch_of(sync_->path(), epoch)) << "epoch " << epoch;
+    }
+  }
+
+  static ScratchDir* sync_;
+};
+
+ScratchDir* AsyncCheckpoint::sync_ = nullptr;
+
+// Rank 0's background write of epoch 2 is held (WAIT) until rank 0 has run epoch 3, which
+// updates the model in place, and stopped after it (STOP): only then does the test release the
+// write. The file must hold epoch 2's values.
+TEST_F(AsyncCheckpoint, TheCheckpointHoldsTheBoundaryValuesWhileTheJobChangesItsState) {
+  ScratchDir cwd;
+  auto environment = with_fault("save-create@2:0:WAIT,epoch@3:0:STOP");
+  environment["EPOCHRUN_FAULT_RELEASE"] = (cwd / "release").string();
+  ChildProcess job(sgd({"--async-checkpoint"}), cwd.path(), environment);
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 0 never stopped after epoch 3";
+  // Epoch 3 ran on rank 0 while its write of epoch 2 waited: nothing of epoch 2 is committed.
+  EXPECT_FALSE(CheckpointDirectory(cwd / "D").has_epoch(2));
+  write_file(cwd / "release", "");
+  ::kill(*paused, SIGCONT);
+  auto result = job.wait(kRunEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the run did not end";
+  ASSERT_EQ(result->exit_code, 0) << result->err;
+  expect_epochs_as_synchronous(cwd.path(), {0, 1, 2, 3, 4, 5});
+}
+
+// An asynchronous run, then asynchronous runs resumed from each of its epochs: all end with the
+// synchronous run's final checkpoint and exported model.
+TEST_F(AsyncCheckpoint, ResumedFromAnyEpochItEndsBitIdenticalToASynchronousRun) {
+  ScratchDir cwd;
+  auto result = run_bounded(sgd({"--async-checkpoint"}), cwd.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  expect_epochs_as_synchronous(cwd.path(), {0, 1, 2, 3, 4, 5});
+  const auto model = read_blob_file(sync_->path() / "model.h5");
+  EXPECT_EQ(read_blob_file(cwd / "model.h5"), model);
+  for (std::int64_t epoch = 0; epoch < kLastEpoch; ++epoch) {
+    ScratchDir resumed;
+    std::filesystem::create_directory(resumed / "D");
+    for (std::int64_t kept = 0; kept <= epoch; ++kept) {
+      std::filesystem::copy(CheckpointDirectory(cwd / "D").file_for(kept),
+                            CheckpointDirectory(resumed / "D").file_for(kept));
+    }
+    auto rerun = run_bounded(
+        sgd({"--async-checkpoint", "--resume-from-epoch", std::to_string(epoch)}), resumed.path());
+    ASSERT_EQ(rerun.exit_code, 0) << "from epoch " << epoch << ": " << rerun.err;
+    EXPECT_EQ(epoch_of(resumed.path(), kLastEpoch), epoch_of(sync_->path(), kLastEpoch))
+        << "resumed from epoch " << epoch;
+    EXPECT_EQ(read_blob_file(resumed / "model.h5"), model) << "resumed from epoch " << epoch;
+  }
+}
+
+// Rank 1's background write of epoch 2 fails: epoch 2 is a failed save on every rank, the job
+// goes on and ends as the synchronous run does.
+TEST_F(AsyncCheckpoint, AFailingBackgroundWriteIsAFailedSaveAndTheJobGoesOn) {
+  ScratchDir cwd;
+  auto result = run_bounded(sgd({"--async-checkpoint", "--summary-json", "s.json"}), cwd.path(),
+                            with_fault("save-write@2:1:THROW"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  expect_epochs_as_synchronous(cwd.path(), {0, 1, 3, 4, 5});
+  const auto summary = nlohmann::json::parse(read_file(cwd / "s.json"));
+  ASSERT_EQ(summary["failed_saves"].size(), 1u) << summary;
+  EXPECT_EQ(summary["failed_saves"][0]["epoch"], 2) << summary;
+  EXPECT_NE(summary["failed_saves"][0]["error"].get<std::string>().find("injected fault"),
+            std::string::npos)
+      << summary;
+  for (const auto& name : list_directory(cwd / "D")) {
+    EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
+  }
+}
+
+// With a staging limit below the state's size every save is synchronous, the log says so, and
+// the metrics show no background save.
+TEST_F(AsyncCheckpoint, ASnapshotBeyondTheStagingLimitIsSavedSynchronously) {
+  ScratchDir cwd;
+  auto result = run_bounded(
+      sgd({"--async-checkpoint", "--async-max-staging-mib", "0", "--log-level", "info"}),
+      cwd.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  expect_epochs_as_synchronous(cwd.path(), {0, 1, 2, 3, 4, 5});
+  const std::string all = result.out + result.err;
+  // Epochs 0 to 4 (the last one is synchronous anyway).
+  for (std::int64_t epoch = 0; epoch < kLastEpoch; ++epoch) {
+    const auto line = all.find("epoch " + std::to_string(epoch) + ": the snapshot (");
+    ASSERT_NE(line, std::string::npos) << all;
+    EXPECT_NE(all.find("exceeds --async-max-staging-mib 0 on some rank: this checkpoint is saved "
+                       "synchronously",
+                       line),
+              std::string::npos)
+        << all;
+  }
+  EXPECT_EQ(all.find("in the background"), std::string::npos) << all;
+  std::istringstream lines(read_file(cwd / "D" / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_EQ(nlohmann::json::parse(line)["event"], "epoch") << line;
+  }
+}
+
+}  // namespace
+}  // namespace epochrun::testing
