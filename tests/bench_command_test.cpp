@@ -38,6 +38,9 @@ TEST(BenchCommand, WritesOneJsonObjectPerMeasureWithFinitePositiveRatios) {
   std::vector<std::string> names;
   for (const auto& row : rows) {
     names.push_back(row.at("name").get<std::string>());
+    if (!row.contains("ratio")) {
+      continue;  // a memory row (below)
+    }
     for (const char* key : {"median_seconds", "limit_median_seconds", "ratio", "min_seconds",
                             "max_seconds", "mb_per_second"}) {
       ASSERT_TRUE(row.at(key).is_number()) << key << " in " << row.dump();
@@ -53,7 +56,53 @@ TEST(BenchCommand, WritesOneJsonObjectPerMeasureWithFinitePositiveRatios) {
     EXPECT_EQ(row.at("seconds").size(), 5u);
     EXPECT_TRUE(row.at("cold").is_boolean());
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"save", "load", "write_limit", "read_limit"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"save", "load", "write_limit", "read_limit",
+                                             "save_memory", "load_memory"}));
+  for (const auto& row : rows) {
+    if (row.contains("peak_added_bytes")) {
+      // Issue 9.8: the peak resident memory of a save and a load against the state's size.
+      EXPECT_EQ(row.at("state_bytes").get<double>(), 1 << 20) << row;
+      EXPECT_GE(row.at("peak_rss_bytes").get<double>(), row.at("rss_before_bytes").get<double>());
+      EXPECT_GT(row.at("peak_rss_bytes").get<double>(), 0) << row;
+    }
+  }
+  EXPECT_EQ(result.out.find("issue 9's targets"), std::string::npos) << "only with --targets";
+}
+
+// --targets at tiny sizes: every target of issue 9 points 2-5 is measured and printed with its
+// ratio, its limit and MET or NOT MET (which one depends on the machine, not checked here).
+TEST(BenchCommand, TargetsPrintEachTargetWithItsRatioLimitAndVerdict) {
+  ScratchDir cwd;
+  auto result =
+      bench({"--targets", "--mib-per-rank", "0.25", "--small-blobs", "50", "--history", "12",
+             "--commits", "2", "--json", "F", "--dir", "work", "--history-dir", "history"},
+            cwd.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(cwd / "work"));
+  EXPECT_FALSE(std::filesystem::exists(cwd / "history"));
+  const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
+  std::map<std::string, double> targets;
+  for (const auto& row : rows) {
+    if (row.contains("target")) {
+      ASSERT_TRUE(row.at("met").is_boolean()) << row;
+      EXPECT_EQ(row["met"].get<bool>(), row["ratio"].get<double>() <= row["target"].get<double>());
+      targets[row["name"].get<std::string>()] = row["target"].get<double>();
+      const auto verdict = row["met"].get<bool>() ? "  MET" : "  NOT MET";
+      char line[128];
+      std::snprintf(line, sizeof line, "  %-20s ratio %6.3f  limit %4.2f%s\n",
+                    row["name"].get<std::string>().c_str(), row["ratio"].get<double>(),
+                    row["target"].get<double>(), verdict);
+      EXPECT_NE(result.out.find(line), std::string::npos) << line << "\n" << result.out;
+    }
+  }
+  EXPECT_EQ(targets, (std::map<std::string, double>{{"save", 1.11},
+                                                    {"load", 1.25},
+                                                    {"save_small_blobs", 2.0},
+                                                    {"load_small_blobs", 2.0},
+                                                    {"commit_with_history", 1.2}}));
+  EXPECT_NE(
+      result.out.find("a tiny checkpoint committed (save and index) after 12 committed epochs"),
+      std::string::npos);
 }
 
 TEST(BenchCommand, BadFlagsExitTwoWithOneLineAndTouchNothing) {
@@ -66,7 +115,10 @@ TEST(BenchCommand, BadFlagsExitTwoWithOneLineAndTouchNothing) {
         std::vector<std::string>{"--mib-per-rank", "nan"}, std::vector<std::string>{"--blobs", "0"},
         std::vector<std::string>{"--mib-per-rank", "0.0001", "--blobs", "1000"},
         std::vector<std::string>{"--dir", "busy"},
-        std::vector<std::string>{"--json", "no_such_dir/F", "--dir", "work"}}) {
+        std::vector<std::string>{"--json", "no_such_dir/F", "--dir", "work"},
+        std::vector<std::string>{"--targets", "--blobs", "2"},
+        std::vector<std::string>{"--targets", "--history", "9"},
+        std::vector<std::string>{"--targets", "--history-dir", "busy", "--dir", "work"}}) {
     auto result = bench(args, cwd.path());
     EXPECT_EQ(result.exit_code, 2) << args[0] << "\n" << result.err;
     int error_lines = 0;

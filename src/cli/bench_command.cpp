@@ -1,25 +1,15 @@
 // `epochrun bench`: how close a checkpoint save and load come to the disk, measured against
-// the limits of the same bytes on the same ranks in the same run.
+// the limits of the same bytes on the same ranks in the same run (bench_measures.hpp says what
+// each measure times); with --targets, issue 9's four targets at their sizes, each printed with
+// its measured ratio, its limit and MET or NOT MET.
 //
-// Each round times, on every rank at once (a barrier before, the slowest rank counts):
-//   save         CheckpointDirectory::save (one shared HDF5 file, checksums, seal, fsync,
-//                rename, index);
-//   write_limit  every rank pwrites the same bytes into a file of its own and fsyncs it: no
-//                shared file, no rename, nothing but the data reaching the disk;
-//   load         CheckpointDirectory::load (integrity header, HDF5, every checksum);
-//   read_limit   every rank preads its bytes into freshly allocated buffers, as a restarted
-//                process must.
 // Rounds alternate the order, A B then B A: a disk drains a burst for seconds after it, and
 // whatever runs second would otherwise always pay for what ran first. Ratios are medians of
 // the per-round ratios, so each compares two measures taken seconds apart.
-#include <fcntl.h>
 #include <malloc.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -28,10 +18,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_measures.hpp"
 #include "cli/command_line.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/epochrun.hpp"
-#include "file_descriptor.hpp"
 #include "json_text.hpp"
 
 namespace epochrun::cli {
@@ -39,7 +29,6 @@ namespace {
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
   double mib_per_rank = 256;
@@ -48,6 +37,11 @@ struct BenchOptions {
   std::string directory = "epochrun-bench";
   bool cold = false;
   std::string json_file;
+  bool targets = false;
+  std::int64_t small_blobs = 10'000;
+  std::int64_t history = 3'000;
+  std::int64_t commits = 20;
+  std::string history_directory;  // empty: inside --dir
 };
 
 std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
@@ -67,7 +61,20 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
       "the end")("cold", po::bool_switch(&o.cold),
                  "drop the page cache before every read (needs root), so reads come from the "
                  "disk")("json", po::value(&o.json_file),
-                         "also write the results to this JSON file");
+                         "also write the results to this JSON file")(
+      "targets", po::bool_switch(&o.targets),
+      "issue 9's targets: save and load of --mib-per-rank in one blob, --small-blobs blobs "
+      "of 1 KiB against one blob, a commit after --history epochs against one after 10; "
+      "each printed MET or NOT MET")("small-blobs",
+                                     po::value(&o.small_blobs)->default_value(o.small_blobs),
+                                     "--targets: blobs of 1 KiB per rank")(
+      "history", po::value(&o.history)->default_value(o.history),
+      "--targets: committed epochs before the timed commits")(
+      "commits", po::value(&o.commits)->default_value(o.commits),
+      "--targets: tiny checkpoints committed per round into each history")(
+      "history-dir", po::value(&o.history_directory),
+      "--targets: where the histories are built (new or empty; removed at the end; tmpfs "
+      "builds them fastest); default: inside --dir");
   po::variables_map values;
   po::store(po::command_line_parser(argc, argv).options(options).run(), values);
   po::notify(values);
@@ -90,146 +97,21 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
   if (o.directory.empty()) {
     throw UsageError("--dir must not be empty");
   }
+  if (o.targets && o.blobs != 1) {
+    throw UsageError("--targets saves one blob per rank; --blobs does not go with it");
+  }
+  if (o.small_blobs < 1 || o.small_blobs > 1'000'000 || o.history < 10 || o.history > 1'000'000 ||
+      o.commits < 1 || o.commits > 10'000) {
+    throw UsageError(
+        "--small-blobs must be in [1, 1000000], --history in [10, 1000000], --commits in [1, "
+        "10000]");
+  }
   return o;
 }
 
-void check(bool ok, const std::string& what) {
-  if (!ok) {
-    throw Error(what + ": " + std::strerror(errno));
-  }
+bool is_timing(const nlohmann::json& row) {
+  return row.contains("ratio");
 }
-
-// Runs `step` on every rank, all starting together; returns the slowest rank's seconds. A
-// failure on any rank is raised on every rank, so none is left waiting in the next collective.
-template <typename Step>
-double timed(const Communicator& comm, const std::string& what, Step step) {
-  comm.barrier();
-  const auto started = Clock::now();
-  double mine = 0;
-  run_then_agree(comm, what, [&] {
-    step();
-    mine = std::chrono::duration<double>(Clock::now() - started).count();
-  });
-  return comm.allreduce_max(mine);
-}
-
-// Incompressible bytes, different on every rank, as trained weights are: SplitMix64.
-std::vector<Blob> random_blobs(std::uint64_t bytes, std::int64_t count, int rank) {
-  std::vector<Blob> blobs;
-  std::uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(rank + 1);
-  const auto per_blob = bytes / static_cast<std::uint64_t>(count);
-  for (std::int64_t i = 0; i < count; ++i) {
-    // The last blob takes what does not divide evenly.
-    const auto size = i + 1 < count ? per_blob : bytes - per_blob * std::uint64_t(count - 1);
-    Blob blob(DType::kU8, Shape{size});
-    auto out = blob.raw();
-    for (std::size_t at = 0; at < out.size(); at += sizeof(std::uint64_t)) {
-      std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      z ^= z >> 31;
-      std::memcpy(out.data() + at, &z, std::min(sizeof z, out.size() - at));
-    }
-    blobs.push_back(std::move(blob));
-  }
-  return blobs;
-}
-
-// The write limit: this rank's blobs one after another into a new file of its own, then fsync.
-void write_limit(const fs::path& file, const Workspace& workspace) {
-  FileDescriptor fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  check(fd.valid(), "create " + file.string());
-  off_t offset = 0;
-  for (const auto& [name, blob] : workspace.blobs()) {
-    const auto bytes = blob.raw();
-    for (std::size_t done = 0; done < bytes.size();) {
-      const ssize_t written = ::pwrite(fd.get(), bytes.data() + done, bytes.size() - done,
-                                       offset + static_cast<off_t>(done));
-      check(written > 0, "write " + file.string());
-      done += static_cast<std::size_t>(written);
-    }
-    offset += static_cast<off_t>(bytes.size());
-  }
-  check(::fsync(fd.get()) == 0, "fsync " + file.string());
-  fd.close(file.string());
-}
-
-// The read limit: each blob's bytes into a buffer of its own, freshly allocated (the page
-// faults on new memory are part of what any load pays). The buffers are returned so that
-// freeing them is not timed.
-std::vector<std::unique_ptr<std::byte[]>> read_limit(const fs::path& file,
-                                                     const Workspace& workspace) {
-  FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  check(fd.valid(), "open " + file.string());
-  std::vector<std::unique_ptr<std::byte[]>> buffers;
-  off_t offset = 0;
-  for (const auto& [name, blob] : workspace.blobs()) {
-    const auto size = blob.byte_size();
-    buffers.push_back(std::make_unique_for_overwrite<std::byte[]>(size));
-    for (std::size_t done = 0; done < size;) {
-      const ssize_t got =
-          ::pread(fd.get(), buffers.back().get() + done, size - done, offset + off_t(done));
-      check(got > 0, "read " + file.string());
-      done += static_cast<std::size_t>(got);
-    }
-    offset += static_cast<off_t>(size);
-  }
-  return buffers;
-}
-
-// Rank 0 writes back every dirty page and drops the page cache; false where it may not.
-bool drop_page_cache(const Communicator& comm) {
-  std::int64_t dropped = 0;
-  if (comm.is_root()) {
-    ::sync();
-    std::ofstream control("/proc/sys/vm/drop_caches");
-    control << "3\n";
-    control.flush();
-    dropped = control.good() ? 1 : 0;
-  }
-  comm.broadcast(dropped);
-  return dropped == 1;
-}
-
-struct Series {
-  std::string name;
-  std::string what;
-  std::vector<double> seconds;
-};
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const auto n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-struct Row {
-  const Series& measure;
-  const Series& limit;
-  nlohmann::json to_json(const BenchOptions& options, int ranks, double total_bytes,
-                         bool cold) const {
-    std::vector<double> ratios;
-    for (std::size_t i = 0; i < measure.seconds.size(); ++i) {
-      ratios.push_back(measure.seconds[i] / limit.seconds[i]);
-    }
-    const double median_seconds = median(measure.seconds);
-    return {{"name", measure.name},
-            {"what", measure.what},
-            {"limit", limit.name},
-            {"median_seconds", median_seconds},
-            {"min_seconds", *std::min_element(measure.seconds.begin(), measure.seconds.end())},
-            {"max_seconds", *std::max_element(measure.seconds.begin(), measure.seconds.end())},
-            {"limit_median_seconds", median(limit.seconds)},
-            {"ratio", median(ratios)},
-            {"mb_per_second", total_bytes / 1e6 / median_seconds},
-            {"seconds", measure.seconds},
-            {"ranks", ranks},
-            {"mib_per_rank", options.mib_per_rank},
-            {"blobs", options.blobs},
-            {"rounds", options.rounds},
-            {"cold", cold}};
-  }
-};
 
 void print_table(const nlohmann::json& rows, const BenchOptions& options, int ranks, bool cold,
                  const fs::path& directory) {
@@ -238,132 +120,92 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
       "%s reads, in %s\n",
       ranks, options.mib_per_rank, static_cast<long long>(options.blobs),
       static_cast<long long>(options.rounds), cold ? "cold" : "page-cache", directory.c_str());
-  std::printf("%-12s %-12s %9s %9s %9s %9s %7s\n", "measure", "limit", "MB/s", "min s", "median s",
-              "max s", "ratio");
+  std::printf("%-20s %-16s %9s %9s %9s %9s %7s %7s\n", "measure", "limit", "MB/s", "min s",
+              "median s", "max s", "ratio", "target");
   for (const auto& row : rows) {
-    std::printf("%-12s %-12s %9.0f %9.4f %9.4f %9.4f %7.3f\n",
-                row["name"].get<std::string>().c_str(), row["limit"].get<std::string>().c_str(),
-                row["mb_per_second"].get<double>(), row["min_seconds"].get<double>(),
-                row["median_seconds"].get<double>(), row["max_seconds"].get<double>(),
-                row["ratio"].get<double>());
+    if (!is_timing(row)) {
+      continue;
+    }
+    char mb_per_second[32] = "-";  // none for the commit cost: its checkpoints are tiny
+    if (row.contains("mb_per_second")) {
+      std::snprintf(mb_per_second, sizeof mb_per_second, "%.0f",
+                    row["mb_per_second"].get<double>());
+    }
+    std::printf(
+        "%-20s %-16s %9s %9.4f %9.4f %9.4f %7.3f %7s\n", row["name"].get<std::string>().c_str(),
+        row["limit"].get<std::string>().c_str(), mb_per_second, row["min_seconds"].get<double>(),
+        row["median_seconds"].get<double>(), row["max_seconds"].get<double>(),
+        row["ratio"].get<double>(), row.contains("target") ? row["target"].dump().c_str() : "");
   }
   std::printf(
       "ratio: median over the rounds of measure / limit, each pair timed in the same "
       "round\n");
   for (const auto& row : rows) {
-    std::printf("  %-12s %s\n", row["name"].get<std::string>().c_str(),
+    std::printf("  %-20s %s\n", row["name"].get<std::string>().c_str(),
                 row["what"].get<std::string>().c_str());
+  }
+  constexpr double kMiB = 1 << 20;
+  for (const auto& row : rows) {
+    if (row.contains("peak_added_bytes")) {
+      std::printf(
+          "%s: peak resident memory %.1f MiB, %.1f MiB more than before it, for a state of "
+          "%.1f MiB per rank (the largest rank)\n",
+          row["name"].get<std::string>().c_str(), row["peak_rss_bytes"].get<double>() / kMiB,
+          row["peak_added_bytes"].get<double>() / kMiB, row["state_bytes"].get<double>() / kMiB);
+    }
+  }
+  if (options.targets) {
+    std::printf("issue 9's targets (ratio <= limit):\n");
+    for (const auto& row : rows) {
+      if (row.contains("met")) {
+        std::printf("  %-20s ratio %6.3f  limit %4.2f  %s\n",
+                    row["name"].get<std::string>().c_str(), row["ratio"].get<double>(),
+                    row["target"].get<double>(), row["met"].get<bool>() ? "MET" : "NOT MET");
+      }
+    }
   }
   std::fflush(stdout);
 }
 
-// Rank 0: the working directory must be new or empty, since all of it is removed at the end.
-void prepare_directory(const fs::path& directory) {
+// Rank 0: a working directory must be new or empty, since all of it is removed at the end.
+void prepare_directory(const fs::path& directory, const std::string& flag) {
   std::error_code error;
   if (fs::exists(directory, error) &&
       (!fs::is_directory(directory, error) || !fs::is_empty(directory, error))) {
-    throw UsageError("--dir " + directory.string() +
+    throw UsageError(flag + " " + directory.string() +
                      " exists and is not an empty directory; bench removes its directory at the "
                      "end, so give it a new one");
   }
-  fs::create_directories(directory / "checkpoints", error);
-  if (!error) {
-    fs::create_directories(directory / "plain", error);
-  }
+  fs::create_directories(directory / "plain", error);
   if (error) {
     throw UsageError("cannot create " + directory.string() + ": " + error.message());
   }
 }
 
+// Every measure the options ask for, in the order they are printed.
 nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
-                       const fs::path& directory, bool& cold) {
+                       const fs::path& directory, const fs::path& history_directory, bool& cold) {
+  MeasureSettings settings{options.rounds, options.cold};
   const auto bytes_per_rank =
       static_cast<std::uint64_t>(std::llround(options.mib_per_rank * (1 << 20)));
-  Workspace workspace;
-  {
-    auto blobs = random_blobs(bytes_per_rank, options.blobs, comm.rank());
-    for (std::size_t i = 0; i < blobs.size(); ++i) {
-      char name[32];
-      std::snprintf(name, sizeof name, "blob_%07zu", i);
-      workspace.put(name, std::move(blobs[i]));
+  auto rows =
+      measure_disk(comm, directory, bytes_per_rank, options.blobs, settings, options.targets);
+  if (options.targets) {
+    for (auto& row : measure_small_blobs(comm, directory, options.small_blobs, settings)) {
+      rows.push_back(std::move(row));
+    }
+    for (auto& row :
+         measure_commit_cost(comm, history_directory, options.history, options.commits, settings)) {
+      rows.push_back(std::move(row));
     }
   }
-  CheckpointHeader header;
-  header.job = "bench";
-  for (int rank = 0; rank < comm.size(); ++rank) {
-    header.node_names.push_back(Job::node_name(rank));
-  }
-  const CheckpointDirectory checkpoints(directory / "checkpoints");
-  const auto names = workspace.names();
-
-  Series save{"save", "CheckpointDirectory::save: one shared HDF5 file, committed", {}};
-  Series write{"write_limit", "pwrite + fsync of the same bytes, one file per rank", {}};
-  Series load{"load", "CheckpointDirectory::load, every checksum verified", {}};
-  Series read{"read_limit", "pread of the same bytes into freshly allocated buffers", {}};
-  auto before_read = [&] {
-    if (cold && !drop_page_cache(comm)) {
-      cold = false;
-      if (comm.is_root()) {
-        print_error(
-            "--cold: cannot drop the page cache (needs root and a writable "
-            "/proc/sys/vm/drop_caches); reads may come from memory");
-      }
-    }
-  };
-  for (std::int64_t round = 0; round < options.rounds; ++round) {
-    header.epoch = round;
-    const auto plain =
-        directory / "plain" /
-        ("round-" + std::to_string(round) + "-rank-" + std::to_string(comm.rank()) + ".bin");
-    const bool limit_first = round % 2 == 1;
-    auto time_save = [&] {
-      save.seconds.push_back(
-          timed(comm, "save", [&] { checkpoints.save(comm, header, workspace, names); }));
-    };
-    auto time_write = [&] {
-      write.seconds.push_back(timed(comm, "write_limit", [&] { write_limit(plain, workspace); }));
-    };
-    bool same = false;
-    auto time_load = [&] {
-      before_read();
-      Workspace loaded;
-      load.seconds.push_back(timed(comm, "load", [&] {
-        checkpoints.load(comm, CheckpointExpectation{round, header.job, header.node_names}, loaded);
-      }));
-      same = loaded.blobs() == workspace.blobs();
-    };
-    auto time_read = [&] {
-      before_read();
-      std::vector<std::unique_ptr<std::byte[]>> buffers;
-      read.seconds.push_back(
-          timed(comm, "read_limit", [&] { buffers = read_limit(plain, workspace); }));
-    };
-    if (limit_first) {
-      time_write();
-      time_save();
-      time_read();
-      time_load();
-    } else {
-      time_save();
-      time_write();
-      time_load();
-      time_read();
-    }
-    // What was measured must be what was saved, or the figures mean nothing.
-    run_then_agree(comm, "round " + std::to_string(round), [&] {
-      if (!same) {
-        throw Error("the loaded checkpoint differs from what was saved");
-      }
-      // Each round's files go before the next, so that no round measures a fuller directory.
-      fs::remove(plain);
-    });
-    run_on_root_then_agree(comm, "round " + std::to_string(round),
-                           [&] { checkpoints.remove({round}); });
-  }
-  const double total_bytes = double(bytes_per_rank) * comm.size();
-  auto rows = nlohmann::json::array();
-  for (const auto& row : {Row{save, write}, Row{load, read}, Row{write, write}, Row{read, read}}) {
-    rows.push_back(row.to_json(options, comm.size(), total_bytes, cold));
+  cold = settings.cold;
+  for (auto& row : rows) {
+    row.update({{"ranks", comm.size()},
+                {"mib_per_rank", options.mib_per_rank},
+                {"blobs", options.blobs},
+                {"rounds", options.rounds},
+                {"cold", cold}});
   }
   return rows;
 }
@@ -391,16 +233,31 @@ int bench_command(int argc, char** argv) {
   const auto world = Communicator::world();
   configure_logging(world.rank(), LogLevel::kWarn);
   const fs::path directory = options->directory;
+  const fs::path history_directory = options->history_directory.empty()
+                                         ? directory / "history"
+                                         : fs::path(options->history_directory);
+  const bool own_history_directory = !options->history_directory.empty() && options->targets;
   // Opened before anything is measured: a typo in --json must not cost minutes of rounds.
   std::ofstream json_out;
   try {
     run_on_root_then_agree(world, "bench", [&] {
-      prepare_directory(directory);
+      prepare_directory(directory, "--dir");
+      if (own_history_directory) {
+        try {
+          prepare_directory(history_directory, "--history-dir");
+        } catch (const UsageError&) {
+          fs::remove_all(directory);  // new or empty a moment ago
+          throw;
+        }
+      }
       if (!options->json_file.empty()) {
         json_out.open(options->json_file);
         if (!json_out) {
           const std::string reason = std::strerror(errno);
           fs::remove_all(directory);  // new or empty a moment ago
+          if (own_history_directory) {
+            fs::remove_all(history_directory);
+          }
           throw UsageError("cannot write --json " + options->json_file + ": " + reason);
         }
       }
@@ -412,7 +269,7 @@ int bench_command(int argc, char** argv) {
   int status = 0;
   try {
     bool cold = options->cold;
-    const auto rows = measure(*options, world, directory, cold);
+    const auto rows = measure(*options, world, directory, history_directory, cold);
     if (world.is_root()) {
       print_table(rows, *options, world.size(), cold, directory);
       if (json_out.is_open()) {
@@ -431,6 +288,9 @@ int bench_command(int argc, char** argv) {
   if (world.is_root()) {
     std::error_code ignored;
     fs::remove_all(directory, ignored);
+    if (own_history_directory) {
+      fs::remove_all(history_directory, ignored);
+    }
   }
   return status;
 }

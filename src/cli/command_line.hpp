@@ -32,5 +32,6 @@ int run_command(int argc, char** argv);
 int inspect_command(int argc, char** argv);
 int list_jobs_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
+int report_command(int argc, char** argv);
 
 }  // namespace epochrun::cli

@@ -1,16 +1,21 @@
-// `epochrun inspect DIR`: the committed checkpoints, their nodes and blobs; with --verify,
-// every blob is read back and checked against its checksum. Needs no MPI. A checkpoint deleted
-// while inspect runs (retention of a running job) is left out, not reported as damaged.
-#include <sys/stat.h>
-
+// `epochrun inspect PATH`: a checkpoint directory or one checkpoint file, seen as a user of
+// h5ls, h5dump and h5diff expects. A summary line per checkpoint by default; --blobs the blob
+// tree; --show one blob's values; --diff what changed between two epochs; --export .npy files;
+// --verify every blob read back against its checksum. Needs no MPI, and reads only through
+// CheckpointReader and CheckpointDirectory, so it reads every format version they read.
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>
 
+#include "cli/blob_values.hpp"
+#include "cli/checkpoint_diff.hpp"
+#include "cli/checkpoint_export.hpp"
 #include "cli/command_line.hpp"
+#include "cli/inspect_listing.hpp"
+#include "cli/inspect_source.hpp"
 #include "cli/run_history_report.hpp"
+#include "cli/subcommand_options.hpp"
 #include "epochrun/epochrun.hpp"
 #include "json_text.hpp"
 #include "run_history_json.hpp"
@@ -20,133 +25,187 @@ namespace {
 
 namespace po = boost::program_options;
 
-// The entry of one committed checkpoint; nullopt when it is gone (retention of a running job
-// may delete it between the listing and the reading: that is not damage).
-std::optional<nlohmann::json> describe_epoch(const CheckpointDirectory& directory,
-                                             std::int64_t epoch, bool verify) {
-  const auto file = directory.file_for(epoch);
-  nlohmann::json entry = {{"epoch", epoch}, {"file", file.filename().string()}};
-  try {
-    // The reader keeps the file open: once it is open, a deletion cannot take it away.
-    CheckpointReader reader(file);
-    const auto& header = reader.header();
-    entry["bytes"] = reader.file_bytes();
-    entry["job"] = header.job;
-    entry["num_ranks"] = header.num_ranks();
-    entry["format_version"] = header.format_version;
-    if (header.epoch != epoch) {
-      throw CorruptCheckpoint("checkpoint " + file.string() + " records epoch " +
-                              std::to_string(header.epoch));
-    }
-    auto nodes = nlohmann::json::object();
-    for (const auto& node : header.node_names) {
-      auto blobs = nlohmann::json::array();
-      for (const auto& record : header.blobs.at(node)) {
-        blobs.push_back({{"name", record.name},
-                         {"dtype", dtype_name(record.dtype)},
-                         {"shape", record.shape},
-                         {"bytes", record.byte_size()}});
-        if (verify) {
-          (void)reader.read_blob(node, record.name);
-        }
-      }
-      nodes[node] = blobs;
-    }
-    entry["nodes"] = nodes;
-    entry["valid"] = true;
-  } catch (const CheckpointNotFound&) {
+struct InspectOptions {
+  std::string path;
+  std::string epoch;  // empty: every checkpoint (listing) or the latest (show, export)
+  ListingOptions listing;
+  std::string show;               // NODE/BLOB
+  bool full = false;              // --show: every value
+  std::vector<std::string> diff;  // two epochs
+  std::string export_directory;
+  bool json = false;
+};
+
+constexpr const char* kCaption =
+    "epochrun inspect DIR|FILE [options]: the committed checkpoints of a directory, or one file";
+
+std::optional<InspectOptions> parse_inspect_options(int argc, char** argv) {
+  InspectOptions o;
+  po::options_description options(kCaption);
+  options.add_options()("help,h", "print this help")(
+      "epoch", po::value(&o.epoch),
+      "N|latest: only this checkpoint of the directory (--show and --export: the latest by "
+      "default)")("blobs", po::bool_switch(&o.listing.blobs),
+                  "every node's blobs: dtype, shape, bytes, xxh64")(
+      "verify", po::bool_switch(&o.listing.verify),
+      "read every blob back and check its checksum; exit 3 when a checkpoint is damaged")(
+      "show", po::value(&o.show), "NODE/BLOB: print the blob's values (long arrays summarized)")(
+      "full", po::bool_switch(&o.full), "with --show: every value")(
+      "diff", po::value(&o.diff)->multitoken(),
+      "A B: the blobs added, removed or changed (dtype, shape, checksum) from epoch A to B")(
+      "export", po::value(&o.export_directory),
+      "DIR: write every blob of the checkpoint as DIR/NODE/BLOB.npy (DIR new or empty)")(
+      "json", po::bool_switch(&o.json), "print JSON")("path", po::value(&o.path),
+                                                      "checkpoint directory or file");
+  po::positional_options_description positional;
+  positional.add("path", 1);
+  const auto values = parse_subcommand(argc, argv, options, positional);
+  if (!values) {
     return std::nullopt;
-  } catch (const std::exception& error) {
-    if (!entry.contains("bytes")) {
-      struct stat status {};
-      if (::lstat(file.c_str(), &status) != 0) {
-        return std::nullopt;  // deleted while it was being opened
-      }
-      entry["bytes"] = static_cast<std::uint64_t>(status.st_size);
-    }
-    entry["valid"] = false;
-    entry["error"] = error.what();
   }
-  return entry;
+  if (o.path.empty()) {
+    throw UsageError("inspect needs a checkpoint directory or file: epochrun inspect DIR|FILE");
+  }
+  const int modes =
+      int{!o.show.empty()} + int{values->count("diff") > 0} + int{!o.export_directory.empty()};
+  if (modes > 1) {
+    throw UsageError("--show, --diff and --export are separate: give one of them");
+  }
+  if (modes == 1 && (o.listing.blobs || o.listing.verify)) {
+    throw UsageError(
+        "--blobs and --verify list checkpoints; they do not go with --show, --diff "
+        "or --export");
+  }
+  if (o.full && o.show.empty()) {
+    throw UsageError("--full goes with --show");
+  }
+  if (values->count("diff") && o.diff.size() != 2) {
+    throw UsageError("--diff takes two epochs (N or latest): --diff A B");
+  }
+  if (values->count("diff") && !o.epoch.empty()) {
+    throw UsageError("--diff names its two epochs itself; leave out --epoch");
+  }
+  if (values->count("show") && std::count(o.show.begin(), o.show.end(), '/') != 1) {
+    throw UsageError("--show takes NODE/BLOB, e.g. trainer_0/weights, got '" + o.show + "'");
+  }
+  return o;
 }
 
-void print_text(const std::filesystem::path& directory, const nlohmann::json& epochs) {
-  std::cout << "committed checkpoints in " << directory.string() << ": " << epochs.size() << "\n";
-  for (const auto& entry : epochs) {
-    std::cout << "epoch " << entry["epoch"] << "  " << entry["file"].get<std::string>() << "  "
-              << entry["bytes"] << " bytes";
-    if (!entry["valid"].get<bool>()) {
-      std::cout << "  CORRUPT: " << entry["error"].get<std::string>() << "\n";
-      continue;
-    }
-    std::cout << "  job " << entry["job"].get<std::string>() << "  " << entry["num_ranks"]
-              << " ranks\n";
-    for (const auto& [node, blobs] : entry["nodes"].items()) {
-      std::cout << "  " << node << ":";
-      for (const auto& blob : blobs) {
-        std::cout << " " << blob["name"].get<std::string>() << " "
-                  << blob["dtype"].get<std::string>()
-                  << shape_to_string(blob["shape"].get<Shape>());
-      }
-      std::cout << "\n";
+void print(const nlohmann::json& json) {
+  std::cout << json_text(json, 2) << "\n";
+}
+
+int list(const InspectSource& source, const InspectOptions& options) {
+  const auto choices =
+      options.epoch.empty() ? source.all() : std::vector{source.choose(options.epoch)};
+  auto entries = nlohmann::json::array();
+  bool all_valid = true;
+  for (const auto& choice : choices) {
+    if (auto entry = describe_checkpoint(choice, options.listing)) {
+      all_valid = all_valid && (*entry)["valid"].get<bool>();
+      entries.push_back(std::move(*entry));
     }
   }
+  const auto history =
+      source.is_file() ? std::vector<RunRecord>{} : read_run_history(source.path());
+  if (options.json) {
+    print({{source.is_file() ? "file" : "directory", source.path().string()},
+           {"checkpoints", entries},
+           {"history", history}});
+  } else {
+    if (!source.is_file()) {
+      std::cout << "committed checkpoints in " << source.path().string() << ": " << entries.size()
+                << "\n";
+    }
+    print_checkpoints(std::cout, entries, options.listing);
+    if (!source.is_file()) {
+      print_run_history(std::cout, history);
+    }
+  }
+  return static_cast<int>(all_valid ? ExitCode::kSuccess : ExitCode::kCheckpointError);
+}
+
+int show(const InspectSource& source, const InspectOptions& options) {
+  const auto choice = source.choose(options.epoch);
+  const auto reader = open_checkpoint(choice);
+  const auto slash = options.show.find('/');
+  const auto node = options.show.substr(0, slash);
+  const auto name = options.show.substr(slash + 1);
+  const auto blob = reader.read_blob(node, name);
+  const auto& header = reader.header();
+  if (options.json) {
+    auto json = values_json(blob, options.full);
+    json.update({{"epoch", header.epoch},
+                 {"file", choice.file.string()},
+                 {"blob", options.show},
+                 {"dtype", dtype_name(blob.dtype())},
+                 {"shape", blob.shape()},
+                 {"bytes", blob.byte_size()}});
+    print(json);
+    return 0;
+  }
+  std::cout << options.show << "  " << dtype_name(blob.dtype()) << shape_to_string(blob.shape())
+            << "  " << blob.byte_size() << " bytes  (epoch " << header.epoch << ", "
+            << choice.file.string() << ")\n"
+            << (blob.dtype() == DType::kBytes ? format_hex(blob, options.full)
+                                              : format_values(blob, options.full) + "\n");
+  return 0;
+}
+
+int diff(const InspectSource& source, const InspectOptions& options) {
+  if (source.is_file()) {
+    throw UsageError("--diff compares two epochs of a checkpoint directory; '" +
+                     source.path().string() + "' is one file");
+  }
+  const auto from = open_checkpoint(source.choose(options.diff[0]));
+  const auto to = open_checkpoint(source.choose(options.diff[1]));
+  const auto differences = diff_checkpoints(from.header(), to.header());
+  if (options.json) {
+    print(differences);
+  } else {
+    print_diff(std::cout, differences);
+  }
+  return 0;
+}
+
+int export_blobs(const InspectSource& source, const InspectOptions& options) {
+  const auto choice = source.choose(options.epoch);
+  const auto reader = open_checkpoint(choice);
+  const auto files = export_checkpoint(reader, options.export_directory);
+  if (options.json) {
+    print({{"epoch", reader.header().epoch},
+           {"file", choice.file.string()},
+           {"directory", options.export_directory},
+           {"files", files}});
+  } else {
+    std::cout << "exported " << files.size() << " blobs of epoch " << reader.header().epoch << " ("
+              << choice.file.string() << ") to " << options.export_directory << "\n";
+  }
+  return 0;
 }
 
 }  // namespace
 
 int inspect_command(int argc, char** argv) {
-  std::string directory_name;
-  bool json = false;
-  bool verify = false;
-  po::options_description options("epochrun inspect DIR [options]");
-  options.add_options()("help,h", "print this help")("json", po::bool_switch(&json), "print JSON")(
-      "verify", po::bool_switch(&verify), "read every blob and check its checksum")(
-      "dir", po::value(&directory_name), "checkpoint directory");
-  po::positional_options_description positional;
-  positional.add("dir", 1);
   try {
-    po::variables_map values;
-    po::store(po::command_line_parser(argc, argv).options(options).positional(positional).run(),
-              values);
-    po::notify(values);
-    if (values.count("help")) {
-      std::cout << options << "\n";
+    const auto options = parse_inspect_options(argc, argv);
+    if (!options) {
       return 0;
     }
-    if (directory_name.empty()) {
-      throw UsageError("inspect needs a checkpoint directory: epochrun inspect DIR");
+    const InspectSource source(options->path);
+    if (!options->show.empty()) {
+      return show(source, *options);
     }
-    std::error_code error;  // a symlink loop, for one, is the user's to fix: a usage error
-    if (!std::filesystem::is_directory(directory_name, error)) {
-      throw UsageError("'" + directory_name + "' is not a directory" +
-                       (error ? " (" + error.message() + ")" : ""));
+    if (!options->diff.empty()) {
+      return diff(source, *options);
     }
+    if (!options->export_directory.empty()) {
+      return export_blobs(source, *options);
+    }
+    return list(source, *options);
   } catch (const std::exception& error) {
     return report_failure(error);
   }
-
-  CheckpointDirectory directory(directory_name);
-  auto epochs = nlohmann::json::array();
-  bool all_valid = true;
-  for (auto epoch : directory.committed_epochs()) {
-    if (auto entry = describe_epoch(directory, epoch, verify)) {
-      all_valid = all_valid && (*entry)["valid"].get<bool>();
-      epochs.push_back(std::move(*entry));
-    }
-  }
-  const auto history = read_run_history(directory_name);
-  if (json) {
-    std::cout << json_text(nlohmann::json{{"directory", directory_name},
-                                          {"checkpoints", epochs},
-                                          {"history", history}},
-                           2)
-              << "\n";
-  } else {
-    print_text(directory_name, epochs);
-    print_run_history(std::cout, history);
-  }
-  return static_cast<int>(all_valid ? ExitCode::kSuccess : ExitCode::kCheckpointError);
 }
 
 int list_jobs_command(int argc, char** argv) {

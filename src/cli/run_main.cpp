@@ -17,9 +17,11 @@ constexpr const char* kUsage = R"(usage: {program} <command> [options]
 
 commands:
   run        run a job (mpirun -np N {program} run --job NAME ...); see '{program} run --help'
-  inspect    list the committed checkpoints of a directory; see '{program} inspect --help'
+  inspect    a checkpoint directory or file: summary, blobs, values, diff, .npy export, verify;
+             see '{program} inspect --help'
   list-jobs  list the jobs this program can run
   bench      time checkpoint save and load against plain POSIX I/O (mpirun -np R {program} bench)
+  report     draw the timeline of DIR/metrics.jsonl as SVG; see '{program} report --help'
 
 run and list-jobs also take --job-library FILE (repeatable): load more jobs from a shared
 library built against epochrun (see <epochrun/job_library.hpp>).
@@ -54,7 +56,7 @@ int run_main(int argc, char** argv) {
       argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "epochrun";
   if (argc < 2) {
     return cli::fail_before_mpi(
-        "missing command (run, inspect, list-jobs or bench); see '" + program + " --help'",
+        "missing command (run, inspect, list-jobs, bench or report); see '" + program + " --help'",
         static_cast<int>(ExitCode::kUsageError));
   }
   const std::string command = argv[1];
@@ -84,11 +86,14 @@ int run_main(int argc, char** argv) {
   if (command == "bench") {
     return cli::bench_command(command_argc, command_argv);
   }
+  if (command == "report") {
+    return cli::report_command(command_argc, command_argv);
+  }
   if (command == "list-jobs") {
     return cli::list_jobs_command(command_argc, command_argv);
   }
   return cli::fail_before_mpi(
-      "unknown command '" + command + "' (run, inspect, list-jobs or bench)",
+      "unknown command '" + command + "' (run, inspect, list-jobs, bench or report)",
       static_cast<int>(ExitCode::kUsageError));
 }
 

@@ -1,0 +1,45 @@
+// What `epochrun bench` measures, each against its limit on the same ranks in the same rounds,
+// and issue 9's targets for them (README "Benchmark", docs/benchmarks.md).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "epochrun/communicator.hpp"
+
+namespace epochrun::cli {
+
+struct MeasureSettings {
+  std::int64_t rounds = 5;
+  bool cold = false;  // drop the page cache before every read; cleared when it cannot
+};
+
+// Issue 9's limits on the ratios (measure / limit, median of the rounds).
+inline constexpr double kSaveTarget = 1.11;       // save vs pwrite + fsync
+inline constexpr double kLoadTarget = 1.25;       // load vs pread into fresh buffers
+inline constexpr double kSmallBlobsTarget = 2.0;  // many 1 KiB blobs vs the same bytes as one
+inline constexpr double kCommitCostTarget = 1.2;  // a commit after 3,000 epochs vs after 10
+
+// Save and load of `bytes_per_rank` in `blobs` blobs against pwrite + fsync of one file per
+// rank and pread into fresh buffers: rows save, load, write_limit, read_limit; then the peak
+// resident memory of one save and one load against the state (rows save_memory, load_memory).
+// `targets`: the save and load rows carry "target" and "met".
+nlohmann::json measure_disk(const Communicator& comm, const std::filesystem::path& directory,
+                            std::uint64_t bytes_per_rank, std::int64_t blobs,
+                            MeasureSettings& settings, bool targets);
+
+// `count` blobs of 1 KiB per rank against the same bytes as one blob, saved and loaded: rows
+// save_small_blobs and load_small_blobs with their targets.
+nlohmann::json measure_small_blobs(const Communicator& comm, const std::filesystem::path& directory,
+                                   std::int64_t count, MeasureSettings& settings);
+
+// The cost of committing a tiny checkpoint (the save and rank 0's index.json, as a run commits)
+// into a directory holding `history` committed epochs against one holding 10 (both built
+// first, one real commit each): row commit_with_history with its target. Each round times
+// `commits` commits into each directory and removes them again.
+nlohmann::json measure_commit_cost(const Communicator& comm, const std::filesystem::path& directory,
+                                   std::int64_t history, std::int64_t commits,
+                                   const MeasureSettings& settings);
+
+}  // namespace epochrun::cli

@@ -1,0 +1,57 @@
+// The pieces `epochrun bench` measures with: timed collective steps, alternated rounds,
+// incompressible state, the plain-POSIX limits, and the comparison of a measure with its limit.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "epochrun/communicator.hpp"
+#include "epochrun/workspace.hpp"
+
+namespace epochrun::cli {
+
+// Runs `step` on every rank, all starting together; returns the slowest rank's seconds. A
+// failure on any rank is raised on every rank, so none is left waiting in the next collective.
+double timed(const Communicator& comm, const std::string& what, const std::function<void()>& step);
+
+// Runs `a` then `b` in even rounds, `b` then `a` in odd ones: a disk drains a burst for seconds
+// after it, and whatever runs second would otherwise always pay for what ran first.
+void alternate(std::int64_t round, const std::function<void()>& a, const std::function<void()>& b);
+
+// `bytes` of incompressible bytes (as trained weights are), different on every rank, in `count`
+// u8 blobs named blob_0000000, ... (the last one takes what does not divide evenly). The
+// stream does not restart between blobs: split into blobs of a multiple of 8 bytes, they hold
+// exactly the bytes of the same state in one blob.
+Workspace random_workspace(std::uint64_t bytes, std::int64_t count, int rank);
+
+// The write limit: the workspace's blobs one after another into a new file of this rank's own,
+// then fsync. Throws Error.
+void write_limit(const std::filesystem::path& file, const Workspace& workspace);
+
+// The read limit: each blob's bytes into a buffer of its own, freshly allocated (the page
+// faults on new memory are part of what any load pays). The buffers are returned so that
+// freeing them is not timed.
+std::vector<std::unique_ptr<std::byte[]>> read_limit(const std::filesystem::path& file,
+                                                     const Workspace& workspace);
+
+// Rank 0 writes back every dirty page and drops the page cache; false where it may not.
+bool drop_page_cache(const Communicator& comm);
+
+// One measure's seconds, round by round.
+struct Series {
+  std::string name;
+  std::string what;
+  std::vector<double> seconds;
+};
+
+// `measure` against `limit`, timed in the same rounds: name, what, limit, min/median/max
+// seconds, limit_median_seconds, ratio (the median of the per-round ratios), mb_per_second
+// (`bytes` over the median) and every round's seconds.
+nlohmann::json compare(const Series& measure, const Series& limit, double bytes);
+
+}  // namespace epochrun::cli
