@@ -726,21 +726,13 @@ TEST_F(Cli, EveryPythonSnippetOfTheFormatDocumentRuns) {
       cwd_.path());
   ASSERT_TRUE(run.has_value()) << "the run did not end";
   ASSERT_EQ(run->exit_code, 0) << run->err;
-  const auto document = read_file(source_file("docs/FORMAT.md"));
-  const std::string open = "```python\n";
-  int snippets = 0;
-  for (auto start = document.find(open); start != std::string::npos;
-       start = document.find(open, start)) {
-    start += open.size();
-    const auto end = document.find("```", start);
-    ASSERT_NE(end, std::string::npos) << "an unterminated python block";
-    const auto snippet = document.substr(start, end - start);
+  const auto snippets = python_blocks(read_file(source_file("docs/FORMAT.md")));
+  for (const auto& snippet : snippets) {
     auto python = run_bounded({SYSTEM_PYTHON, "-c", snippet}, cwd_.path());
     ASSERT_TRUE(python.has_value()) << snippet;
     EXPECT_EQ(python->exit_code, 0) << snippet << "\n" << python->err;
-    ++snippets;
   }
-  EXPECT_GE(snippets, 1);
+  EXPECT_GE(snippets.size(), 1u);
 }
 
 // A symlink loop planted under a checkpoint's name or an epochrun temporary's name is neither

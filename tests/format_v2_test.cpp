@@ -202,18 +202,11 @@ class PackedCheckpoint : public ::testing::Test {
 
 TEST_F(PackedCheckpoint, EveryPythonSnippetOfTheFormatDocumentReadsIt) {
   if (world_.is_root()) {
-    const auto document = read_file(source_file("docs/FORMAT.md"));
-    const std::string open = "```python\n";
-    int snippets = 0;
-    for (auto start = document.find(open); start != std::string::npos;
-         start = document.find(open, start)) {
-      start += open.size();
-      const auto end = document.find("```", start);
-      ASSERT_NE(end, std::string::npos) << "an unterminated python block";
-      run_python({"-c", document.substr(start, end - start)}, directory_.path());
-      ++snippets;
+    const auto snippets = python_blocks(read_file(source_file("docs/FORMAT.md")));
+    for (const auto& snippet : snippets) {
+      run_python({"-c", snippet}, directory_.path());
     }
-    EXPECT_GE(snippets, 2);
+    EXPECT_GE(snippets.size(), 2u);
   }
   world_.barrier();
 }

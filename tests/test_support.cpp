@@ -281,6 +281,21 @@ std::string read_file(const std::filesystem::path& file) {
   return content.str();
 }
 
+std::vector<std::string> python_blocks(const std::string& markdown) {
+  const std::string open = "```python\n";
+  std::vector<std::string> blocks;
+  for (auto start = markdown.find(open); start != std::string::npos;
+       start = markdown.find(open, start)) {
+    start += open.size();
+    const auto end = markdown.find("```", start);
+    if (end == std::string::npos) {
+      throw std::runtime_error("an unterminated python block");
+    }
+    blocks.push_back(markdown.substr(start, end - start));
+  }
+  return blocks;
+}
+
 void write_file(const std::filesystem::path& file, const std::string& content) {
   std::ofstream(file, std::ios::binary | std::ios::trunc) << content;
 }

@@ -136,6 +136,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
                           const std::map<std::string, std::string>& extra_env = {});
 
 std::string read_file(const std::filesystem::path& file);
+// The code of every ```python block of a Markdown document, in order; std::runtime_error for an
+// unterminated block.
+std::vector<std::string> python_blocks(const std::string& markdown);
 void write_file(const std::filesystem::path& file, const std::string& content);
 
 // The bytes of the int64 values first, first+1, ... (count of them), little-endian: how an
