@@ -133,7 +133,9 @@ void read_node(hid_t nodes, hid_t index, const std::string& node, CheckpointLayo
 // The checksum tables are metadata (covered by the integrity header's metadata hash): they
 // must lie in the file, outside every data extent.
 void check_checksum_tables(const CheckpointLayout& layout, std::uint64_t file_bytes) {
-  for (const auto& [node, offset] : layout.checksum_offsets) {
+  for (const auto& [node, table_offset] : layout.checksum_offsets) {
+    // A plain copy: lambdas cannot capture a structured binding before C++20 in clang 14.
+    const std::uint64_t offset = table_offset;
     const std::uint64_t size = 8 * layout.header.blobs.at(node).size();
     const bool outside_file = size > file_bytes || offset > file_bytes - size;
     const bool in_data =
