@@ -334,8 +334,11 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
                   committed_at_preemption);
       }
     } else {
+      // srun reports "User defined signal 1" for ranks the warning signal reached before they
+      // could catch it (still starting up: on a busy node that can take the whole time limit).
+      const bool killed_uncaught = output.find("User defined signal 1") != std::string::npos;
       EXPECT_TRUE((launcher == Launcher::kMpirun && preemption == Preemption::kRequeue) ||
-                  preemption == Preemption::kUsr1AtStart)
+                  preemption == Preemption::kUsr1AtStart || killed_uncaught)
           << history.size() << " runs recorded, " << info.restarts << " restarts\n"
           << output;
       EXPECT_EQ(static_cast<int>(history.size()), info.restarts);
