@@ -8,15 +8,12 @@
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
 #include "human_bytes.hpp"
+#include "seconds_since.hpp"
 
 namespace epochrun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
+#include "seconds_since.hpp"
 
 namespace epochrun {
 
@@ -60,8 +61,7 @@ SaveStats DirectorySave::commit() {
   stats.file = final_path_;
   std::error_code ignored;
   stats.file_bytes = std::filesystem::file_size(final_path_, ignored);
-  stats.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  stats.seconds = seconds_since(started_);
   return stats;
 }
 

@@ -21,6 +21,7 @@
 #include "preemption_signals.hpp"
 #include "resume.hpp"
 #include "run_metrics.hpp"
+#include "seconds_since.hpp"
 #include "slurm_environment.hpp"
 #include "stop_decider.hpp"
 #include "time_budget.hpp"
@@ -29,10 +30,6 @@ namespace epochrun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // An epoch's figures with its checkpoint: all of it when synchronous, its start when it went on
 // in the background (its end is a "save" line).

@@ -10,7 +10,7 @@
 #include "config_changes.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
-#include "json_text.hpp"
+#include "seconds_since.hpp"
 
 namespace epochrun {
 namespace {
@@ -104,8 +104,7 @@ std::optional<Resumed> resume(const Job& job, const Communicator& comm, const Ru
       summary.skipped_corrupt.push_back(FailedSave{epoch, error.what()});
       continue;
     }
-    resumed.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_started).count();
+    resumed.seconds = seconds_since(load_started);
     resumed.bytes = workspace.byte_size();
     const auto file = directory.file_for(epoch);
     check_loaded_blobs(job, comm, workspace, file);

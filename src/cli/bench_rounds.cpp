@@ -14,6 +14,7 @@
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
+#include "seconds_since.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -32,7 +33,7 @@ double timed(const Communicator& comm, const std::string& what, const std::funct
   double mine = 0;
   run_then_agree(comm, what, [&] {
     step();
-    mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    mine = seconds_since(started);
   });
   return comm.allreduce_max(mine);
 }
