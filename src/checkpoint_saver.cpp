@@ -106,11 +106,9 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     return outcome;
   }
   try {
-    auto save =
-        DirectorySave::begin(CheckpointDirectory(options_.checkpoint_dir), comm_, header_for(epoch),
-                             blob_views(workspace, blobs_), options_.save_timeout);
-    save.write_data();
-    commit(save, outcome, summary);
+    committed(CheckpointDirectory(options_.checkpoint_dir)
+                  .save(comm_, header_for(epoch), workspace, blobs_, options_.save_timeout),
+              outcome, summary);
   } catch (const std::exception& error) {
     commit_failed(epoch, error, outcome, summary);
   }
@@ -127,7 +125,7 @@ std::optional<SaveOutcome> CheckpointSaver::complete(RunSummary& summary) {
   auto outcome = in_flight_outcome_;
   outcome.in_background = false;
   try {
-    commit(*in_flight_, outcome, summary);
+    committed(in_flight_->commit(), outcome, summary);
   } catch (const std::exception& error) {
     commit_failed(outcome.epoch, error, outcome, summary);
   }
@@ -137,8 +135,7 @@ std::optional<SaveOutcome> CheckpointSaver::complete(RunSummary& summary) {
   return outcome;
 }
 
-void CheckpointSaver::commit(DirectorySave& save, SaveOutcome& outcome, RunSummary& summary) {
-  const auto stats = save.commit();
+void CheckpointSaver::committed(const SaveStats& stats, SaveOutcome& outcome, RunSummary& summary) {
   outcome.committed = true;
   summary.committed.push_back(outcome.epoch);
   last_committed_ = outcome.epoch;

@@ -72,8 +72,8 @@ class CheckpointSaver {
   bool staging_fits(std::uint64_t bytes) const;
   // Copies the blobs into staging_ and returns views of the copies.
   std::vector<BlobView> snapshot(const Workspace& workspace);
-  // The commit of `save` and what follows it, or the failure; fills outcome.
-  void commit(DirectorySave& save, SaveOutcome& outcome, RunSummary& summary);
+  // Records the commit `stats` describe and runs the post-commit steps; fills outcome.
+  void committed(const SaveStats& stats, SaveOutcome& outcome, RunSummary& summary);
   // A failed save of `epoch`: logged by rank 0, recorded in `summary`.
   void commit_failed(std::int64_t epoch, const std::exception& error, SaveOutcome& outcome,
                      RunSummary& summary);
