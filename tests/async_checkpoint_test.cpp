@@ -35,10 +35,7 @@ std::vector<std::string> sgd(const std::vector<std::string>& extra) {
 
 ProcessResult run_bounded(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                           const std::map<std::string, std::string>& environment = kMpiEnvironment) {
-  ChildProcess child(argv, cwd, environment);
-  auto result = child.wait(kRunEndsWithinSeconds);
-  EXPECT_TRUE(result.has_value()) << "the run did not end";
-  return result.value_or(ProcessResult{});
+  return run_within(argv, cwd, kRunEndsWithinSeconds, environment);
 }
 
 CheckpointContents epoch_of(const std::filesystem::path& cwd, std::int64_t epoch) {

@@ -17,13 +17,7 @@ namespace fs = std::filesystem;
 // Waits at most `seconds` for `argv` in `cwd`; a hang fails the test.
 ProcessResult bounded(const std::vector<std::string>& argv, const fs::path& cwd,
                       double seconds = 120) {
-  ChildProcess child(argv, cwd, kMpiEnvironment);
-  auto result = child.wait(seconds);
-  if (!result) {
-    ADD_FAILURE() << argv[0] << " did not end within " << seconds << " s";
-    return {};
-  }
-  return *result;
+  return run_within(argv, cwd, seconds);
 }
 
 ProcessResult inspect(const std::vector<std::string>& args, const fs::path& cwd) {

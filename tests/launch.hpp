@@ -3,10 +3,15 @@
 // EPOCHRUN_BINARY are compile definitions of the process-level test targets.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "test_support.hpp"
 
 namespace epochrun::testing {
 
@@ -20,6 +25,20 @@ inline std::map<std::string, std::string> with_fault(const std::string& fault) {
   auto environment = kMpiEnvironment;
   environment["EPOCHRUN_FAULT"] = fault;
   return environment;
+}
+
+// Runs `argv` in `cwd` with `environment`, waiting at most `timeout_seconds`: one that does not
+// end by then fails the test (it is killed) and gives an empty result.
+inline ProcessResult run_within(
+    const std::vector<std::string>& argv, const std::filesystem::path& cwd, double timeout_seconds,
+    const std::map<std::string, std::string>& environment = kMpiEnvironment) {
+  ChildProcess child(argv, cwd, environment);
+  auto result = child.wait(timeout_seconds);
+  if (!result) {
+    ADD_FAILURE() << argv[0] << " did not end within " << timeout_seconds << " s";
+    return {};
+  }
+  return *result;
 }
 
 // mpiexec's arguments for `ranks` ranks, to be followed by the program and its arguments.

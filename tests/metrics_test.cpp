@@ -23,10 +23,7 @@ std::vector<std::string> lines_of(const std::filesystem::path& file) {
 }
 
 ProcessResult run_bounded(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
-  ChildProcess child(epochrun_on_ranks(3, args), cwd, kMpiEnvironment);
-  auto result = child.wait(120);
-  EXPECT_TRUE(result.has_value()) << "the run did not end";
-  return result.value_or(ProcessResult{});
+  return run_within(epochrun_on_ranks(3, args), cwd, 120);
 }
 
 TEST(Metrics, EveryEpochAndLoadHasEveryRanksFiguresAndATornLineIsEnded) {

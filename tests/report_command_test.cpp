@@ -15,13 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 ProcessResult bounded(const std::vector<std::string>& argv, const fs::path& cwd) {
-  ChildProcess child(argv, cwd, kMpiEnvironment);
-  auto result = child.wait(120);
-  if (!result) {
-    ADD_FAILURE() << argv[0] << " did not end within 120 s";
-    return {};
-  }
-  return *result;
+  return run_within(argv, cwd, 120);
 }
 
 ProcessResult report(const std::vector<std::string>& args, const fs::path& cwd) {

@@ -63,13 +63,7 @@ std::vector<std::string> job_options() {
 // within 60 s.
 ProcessResult run_bounded(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                           const std::map<std::string, std::string>& environment = {}) {
-  ChildProcess child(argv, cwd, environment);
-  auto result = child.wait(60);
-  if (!result) {
-    ADD_FAILURE() << argv[0] << " did not end within 60 s";
-    return {};
-  }
-  return *result;
+  return run_within(argv, cwd, 60, environment);
 }
 
 // The newest committed epoch of a checkpoint directory (-1: none yet).
