@@ -216,7 +216,8 @@ std::vector<bool> packed_blobs(const std::vector<BlobRecord>& records) {
   return packed;
 }
 
-CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header) {
+CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header,
+                                         const std::function<void()>& created) {
   h5::silence_error_printing();
   CheckpointLayout layout;
   layout.header = header;
@@ -232,6 +233,7 @@ CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header)
   h5::check(H5Pset_userblock(fcpl.get(), layout.user_block_size), "reserve the user block");
   Handle file(H5Fcreate(descriptor_path(fd).c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
               "create file");
+  created();
   write_root_attributes(file.get(), header);
   auto nodes = create_group(file.get(), kNodesGroup);
   auto index = create_group(file.get(), kIndexGroup);

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -45,8 +46,10 @@ std::vector<bool> packed_blobs(const std::vector<BlobRecord>& records);
 // read-write as `fd`: user block (left for the integrity header), root attributes, every
 // node's groups, blob index, pack, own datasets and checksum table -- contiguous, allocated
 // now, never filled. Closes HDF5's view of it (the file then has its final size) and returns
-// where each blob's bytes and each node's checksums go. Throws Hdf5Error.
-CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header);
+// where each blob's bytes and each node's checksums go. `created` runs once HDF5 has created
+// (truncated) the file, before it writes anything to it. Throws Hdf5Error.
+CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header,
+                                         const std::function<void()>& created);
 
 // Reads the header (checksums included) and the blobs' offsets of the checkpoint file open as
 // `fd`, of format version 1 or 2, whose integrity header `integrity` was verified. Before any

@@ -9,9 +9,10 @@
 // an asynchronous save's background write, say) until the file EPOCHRUN_FAULT_RELEASE names
 // exists, a minute at most. Phases: <group>-task (init-task, epoch-task,
 // download-task, exit-task: inside that group, before its first task), epoch (after the epoch
-// group ran, before its checkpoint), save-create (inside a save, the temporary file created and
-// its space reserved, nothing written), save-write (data written, file not yet closed),
-// save-before-rename (the file is complete and durable under its temporary name),
+// group ran, before its checkpoint), save-lay-out (rank 0 inside a save: the temporary file
+// created by HDF5 and its space reserved, not laid out yet), save-create (inside a save, the
+// temporary file laid out, none of this rank's data written), save-write (data written, file not
+// yet closed), save-before-rename (the file is complete and durable under its temporary name),
 // save-after-rename (committed, the index not yet updated), upload (the copy is written but not
 // yet renamed). Unset: no cost beyond one getenv at the first fault point.
 #pragma once

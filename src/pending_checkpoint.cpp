@@ -61,19 +61,23 @@ std::vector<BlobRecord> describe(const std::vector<BlobView>& blobs) {
 
 // Lay-out step (rank 0): creates `file` with its final mode, refuses a checkpoint that cannot
 // fit before anything is written (a write past the file-size limit would kill the process; a
-// full disk half-way wastes the whole write), reserves its space so that another process
-// filling the disk meanwhile cannot fail it, and lays it out with serial HDF5.
+// full disk half-way wastes the whole write), lays it out with serial HDF5 and reserves its
+// space so that another process filling the disk meanwhile cannot fail it. The reservation
+// comes after HDF5 has created the file: HDF5 creates by truncating, which gives back the
+// space reserved before.
 CheckpointLayout lay_out(const std::filesystem::path& file, const CheckpointHeader& header,
                          FileDescriptor& created) {
   const auto needed = estimated_file_bytes(header);
   check_file_size_limit(needed);
   check_free_space(file.parent_path(), needed);
   created = create_new_file(file);
-  if (!reserve_space(created.get(), needed)) {
-    spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
-                  file.string());
-  }
-  return lay_out_checkpoint_file(created.get(), header);
+  return lay_out_checkpoint_file(created.get(), header, [&] {
+    if (!reserve_space(created.get(), needed)) {
+      spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
+                    file.string());
+    }
+    fault_point("save-lay-out", header.epoch);
+  });
 }
 
 // Where every rank writes, flattened for a broadcast: for each rank in order, its blob count,

@@ -198,6 +198,8 @@ class KillAnywhere : public ::testing::Test {
     delete reference_dir_;
   }
 
+  void fill_the_disk_during(const std::string& phase);
+
   // Runs one trial; returns true when it ended identical to the uninterrupted run.
   bool run_trial(const Trial& trial) {
     const int failures_before = failures_so_far();
@@ -348,19 +350,17 @@ TEST_F(KillAnywhere, AsynchronousSavesKilledAnywhereLoseNothingCommittedAndResum
 }
 
 // Another process takes the disk's last free byte while a save is half-way (rank 0 paused by
-// EPOCHRUN_FAULT just after creating the file, the disk filled, rank 0 continued). The save
-// reserved its space when it created the file, so it still commits, byte-identical to the
-// uninterrupted run; the following saves are refused as "not enough space" and the job goes
-// on. Without the reservation this job hung in HDF5's collective close (seen: still running
-// after 60 s).
-TEST_F(KillAnywhere, SpaceTakenMidSaveNeitherFailsNorHangsThatSave) {
+// EPOCHRUN_FAULT at `phase` of epoch 2, the disk filled, rank 0 continued). The save reserved
+// its space before that, so it still commits, byte-identical to the uninterrupted run; the
+// following saves are refused as "not enough space" and the job goes on.
+void KillAnywhere::fill_the_disk_during(const std::string& phase) {
   ScratchDir cwd;
   TmpfsMount disk(cwd / "disk", "1m");
   if (!disk.mounted()) {
     GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
   }
   constexpr std::int64_t kFilledDuring = 2;
-  const auto environment = with_fault("save-create@" + std::to_string(kFilledDuring) + ":0:STOP");
+  const auto environment = with_fault(phase + "@" + std::to_string(kFilledDuring) + ":0:STOP");
   auto command = job_command("", "disk/D");
   command.insert(command.end(), {"--summary-json", "summary.json"});
   ChildProcess job(command, cwd.path(), environment);
@@ -396,6 +396,19 @@ TEST_F(KillAnywhere, SpaceTakenMidSaveNeitherFailsNorHangsThatSave) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_EQ(contents_of(directory.file_for(kLastEpoch)), reference_->at(kLastEpoch));
   EXPECT_EQ(read_blob_file(cwd / "model.h5"), read_blob_file(reference_dir_->path() / "model.h5"));
+}
+
+// The file laid out, rank 0's data not written yet. Without the reservation this job hung in
+// HDF5's collective close (seen: still running after 60 s).
+TEST_F(KillAnywhere, SpaceTakenMidSaveNeitherFailsNorHangsThatSave) {
+  fill_the_disk_during("save-create");
+}
+
+// The file created and its space reserved, HDF5 not yet laid out. HDF5 creates a file by
+// truncating it, which gave that reservation back: its metadata writes then failed with ENOSPC
+// (a failed save; and a failed H5Fclose left HDF5 to crash in MPI_Finalize, seen under ASan).
+TEST_F(KillAnywhere, SpaceTakenBeforeTheLayOutDoesNotFailThatSave) {
+  fill_the_disk_during("save-lay-out");
 }
 
 // A task throws on rank 1 while ranks 0 and 2 are already inside the job's own MPI_Allreduce
