@@ -68,9 +68,12 @@ BlobPlace place_of(const CheckpointLayout& layout, const std::string& node, std:
 }
 
 std::vector<BlobPlace> places_of(const CheckpointLayout& layout, const std::string& node) {
+  const auto& offsets = layout.offsets.at(node);
+  const auto packed = layout.packed.find(node);
   std::vector<BlobPlace> places;
-  for (std::size_t i = 0; i < layout.offsets.at(node).size(); ++i) {
-    places.push_back(place_of(layout, node, i));
+  places.reserve(offsets.size());
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    places.push_back(BlobPlace{offsets[i], packed != layout.packed.end() && packed->second.at(i)});
   }
   return places;
 }

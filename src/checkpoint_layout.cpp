@@ -191,15 +191,15 @@ void validate_stored_name(const std::string& name, std::string_view what) {
 }
 
 std::uint64_t checked_byte_size(const BlobRecord& record, std::uint64_t file_bytes,
-                                const std::string& what) {
+                                const std::function<std::string()>& what) {
   try {
     // Stored data must fit in the file: nothing a crafted header says makes us allocate more.
     if (record.byte_size() > file_bytes) {
-      throw CorruptCheckpoint(what + " claims " + std::to_string(record.byte_size()) +
+      throw CorruptCheckpoint(what() + " claims " + std::to_string(record.byte_size()) +
                               " bytes, more than the whole file");
     }
   } catch (const UsageError&) {
-    throw CorruptCheckpoint(what + " has a shape that overflows 64 bits");
+    throw CorruptCheckpoint(what() + " has a shape that overflows 64 bits");
   }
   return record.byte_size();
 }
