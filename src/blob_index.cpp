@@ -203,39 +203,39 @@ void refuse_duplicates(const std::vector<IndexRow>& rows, const std::string& wha
 
 }  // namespace
 
-void write_blob_index(hid_t group, const char* name, const std::vector<IndexRow>& rows) {
+void write_blob_index(hid_t group, const char* name, std::size_t count,
+                      const std::function<IndexRowView(std::size_t)>& row) {
   const std::string what = std::string("blob index ") + name;
   RowShape shape;
-  for (const auto& row : rows) {
-    shape.name_width = std::max(shape.name_width, row.name.size());
-    shape.shape_width = std::max(shape.shape_width, row.shape.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto view = row(i);
+    shape.name_width = std::max(shape.name_width, view.name.size());
+    shape.shape_width = std::max(shape.shape_width, view.shape.size());
   }
   shape.place_columns();
-  std::vector<std::byte> bytes(rows.size() * shape.size);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& row = rows[i];
+  std::vector<std::byte> bytes(count * shape.size);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto view = row(i);
     auto* at = bytes.data() + i * shape.size;
-    std::memcpy(at + shape.offsets[kName], row.name.data(), row.name.size());
-    const auto dtype = dtype_name(row.dtype);
+    std::memcpy(at + shape.offsets[kName], view.name.data(), view.name.size());
+    const auto dtype = dtype_name(view.dtype);
     std::memcpy(at + shape.offsets[kDType], dtype.data(), dtype.size());
-    at[shape.offsets[kNdim]] = static_cast<std::byte>(row.shape.size());
-    for (std::size_t d = 0; d < row.shape.size(); ++d) {
-      put(at, shape.offsets[kShape] + 8 * d, row.shape[d]);
-    }
-    at[shape.offsets[kPacked]] = static_cast<std::byte>(row.packed ? 1 : 0);
-    put(at, shape.offsets[kOffset], row.offset);
-    put(at, shape.offsets[kSize], row.size);
+    at[shape.offsets[kNdim]] = static_cast<std::byte>(view.shape.size());
+    std::memcpy(at + shape.offsets[kShape], view.shape.data(), 8 * view.shape.size());
+    at[shape.offsets[kPacked]] = static_cast<std::byte>(view.packed ? 1 : 0);
+    put(at, shape.offsets[kOffset], view.offset);
+    put(at, shape.offsets[kSize], view.size);
   }
   auto name_type = string_type(shape.name_width);
   auto dtype_type = string_type(shape.dtype_width);
   // The bytes are the file's: written without conversion.
   auto type = row_type(shape, name_type.get(), dtype_type.get(), H5T_STD_U64LE, H5T_STD_U8LE);
-  hsize_t count = rows.size();
-  Handle space(H5Screate_simple(1, &count, nullptr), "create space of " + what);
+  hsize_t rows = count;
+  Handle space(H5Screate_simple(1, &rows, nullptr), "create space of " + what);
   Handle dataset(
       H5Dcreate2(group, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
       "create " + what);
-  if (!rows.empty()) {
+  if (count > 0) {
     h5::check(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
               "write " + what);
   }

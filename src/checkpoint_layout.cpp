@@ -126,7 +126,7 @@ std::pair<Handle, std::uint64_t> create_dataset(hid_t parent, const std::string&
 void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
                   CheckpointLayout& layout) {
   const auto& records = layout.header.blobs.at(node);
-  const auto packed = packed_blobs(records);
+  auto packed = packed_blobs(records);
   auto node_group = create_group(nodes, node);
   auto index_group = create_group(index, node);
   std::uint64_t pack_size = 0;
@@ -142,18 +142,18 @@ void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
       layout.extents.push_back(DataExtent{pack_offset, pack_size});
     }
   }
-  std::vector<IndexRow> rows;
   auto& offsets = layout.offsets[node];
-  std::uint64_t in_pack = 0;
+  offsets.reserve(records.size());
+  std::vector<std::uint64_t> in_pack(records.size());  // each packed blob's offset in the pack
+  std::uint64_t pack_used = 0;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& record = records[i];
     const auto bytes = record.byte_size();
-    rows.push_back(IndexRow{record.name, record.dtype, record.shape, packed[i],
-                            packed[i] ? in_pack : 0, bytes});
     std::uint64_t offset = 0;
     if (packed[i]) {
-      offset = bytes > 0 ? pack_offset + in_pack : 0;
-      in_pack += bytes;
+      in_pack[i] = pack_used;
+      offset = bytes > 0 ? pack_offset + pack_used : 0;
+      pack_used += bytes;
     } else {
       auto [dataset, at] =
           create_dataset(node_group.get(), record.name, h5::file_type_for(record.dtype),
@@ -166,8 +166,12 @@ void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
     }
     offsets.push_back(offset);
   }
-  layout.packed[node] = packed;
-  write_blob_index(index_group.get(), "blobs", rows);
+  write_blob_index(index_group.get(), "blobs", records.size(), [&](std::size_t i) {
+    const auto& record = records[i];
+    return IndexRowView{record.name, record.dtype, record.shape,
+                        packed[i],   in_pack[i],   record.byte_size()};
+  });
+  layout.packed[node] = std::move(packed);
   if (!records.empty()) {
     layout.checksum_offsets[node] =
         create_dataset(index_group.get(), "xxh64", Handle(H5Tcopy(H5T_STD_U64LE), "copy type"),

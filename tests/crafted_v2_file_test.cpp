@@ -73,7 +73,10 @@ void change_rows(hid_t file, const std::function<void(std::vector<IndexRow>&)>& 
   change(rows);
   hid_t group = H5Gopen2(file, "index/trainer_0", H5P_DEFAULT);
   H5Ldelete(group, "blobs", H5P_DEFAULT);
-  write_blob_index(group, "blobs", rows);
+  write_blob_index(group, "blobs", rows.size(), [&](std::size_t i) {
+    const auto& row = rows[i];
+    return IndexRowView{row.name, row.dtype, row.shape, row.packed, row.offset, row.size};
+  });
   H5Gclose(group);
 }
 

@@ -52,6 +52,23 @@ class PendingCheckpointTest : public ::testing::Test {
   const Workspace workspace = workspace_of(world);
 };
 
+// blob_views walks the workspace alongside names in its order; any other order, a subset and a
+// missing name must give what looking each name up gives.
+TEST(BlobViews, AreTheNamedBlobsInTheGivenOrderAndAMissingNameIsAUsageError) {
+  const auto workspace = workspace_of(Communicator::world());
+  for (const auto& names : std::vector<std::vector<std::string>>{
+           {"state", "step", "weights"}, kNames, {"weights"}, {"step", "state"}, {}}) {
+    const auto views = blob_views(workspace, names);
+    ASSERT_EQ(views.size(), names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      EXPECT_EQ(views[i].name, names[i]);
+      EXPECT_EQ(views[i].bytes.data(), workspace.get(names[i]).raw().data()) << names[i];
+    }
+  }
+  EXPECT_THROW(blob_views(workspace, {"state", "nope", "weights"}), UsageError);
+  EXPECT_THROW(blob_views(workspace, {"weights", "zzz"}), UsageError);
+}
+
 TEST_F(PendingCheckpointTest, WriteDataOnAnotherThreadGivesAFileThatLoadsBitIdentical) {
   auto pending = begin();
   std::thread writer([&] { pending.write_data(); });
