@@ -220,15 +220,15 @@ std::vector<bool> packed_blobs(const std::vector<BlobRecord>& records) {
   return packed;
 }
 
-CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header,
+CheckpointLayout lay_out_checkpoint_file(int fd, CheckpointHeader header,
                                          const std::function<void()>& created) {
   h5::silence_error_printing();
   CheckpointLayout layout;
-  layout.header = header;
+  layout.header = std::move(header);  // thousands of records: moved, not copied
   layout.header.format_version = kCheckpointFormatVersion;
   // At most one extent per blob and one pack per node.
-  std::size_t max_extents = header.node_names.size();
-  for (const auto& [node, records] : header.blobs) {
+  std::size_t max_extents = layout.header.node_names.size();
+  for (const auto& [node, records] : layout.header.blobs) {
     max_extents += records.size();
   }
   layout.user_block_size = user_block_size_for(max_extents);
@@ -238,11 +238,11 @@ CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header,
   Handle file(H5Fcreate(descriptor_path(fd).c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
               "create file");
   created();
-  write_root_attributes(file.get(), header);
+  write_root_attributes(file.get(), layout.header);
   auto nodes = create_group(file.get(), kNodesGroup);
   auto index = create_group(file.get(), kIndexGroup);
   const auto dcpl = dataset_creation();
-  for (const auto& node : header.node_names) {
+  for (const auto& node : layout.header.node_names) {
     lay_out_node(nodes.get(), index.get(), node, dcpl.get(), layout);
   }
   index.close("close group index");

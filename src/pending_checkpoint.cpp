@@ -47,6 +47,7 @@ std::uint64_t estimated_file_bytes(const CheckpointHeader& header) {
 // Describe step (every rank): this rank's blobs (their checksums come as they are written).
 std::vector<BlobRecord> describe(const std::vector<BlobView>& blobs) {
   std::vector<BlobRecord> mine;
+  mine.reserve(blobs.size());
   for (const auto& blob : blobs) {
     validate_name(blob.name, "blob name");
     BlobRecord record{blob.name, blob.dtype, blob.shape, 0};
@@ -65,18 +66,19 @@ std::vector<BlobRecord> describe(const std::vector<BlobView>& blobs) {
 // space so that another process filling the disk meanwhile cannot fail it. The reservation
 // comes after HDF5 has created the file: HDF5 creates by truncating, which gives back the
 // space reserved before.
-CheckpointLayout lay_out(const std::filesystem::path& file, const CheckpointHeader& header,
+CheckpointLayout lay_out(const std::filesystem::path& file, CheckpointHeader header,
                          FileDescriptor& created) {
   const auto needed = estimated_file_bytes(header);
+  const auto epoch = header.epoch;
   check_file_size_limit(needed);
   check_free_space(file.parent_path(), needed);
   created = create_new_file(file);
-  return lay_out_checkpoint_file(created.get(), header, [&] {
+  return lay_out_checkpoint_file(created.get(), std::move(header), [&] {
     if (!reserve_space(created.get(), needed)) {
       spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
                     file.string());
     }
-    fault_point("save-lay-out", header.epoch);
+    fault_point("save-lay-out", epoch);
   });
 }
 
@@ -225,7 +227,7 @@ PendingCheckpoint PendingCheckpoint::begin(const std::filesystem::path& file,
       header.blobs[header.node_names[rank]] = decode_records(bytes);
     }
     try {
-      pending.layout_ = lay_out(file, header, pending.created_);
+      pending.layout_ = lay_out(file, std::move(header), pending.created_);
     } catch (...) {
       if (pending.created_.valid()) {  // created, then failed
         pending.unsealed_.reset(new std::filesystem::path(file));
