@@ -36,6 +36,12 @@ struct RowShape {
   std::array<std::size_t, kColumnCount> offsets{};
   std::size_t size = 0;
 
+  // Wide enough for a row of this name and shape.
+  void widen_to(std::string_view name, std::span<const std::uint64_t> dimensions) {
+    name_width = std::max(name_width, name.size());
+    shape_width = std::max(shape_width, dimensions.size());
+  }
+
   void place_columns() {
     const std::array<std::size_t, kColumnCount> sizes = {
         name_width, dtype_width, 1, 8 * shape_width, 1, 8, 8};
@@ -203,14 +209,22 @@ void refuse_duplicates(const std::vector<IndexRow>& rows, const std::string& wha
 
 }  // namespace
 
+std::uint64_t blob_index_bytes(const std::vector<BlobRecord>& records) {
+  RowShape shape;
+  for (const auto& record : records) {
+    shape.widen_to(record.name, record.shape);
+  }
+  shape.place_columns();
+  return shape.size * records.size();
+}
+
 void write_blob_index(hid_t group, const char* name, std::size_t count,
                       const std::function<IndexRowView(std::size_t)>& row) {
   const std::string what = std::string("blob index ") + name;
   RowShape shape;
   for (std::size_t i = 0; i < count; ++i) {
     const auto view = row(i);
-    shape.name_width = std::max(shape.name_width, view.name.size());
-    shape.shape_width = std::max(shape.shape_width, view.shape.size());
+    shape.widen_to(view.name, view.shape);
   }
   shape.place_columns();
   std::vector<std::byte> bytes(count * shape.size);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "epochrun/blob.hpp"
+#include "epochrun/checkpoint_format.hpp"
 
 namespace epochrun {
 
@@ -39,6 +40,10 @@ struct IndexRowView {
 // twice per row: nothing is copied into an intermediate table). Throws Hdf5Error.
 void write_blob_index(hid_t group, const char* name, std::size_t count,
                       const std::function<IndexRowView(std::size_t)>& row);
+
+// The bytes of the index write_blob_index writes for `records` (its rows: the longest name and
+// the most dimensions set every row's width), for the estimate of a file's size.
+std::uint64_t blob_index_bytes(const std::vector<BlobRecord>& records);
 
 // Reads an index dataset of an untrusted file of `file_bytes` bytes: CorruptCheckpoint naming
 // `what` when it is not a table of exactly the columns write_blob_index writes, or claims more

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 
+#include "blob_index.hpp"
 #include "blob_records.hpp"
 #include "collective_errors.hpp"
 #include "disk_space.hpp"
@@ -28,16 +29,17 @@ static_assert(std::endian::native == std::endian::little,
               "checkpoint data is written as raw little-endian bytes");
 
 // An upper bound of the file's size: the data plus a generous allowance for HDF5's metadata
-// (measured: under 1 KiB per dataset and group, under 100 bytes per packed blob's index row;
-// the allowance is about twice that).
+// (measured: under 1 KiB per dataset and group; the index rows are counted exactly; the
+// allowance is about twice that).
 std::uint64_t estimated_file_bytes(const CheckpointHeader& header) {
   std::uint64_t bytes = 8192 + 2 * header.config_json.size();
   std::size_t blobs = 0;
   for (const auto& [node, records] : header.blobs) {
     const auto packed = packed_blobs(records);
-    bytes += 4096 + 2 * node.size() + 8 * records.size();  // groups, index, pack, checksums
+    // Groups, index, pack, checksums.
+    bytes += 4096 + 2 * node.size() + 2 * blob_index_bytes(records) + 8 * records.size();
     for (std::size_t i = 0; i < records.size(); ++i) {
-      bytes += (packed[i] ? 256 : 1024) + 2 * records[i].name.size() + records[i].byte_size();
+      bytes += (packed[i] ? 0 : 1024) + 2 * records[i].name.size() + records[i].byte_size();
     }
     blobs += records.size();
   }

@@ -2,10 +2,12 @@
 // write_data on another thread with no MPI call; a failure in the data step of one rank fails
 // the save on every rank and leaves no file; a save dropped before finish leaves none either.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <thread>
 
 #include "epochrun/checkpoint_file.hpp"
+#include "epochrun/names.hpp"
 #include "pending_checkpoint.hpp"
 #include "test_support.hpp"
 
@@ -85,6 +87,30 @@ TEST_F(PendingCheckpointTest, WriteDataOnAnotherThreadGivesAFileThatLoadsBitIden
     EXPECT_EQ(reader.read_blob(node, name), workspace.get(name)) << name;
   }
   world.barrier();
+}
+
+// The lay-out reserves the whole file before any data is written (so that a disk filled
+// meanwhile cannot fail the save): also when one long name and one blob of 32 dimensions widen
+// every row of a node's blob index of 1,000 rows.
+TEST_F(PendingCheckpointTest, TheReservationCoversAFileWhoseIndexRowsAreWidenedByOneBlob) {
+  Workspace wide;
+  for (int i = 0; i < 1000; ++i) {
+    wide.put("b" + std::to_string(1000 + i),
+             Blob::of<std::uint8_t>({1}, std::vector<std::uint8_t>{7}));
+  }
+  wide.put(std::string(kMaxNameLength, 'n'),
+           Blob::of<std::uint8_t>({1}, std::vector<std::uint8_t>{8}));
+  wide.put("deep", Blob::of<std::uint8_t>(Shape(32, 1), std::vector<std::uint8_t>{9}));
+  auto pending = PendingCheckpoint::begin(file, world, header_for(world, 3),
+                                          blob_views(wide, wide.names()), std::chrono::seconds(60));
+  if (world.is_root()) {
+    // Laid out, not yet written: what is allocated is the reservation and HDF5's metadata.
+    struct stat status {};
+    ASSERT_EQ(::stat(file.c_str(), &status), 0);
+    EXPECT_GE(status.st_blocks * 512, status.st_size);
+  }
+  pending.write_data();
+  pending.finish();
 }
 
 TEST_F(PendingCheckpointTest, AFailedDataStepOnOneRankFailsFinishOnEveryRankAndRemovesTheFile) {
