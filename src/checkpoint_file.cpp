@@ -78,20 +78,6 @@ std::vector<BlobPlace> places_of(const CheckpointLayout& layout, const std::stri
   return places;
 }
 
-// A rank's block of the load's record broadcast (a size, then the records, for each rank).
-std::span<const std::byte> records_of_rank(std::span<const std::byte> all, int rank) {
-  std::size_t at = 0;
-  for (int block = 0;; ++block) {
-    std::uint64_t size = 0;
-    std::memcpy(&size, all.subspan(at, sizeof size).data(), sizeof size);
-    at += sizeof size;
-    if (block == rank) {
-      return all.subspan(at, static_cast<std::size_t>(size));
-    }
-    at += static_cast<std::size_t>(size);
-  }
-}
-
 // How errors name a blob: by its dataset, or by its pack.
 std::string blob_what(const std::string& node, const std::string& blob, bool packed) {
   return packed
@@ -194,28 +180,29 @@ std::vector<std::string> read_checkpoint_file(const std::filesystem::path& file,
   const std::string context = "checkpoint " + file.string();
   // Rank 0 verifies the whole file but its data before anyone reads a byte of data: the
   // integrity header before libhdf5 parses anything, then every dataset's layout.
-  // For each rank in order: the size of its encoded records, then the records.
-  std::vector<std::byte> records_by_rank;
+  // Each rank's encoded records, in rank order (rank 0's only).
+  std::vector<std::vector<std::byte>> records_by_rank;
   run_on_root_then_agree_within(comm, context, timeout, [&] {
     auto fd = open_regular_file_for_reading(file);
     const auto layout = read_checkpoint_layout(fd.get(), verify_checkpoint_file(fd.get(), context));
     check_expectation(layout.header, expected);
+    if (layout.header.node_names.size() != static_cast<std::size_t>(comm.size())) {
+      throw Error("it names " + std::to_string(layout.header.node_names.size()) +
+                  " nodes for the " + std::to_string(comm.size()) + " ranks loading it");
+    }
     for (const auto& node : layout.header.node_names) {
-      const auto encoded = encode_records(layout.header.blobs.at(node), places_of(layout, node));
-      const std::uint64_t size = encoded.size();
-      const auto* size_bytes = reinterpret_cast<const std::byte*>(&size);
-      records_by_rank.insert(records_by_rank.end(), size_bytes, size_bytes + sizeof size);
-      records_by_rank.insert(records_by_rank.end(), encoded.begin(), encoded.end());
+      records_by_rank.push_back(
+          encode_records(layout.header.blobs.at(node), places_of(layout, node)));
     }
   });
-  comm.broadcast(records_by_rank);
+  const auto my_records = comm.scatter(records_by_rank);
 
   // Each rank reads its own node's blobs; the workspace changes only once all ranks have theirs.
   std::vector<BlobRecord> records;
   std::vector<Blob> blobs;
   run_then_agree_within(comm, context, timeout, [&] {
     std::vector<BlobPlace> places;
-    records = decode_records(records_of_rank(records_by_rank, comm.rank()), &places);
+    records = decode_records(my_records, &places);
     const auto& node = expected.node_names[static_cast<std::size_t>(comm.rank())];
     auto fd = open_regular_file_for_reading(file);
     blobs = read_blobs(fd.get(), records, places, node);
