@@ -1,5 +1,6 @@
 #include "pending_checkpoint.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -109,7 +110,11 @@ std::vector<std::uint64_t> offsets_of_rank(const std::vector<std::int64_t>& flat
 
 // Writes blobs at their offsets, each hashed while it streams (one pass: a piece is hashed
 // while it is still in the CPU cache). Large blobs go in pieces straight from their memory;
-// small ones adjacent in the file (a pack) are gathered and written together.
+// small ones adjacent in the file (a pack) are gathered and written together. Every
+// kWritebackBytes written, it asks the kernel to start writing them to the disk
+// (sync_file_range, no wait): the disk works while the next pieces are copied, instead of all
+// at the final fsync (measured, docs/benchmarks.md: a 3 x 256 MiB save went from 1.35 to
+// under 1 times a plain pwrite + fsync).
 class StreamingWriter {
  public:
   StreamingWriter(int fd, std::string what) : fd_(fd), what_(std::move(what)) {}
@@ -134,26 +139,51 @@ class StreamingWriter {
     for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
       const auto piece = bytes.subspan(at, std::min(kPiece, bytes.size() - at));
       XXH64_update(state_.get(), piece.data(), piece.size());
-      write_at(fd_, offset + at, piece, what_);
+      put(offset + at, piece);
     }
     return XXH64_digest(state_.get());
   }
 
   void flush() {
     if (!gathered_.empty()) {
-      write_at(fd_, gathered_at_, gathered_, what_);
+      put(gathered_at_, gathered_);
       gathered_.clear();
     }
   }
 
  private:
   static constexpr std::size_t kPiece = 1 << 20;
+  static constexpr std::uint64_t kWritebackBytes = 8 << 20;
+
+  void put(std::uint64_t offset, std::span<const std::byte> bytes) {
+    write_at(fd_, offset, bytes, what_);
+    if (pending_bytes_ == 0) {
+      pending_from_ = offset;
+      pending_to_ = offset;
+    }
+    pending_from_ = std::min(pending_from_, offset);
+    pending_to_ = std::max(pending_to_, offset + bytes.size());
+    pending_bytes_ += bytes.size();
+    if (pending_bytes_ >= kWritebackBytes) {
+      // Only a hint: where it is refused or fails, the fsync that ends the write still makes
+      // every byte durable, and reports what failed.
+      (void)::sync_file_range(fd_, static_cast<off_t>(pending_from_),
+                              static_cast<off_t>(pending_to_ - pending_from_),
+                              SYNC_FILE_RANGE_WRITE);
+      pending_bytes_ = 0;
+    }
+  }
+
   int fd_;
   std::string what_;
   std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state_{XXH64_createState(),
                                                                     XXH64_freeState};
   std::vector<std::byte> gathered_;
   std::uint64_t gathered_at_ = 0;
+  // Written since the last writeback hint: how many bytes, and the range they span.
+  std::uint64_t pending_bytes_ = 0;
+  std::uint64_t pending_from_ = 0;
+  std::uint64_t pending_to_ = 0;
 };
 
 // The checksums as the file stores them: uint64 little-endian.
