@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "background_removal.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 
 namespace epochrun {
@@ -26,10 +27,11 @@ class CheckpointIndex {
 
   // Records a commit of `epoch` (replacing an older file of the same epoch).
   void add(std::int64_t epoch, std::uint64_t bytes);
-  // Deletes the files of `epochs` (CheckpointDirectory::remove) and forgets the ones that are
-  // gone; returns those. `failure` gets the error of a file that could not be deleted.
-  std::vector<std::int64_t> remove(const std::vector<std::int64_t>& epochs,
-                                   std::optional<std::string>& failure);
+  // Deletes the checkpoints of `epochs`: renames each file to a temporary name, which `removal`
+  // then deletes in the background, and forgets it. Returns the epochs that are gone (renamed
+  // or already absent); `failure` gets the first error of a file that stays.
+  std::vector<std::int64_t> retire(const std::vector<std::int64_t>& epochs,
+                                   BackgroundRemoval& removal, std::optional<std::string>& failure);
 
   // Replaces index.json with the epochs known here (temporary file, fsync, rename): the
   // entries' text is kept from their commit, so this is one write of the file.
