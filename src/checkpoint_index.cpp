@@ -40,24 +40,23 @@ void CheckpointIndex::add(std::int64_t epoch, std::uint64_t bytes) {
       json_text({{"epoch", epoch}, {"file", checkpoint_file_name(epoch)}, {"bytes", bytes}});
 }
 
-std::vector<std::int64_t> CheckpointIndex::retire(const std::vector<std::int64_t>& epochs,
-                                                  BackgroundRemoval& removal,
-                                                  std::optional<std::string>& failure) {
-  std::vector<std::int64_t> gone;
+CheckpointIndex::Retired CheckpointIndex::retire(const std::vector<std::int64_t>& epochs,
+                                                 std::optional<std::string>& failure) {
+  Retired retired;
   for (auto epoch : epochs) {
     const auto file = directory_.file_for(epoch);
-    const auto temporary = temporary_sibling(file);
+    auto temporary = temporary_sibling(file);
     if (::rename(file.c_str(), temporary.c_str()) == 0) {
-      removal.remove(epoch, temporary);
+      retired.renamed.emplace_back(epoch, std::move(temporary));
     } else if (errno != ENOENT) {
       // A file that could not be retired stays committed.
       failure = failure.value_or(errno_message("delete " + file.string()));
       continue;
     }
     entries_.erase(epoch);
-    gone.push_back(epoch);
+    retired.gone.push_back(epoch);
   }
-  return gone;
+  return retired;
 }
 
 void CheckpointIndex::write() const {

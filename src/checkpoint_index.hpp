@@ -5,12 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "background_removal.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 
 namespace epochrun {
@@ -27,11 +28,14 @@ class CheckpointIndex {
 
   // Records a commit of `epoch` (replacing an older file of the same epoch).
   void add(std::int64_t epoch, std::uint64_t bytes);
-  // Deletes the checkpoints of `epochs`: renames each file to a temporary name, which `removal`
-  // then deletes in the background, and forgets it. Returns the epochs that are gone (renamed
-  // or already absent); `failure` gets the first error of a file that stays.
-  std::vector<std::int64_t> retire(const std::vector<std::int64_t>& epochs,
-                                   BackgroundRemoval& removal, std::optional<std::string>& failure);
+  struct Retired {
+    std::vector<std::int64_t> gone;  // renamed away, or absent already
+    std::vector<std::pair<std::int64_t, std::filesystem::path>> renamed;  // epoch, its new name
+  };
+  // Takes the checkpoints of `epochs` out of the directory: renames each file to a temporary
+  // name (quick; the caller deletes those, see BackgroundRemoval) and forgets it. `failure`
+  // gets the first error of a file that stays.
+  Retired retire(const std::vector<std::int64_t>& epochs, std::optional<std::string>& failure);
 
   // Replaces index.json with the epochs known here (temporary file, fsync, rename): the
   // entries' text is kept from their commit, so this is one write of the file.

@@ -108,11 +108,17 @@ void PostCommitSteps::delete_checkpoints(Choose&& choose, const std::string& why
   std::vector<std::int64_t> deleted;
   if (index_) {
     std::optional<std::string> failure;
-    deleted = index_->retire(choose(*index_), *removal_, failure);
+    auto retired = index_->retire(choose(*index_), failure);
+    deleted = std::move(retired.gone);
     try {
       index_->write();
     } catch (const std::exception& error) {
       failure = failure.value_or(error.what());
+    }
+    // Only now: freeing the files' blocks stalls the file system's journal, which the index's
+    // fsyncs would then wait for.
+    for (auto& [epoch, file] : retired.renamed) {
+      removal_->remove(epoch, std::move(file));
     }
     if (failure) {
       spdlog::warn("{}: {}", why, *failure);
