@@ -8,15 +8,21 @@
 namespace epochrun {
 namespace {
 
-// A count (u64), then per record: u64 name length, the name, u64 dtype, u64 dimensions, each
-// dimension (u64), u64 xxh64, u64 offset, u64 packed; native order (both ends are ranks of one
-// job). Sized before it is filled: thousands of records must not grow a buffer step by step.
-constexpr std::size_t kFixedRecordBytes = 6 * sizeof(std::uint64_t);
+// A count (u64), then per record: the name's length (u16) and the name, the dtype (u8), the
+// number of dimensions (u8) and each dimension (u64), the xxh64 (u64), the offset (u64), packed
+// (u8); native order (both ends are ranks of one job). The records are a save's described
+// blobs or a file's, whose names (at most kMaxNameLength) and shapes (at most
+// h5::kMaxDimensions) were checked. Sized before it is filled: thousands of records must not
+// grow a buffer step by step.
+constexpr std::size_t kFixedRecordBytes = 2 + 1 + 1 + 8 + 8 + 1;
 
 class Writer {
  public:
   explicit Writer(std::vector<std::byte>& out) : at_(out.data()) {}
-  void u64(std::uint64_t value) { bytes(&value, sizeof value); }
+  template <typename T>
+  void put(T value) {
+    bytes(&value, sizeof value);
+  }
   void bytes(const void* data, std::size_t size) {
     std::memcpy(at_, data, size);
     at_ += size;
@@ -45,8 +51,9 @@ class Reader {
     }
     return take(count * size);
   }
-  std::uint64_t u64() {
-    std::uint64_t value = 0;
+  template <typename T>
+  T get() {
+    T value{};
     std::memcpy(&value, take(sizeof value).data(), sizeof value);
     return value;
   }
@@ -66,17 +73,17 @@ std::vector<std::byte> encode_records(const std::vector<BlobRecord>& records,
   }
   std::vector<std::byte> out(size);
   Writer writer(out);
-  writer.u64(records.size());
+  writer.put<std::uint64_t>(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& record = records[i];
-    writer.u64(record.name.size());
+    writer.put(static_cast<std::uint16_t>(record.name.size()));
     writer.bytes(record.name.data(), record.name.size());
-    writer.u64(static_cast<std::uint64_t>(record.dtype));
-    writer.u64(record.shape.size());
+    writer.put(static_cast<std::uint8_t>(record.dtype));
+    writer.put(static_cast<std::uint8_t>(record.shape.size()));
     writer.bytes(record.shape.data(), sizeof(std::uint64_t) * record.shape.size());
-    writer.u64(record.xxh64);
-    writer.u64(places.empty() ? 0 : places[i].offset);
-    writer.u64(!places.empty() && places[i].packed ? 1 : 0);
+    writer.put(record.xxh64);
+    writer.put<std::uint64_t>(places.empty() ? 0 : places[i].offset);
+    writer.put<std::uint8_t>(!places.empty() && places[i].packed ? 1 : 0);
   }
   return out;
 }
@@ -84,7 +91,7 @@ std::vector<std::byte> encode_records(const std::vector<BlobRecord>& records,
 std::vector<BlobRecord> decode_records(std::span<const std::byte> bytes,
                                        std::vector<BlobPlace>* places) {
   Reader reader(bytes);
-  const auto count = reader.u64();
+  const auto count = reader.get<std::uint64_t>();
   if (count > reader.left() / kFixedRecordBytes) {
     throw Error("a blob record list claims more records than it holds");
   }
@@ -93,16 +100,15 @@ std::vector<BlobRecord> decode_records(std::span<const std::byte> bytes,
     places->reserve(places->size() + records.size());
   }
   for (auto& record : records) {
-    const auto name = reader.take(reader.u64());
+    const auto name = reader.take(reader.get<std::uint16_t>());
     record.name.assign(reinterpret_cast<const char*>(name.data()), name.size());
-    record.dtype = static_cast<DType>(reader.u64());
-    const auto dimensions = reader.u64();
-    const auto shape = reader.take(dimensions, sizeof(std::uint64_t));
-    record.shape.resize(static_cast<std::size_t>(dimensions));
+    record.dtype = static_cast<DType>(reader.get<std::uint8_t>());
+    const auto shape = reader.take(reader.get<std::uint8_t>(), sizeof(std::uint64_t));
+    record.shape.resize(shape.size() / sizeof(std::uint64_t));
     std::memcpy(record.shape.data(), shape.data(), shape.size());
-    record.xxh64 = reader.u64();
-    const auto offset = reader.u64();
-    const auto packed = reader.u64() != 0;
+    record.xxh64 = reader.get<std::uint64_t>();
+    const auto offset = reader.get<std::uint64_t>();
+    const auto packed = reader.get<std::uint8_t>() != 0;
     if (places != nullptr) {
       places->push_back(BlobPlace{offset, packed});
     }

@@ -19,6 +19,7 @@
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
 #include "fault_injection.hpp"
+#include "h5_objects.hpp"
 #include "integrity_header.hpp"
 #include "regular_file.hpp"
 #include "staging_buffer.hpp"
@@ -55,6 +56,11 @@ std::vector<BlobRecord> describe(const std::vector<BlobView>& blobs) {
   mine.reserve(blobs.size());
   for (const auto& blob : blobs) {
     validate_name(blob.name, "blob name");
+    if (blob.shape.size() > static_cast<std::size_t>(h5::kMaxDimensions)) {
+      throw UsageError("blob '" + blob.name + "' has " + std::to_string(blob.shape.size()) +
+                       " dimensions; a checkpoint holds at most " +
+                       std::to_string(h5::kMaxDimensions));
+    }
     BlobRecord record{blob.name, blob.dtype, blob.shape, 0};
     if (record.byte_size() != blob.bytes.size()) {
       throw UsageError("blob '" + blob.name + "' has " + std::to_string(blob.bytes.size()) +

@@ -113,6 +113,25 @@ TEST_F(PendingCheckpointTest, TheReservationCoversAFileWhoseIndexRowsAreWidenedB
   pending.finish();
 }
 
+TEST_F(PendingCheckpointTest, ABlobOfMoreDimensionsThanAFileHoldsFailsTheSaveOnEveryRank) {
+  auto deep = workspace_of(world);
+  if (world.rank() == world.size() - 1) {
+    deep.put("deep", Blob::of<std::uint8_t>(Shape(33, 1), std::vector<std::uint8_t>{9}));
+  }
+  try {
+    PendingCheckpoint::begin(file, world, header_for(world, 3), blob_views(deep, deep.names()),
+                             std::chrono::seconds(60));
+    ADD_FAILURE() << "begin succeeded on rank " << world.rank();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("blob 'deep' has 33 dimensions; a checkpoint holds at most 32"),
+              std::string::npos)
+        << error.what();
+  }
+  world.barrier();
+  EXPECT_FALSE(std::filesystem::exists(file));
+}
+
 TEST_F(PendingCheckpointTest, AFailedDataStepOnOneRankFailsFinishOnEveryRankAndRemovesTheFile) {
   auto pending = begin();
   {
