@@ -129,9 +129,12 @@ void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
   auto packed = packed_blobs(records);
   auto node_group = create_group(nodes, node);
   auto index_group = create_group(index, node);
+  std::vector<std::uint64_t> sizes;  // each blob's bytes, computed once
+  sizes.reserve(records.size());
   std::uint64_t pack_size = 0;
   for (std::size_t i = 0; i < records.size(); ++i) {
-    pack_size += packed[i] ? records[i].byte_size() : 0;
+    sizes.push_back(records[i].byte_size());
+    pack_size += packed[i] ? sizes.back() : 0;
   }
   std::uint64_t pack_offset = 0;
   if (std::find(packed.begin(), packed.end(), true) != packed.end()) {
@@ -148,7 +151,7 @@ void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
   std::uint64_t pack_used = 0;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& record = records[i];
-    const auto bytes = record.byte_size();
+    const auto bytes = sizes[i];
     std::uint64_t offset = 0;
     if (packed[i]) {
       in_pack[i] = pack_used;
@@ -168,8 +171,7 @@ void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
   }
   write_blob_index(index_group.get(), "blobs", records.size(), [&](std::size_t i) {
     const auto& record = records[i];
-    return IndexRowView{record.name, record.dtype, record.shape,
-                        packed[i],   in_pack[i],   record.byte_size()};
+    return IndexRowView{record.name, record.dtype, record.shape, packed[i], in_pack[i], sizes[i]};
   });
   layout.packed[node] = std::move(packed);
   if (!records.empty()) {
@@ -209,13 +211,15 @@ std::uint64_t checked_byte_size(const BlobRecord& record, std::uint64_t file_byt
 }
 
 std::vector<bool> packed_blobs(const std::vector<BlobRecord>& records) {
-  const auto small = static_cast<std::size_t>(
-      std::count_if(records.begin(), records.end(),
-                    [](const BlobRecord& record) { return record.byte_size() < kPackBelowBytes; }));
   std::vector<bool> packed;
   packed.reserve(records.size());
+  std::size_t small = 0;
   for (const auto& record : records) {
-    packed.push_back(small >= kPackFromCount && record.byte_size() < kPackBelowBytes);
+    packed.push_back(record.byte_size() < kPackBelowBytes);
+    small += packed.back() ? 1 : 0;
+  }
+  if (small < kPackFromCount) {
+    packed.assign(records.size(), false);
   }
   return packed;
 }
