@@ -1,9 +1,12 @@
 #include "checkpoint_index.hpp"
 
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "durable_file.hpp"
+#include "epochrun/errors.hpp"
 #include "json_text.hpp"
 
 namespace epochrun {
@@ -37,23 +40,23 @@ void CheckpointIndex::add(std::int64_t epoch, std::uint64_t bytes) {
       json_text({{"epoch", epoch}, {"file", checkpoint_file_name(epoch)}, {"bytes", bytes}});
 }
 
-std::vector<std::int64_t> CheckpointIndex::remove(const std::vector<std::int64_t>& epochs,
-                                                  std::optional<std::string>& failure) {
-  try {
-    directory_.remove(epochs);
-  } catch (const std::exception& error) {
-    failure = error.what();
-  }
-  // What went is what is no longer there (a failed deletion leaves its epoch committed).
-  std::vector<std::int64_t> gone;
+CheckpointIndex::Retired CheckpointIndex::retire(const std::vector<std::int64_t>& epochs,
+                                                 std::optional<std::string>& failure) {
+  Retired retired;
   for (auto epoch : epochs) {
-    std::error_code error;
-    const auto status = std::filesystem::symlink_status(directory_.file_for(epoch), error);
-    if (status.type() == std::filesystem::file_type::not_found && entries_.erase(epoch) > 0) {
-      gone.push_back(epoch);
+    const auto file = directory_.file_for(epoch);
+    auto temporary = temporary_sibling(file);
+    if (::rename(file.c_str(), temporary.c_str()) == 0) {
+      retired.renamed.emplace_back(epoch, std::move(temporary));
+    } else if (errno != ENOENT) {
+      // A file that could not be retired stays committed.
+      failure = failure.value_or(errno_message("delete " + file.string()));
+      continue;
     }
+    entries_.erase(epoch);
+    retired.gone.push_back(epoch);
   }
-  return gone;
+  return retired;
 }
 
 void CheckpointIndex::write() const {

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "epochrun/checkpoint_directory.hpp"
@@ -26,10 +28,14 @@ class CheckpointIndex {
 
   // Records a commit of `epoch` (replacing an older file of the same epoch).
   void add(std::int64_t epoch, std::uint64_t bytes);
-  // Deletes the files of `epochs` (CheckpointDirectory::remove) and forgets the ones that are
-  // gone; returns those. `failure` gets the error of a file that could not be deleted.
-  std::vector<std::int64_t> remove(const std::vector<std::int64_t>& epochs,
-                                   std::optional<std::string>& failure);
+  struct Retired {
+    std::vector<std::int64_t> gone;  // renamed away, or absent already
+    std::vector<std::pair<std::int64_t, std::filesystem::path>> renamed;  // epoch, its new name
+  };
+  // Takes the checkpoints of `epochs` out of the directory: renames each file to a temporary
+  // name (quick; the caller deletes those, see BackgroundRemoval) and forgets it. `failure`
+  // gets the first error of a file that stays.
+  Retired retire(const std::vector<std::int64_t>& epochs, std::optional<std::string>& failure);
 
   // Replaces index.json with the epochs known here (temporary file, fsync, rename): the
   // entries' text is kept from their commit, so this is one write of the file.

@@ -229,6 +229,10 @@ CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header,
   }
   layout.user_block_size = user_block_size_for(max_extents);
   auto fapl = file_access();
+  // Large datasets start on a page (relative to the user block, itself whole pages), so that
+  // a background write can send them with direct I/O.
+  h5::check(H5Pset_alignment(fapl.get(), kAlignDatasetsFrom, kDirectIoAlignment),
+            "set the alignment");
   Handle fcpl(H5Pcreate(H5P_FILE_CREATE), "create file creation list");
   h5::check(H5Pset_userblock(fcpl.get(), layout.user_block_size), "reserve the user block");
   Handle file(H5Fcreate(descriptor_path(fd).c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),

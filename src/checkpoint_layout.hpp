@@ -17,6 +17,7 @@
 
 #include "epochrun/checkpoint_format.hpp"
 #include "integrity_header.hpp"
+#include "staging_buffer.hpp"
 
 namespace epochrun {
 
@@ -34,6 +35,9 @@ struct CheckpointLayout {
   // The raw-data extents, sorted: what the integrity header records.
   std::vector<DataExtent> extents;
 };
+
+// Datasets from this size start on a kDirectIoAlignment boundary in the file.
+inline constexpr std::uint64_t kAlignDatasetsFrom = 1 << 20;
 
 // Blobs under this size share their node's pack when the node has at least kPackFromCount of
 // them (docs/FORMAT.md, "Packed blobs").

@@ -23,6 +23,7 @@
 #include "epochrun/run_summary.hpp"
 #include "epochrun/workspace.hpp"
 #include "post_commit_steps.hpp"
+#include "staging_buffer.hpp"
 
 namespace epochrun {
 
@@ -70,7 +71,8 @@ class CheckpointSaver {
   CheckpointHeader header_for(std::int64_t epoch) const;
   // Agreed: whether every rank's snapshot of `bytes` fits --async-max-staging-mib.
   bool staging_fits(std::uint64_t bytes) const;
-  // Copies the blobs into staging_ and returns views of the copies.
+  // Copies the blobs into staging_, hashing them as they are copied, and returns views of the
+  // copies (their xxh64 set, direct I/O allowed).
   std::vector<BlobView> snapshot(const Workspace& workspace);
   // Records the commit `stats` describe and runs the post-commit steps; fills outcome.
   void committed(const SaveStats& stats, SaveOutcome& outcome, RunSummary& summary);
@@ -87,7 +89,7 @@ class CheckpointSaver {
   std::optional<std::int64_t> last_committed_;  // by this run, or the epoch it resumed from
   std::chrono::steady_clock::time_point last_commit_time_ = std::chrono::steady_clock::now();
 
-  std::vector<std::vector<std::byte>> staging_;  // the snapshot of the save in flight
+  std::vector<StagingBuffer> staging_;  // the snapshot of the save in flight
   std::optional<DirectorySave> in_flight_;
   SaveOutcome in_flight_outcome_;
   std::chrono::steady_clock::time_point in_flight_started_;

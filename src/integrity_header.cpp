@@ -17,7 +17,11 @@ namespace {
 constexpr char kMagic[] = "EPOCHRUN-CKPT-INTEGRITY\n";  // 24 bytes, no terminator stored
 constexpr std::size_t kMagicSize = sizeof(kMagic) - 1;
 constexpr std::size_t kFixedSize = kMagicSize + 5 * 8;  // magic + 5 u64 fields
+// The smallest user block HDF5 allows, which files written before 23 November 2026 have.
 constexpr std::uint64_t kMinUserBlockSize = 512;
+// What saves now write at least: a whole page, so that the HDF5 part of the file starts
+// page-aligned and so do the large datasets HDF5 aligns within it (direct I/O writes them).
+constexpr std::uint64_t kMinWrittenUserBlockSize = 4096;
 
 void put_u64(std::vector<std::byte>& out, std::uint64_t value) {
   for (int i = 0; i < 8; ++i) {
@@ -61,7 +65,7 @@ std::uint64_t hash_metadata(int fd, const IntegrityHeader& header, const std::st
 
 std::uint64_t user_block_size_for(std::size_t extent_count) {
   const std::uint64_t needed = kFixedSize + 16 * static_cast<std::uint64_t>(extent_count) + 8;
-  std::uint64_t size = kMinUserBlockSize;
+  std::uint64_t size = kMinWrittenUserBlockSize;
   while (size < needed) {
     size *= 2;
   }

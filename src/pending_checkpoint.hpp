@@ -17,6 +17,7 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +37,13 @@ struct BlobView {
   DType dtype = DType::kU8;
   Shape shape;
   std::span<const std::byte> bytes;
+  // The bytes' xxh64 when it was computed already (the async snapshot hashes while it copies);
+  // otherwise write_data computes it while the bytes stream.
+  std::optional<std::uint64_t> xxh64;
+  // A private, page-aligned copy: write_data may write it with direct I/O (O_DIRECT), which
+  // costs the CPUs almost nothing but is slower to finish on a shared file than the page cache
+  // with early writeback, so it is for background writes only.
+  bool direct = false;
 };
 
 // Views of `names` in `workspace`, in that order (UsageError naming a missing blob).

@@ -21,6 +21,7 @@ PostCommitSteps::PostCommitSteps(const Communicator& comm, const RunOptions& opt
     if (const int stale = directory.remove_stale_temporaries(); stale > 0) {
       spdlog::info("removed {} temporary file(s) of an interrupted save", stale);
     }
+    removal_.emplace(directory.path());
     index_.emplace(std::move(directory), std::move(job));
   });
 }
@@ -107,11 +108,17 @@ void PostCommitSteps::delete_checkpoints(Choose&& choose, const std::string& why
   std::vector<std::int64_t> deleted;
   if (index_) {
     std::optional<std::string> failure;
-    deleted = index_->remove(choose(*index_), failure);
+    auto retired = index_->retire(choose(*index_), failure);
+    deleted = std::move(retired.gone);
     try {
       index_->write();
     } catch (const std::exception& error) {
       failure = failure.value_or(error.what());
+    }
+    // Only now: freeing the files' blocks stalls the file system's journal, which the index's
+    // fsyncs would then wait for.
+    for (auto& [epoch, file] : retired.renamed) {
+      removal_->remove(epoch, std::move(file));
     }
     if (failure) {
       spdlog::warn("{}: {}", why, *failure);

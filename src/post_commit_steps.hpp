@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "background_removal.hpp"
 #include "checkpoint_index.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/job_runner.hpp"
@@ -41,6 +42,9 @@ class PostCommitSteps {
 
   const Communicator& comm_;
   const RunOptions& options_;
+  // Rank 0 with a directory: deletes what retention and delete_all retire, off the job's
+  // thread; destroyed (waiting for the last deletion) with this.
+  std::optional<BackgroundRemoval> removal_;
   std::optional<CheckpointIndex> index_;
 };
 

@@ -51,6 +51,14 @@ FileDescriptor open_regular_file_for_writing(const std::filesystem::path& file) 
   return fd;
 }
 
+FileDescriptor open_for_direct_writing(const std::filesystem::path& file) {
+  FileDescriptor fd(::open(file.c_str(), O_WRONLY | O_DIRECT | kSafeOpenFlags));
+  if (fd.valid() && !is_regular(fd.get())) {
+    return FileDescriptor(-1);
+  }
+  return fd;
+}
+
 FileDescriptor create_new_file(const std::filesystem::path& file) {
   FileDescriptor fd(::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | kSafeOpenFlags, 0644));
   // The umask can only narrow 0644; fchmod makes it exactly 0644 (readable by the readers of

@@ -26,6 +26,9 @@ FileDescriptor open_regular_file_for_reading(const std::filesystem::path& file);
 // Write-only, for a file this run created. Throws Error when it cannot be opened or is not a
 // regular file.
 FileDescriptor open_regular_file_for_writing(const std::filesystem::path& file);
+// The same with O_DIRECT; an invalid descriptor when the file system does not do direct I/O
+// (tmpfs on older kernels, some FUSE file systems) or the file is not a regular file.
+FileDescriptor open_for_direct_writing(const std::filesystem::path& file);
 
 // Creates `file`, which must not exist (O_EXCL, never through a symlink), read-write, with mode
 // 0644 from its first instant: under no umask can another user open it for writing. Throws

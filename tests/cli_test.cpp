@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "durable_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "launch.hpp"
@@ -463,6 +464,42 @@ TEST_F(Cli, RetentionFlagsAndDeleteOnSuccess) {
   ASSERT_EQ(backup.exit_code, 0) << backup.err;
   // The checkpoints go; the run history and the metrics stay.
   EXPECT_EQ(list_directory(cwd_ / "B"), (std::vector<std::string>{"metrics.jsonl", "runs.jsonl"}));
+}
+
+// Retention renames a retired checkpoint away and deletes it on a thread of its own: the job
+// goes on while the deletion of epoch 0 is held (EPOCHRUN_FAULT=remove@0:0:WAIT), and the run
+// ends only once it is done. When the job's own thread deleted the files, holding that deletion
+// held the job (epoch 4 never came within the bound).
+TEST_F(Cli, RetentionDeletesOffTheJobsThreadAndTheRunWaitsForIt) {
+  auto environment = with_fault("remove@0:0:WAIT");
+  environment["EPOCHRUN_FAULT_RELEASE"] = (cwd_ / "release").string();
+  ChildProcess job(epochrun_on_ranks(3, {"run", "--job", "sum_pipeline", "--checkpoint-dir", "D",
+                                         "--keep-last", "1", "--summary-json", "s.json"}),
+                   cwd_.path(), environment);
+  const auto retired_epoch_0 = [&] {
+    for (const auto& name : list_directory(cwd_ / "D")) {
+      if (temporary_target(name) == std::optional<std::string>("epoch-000000.h5")) {
+        return true;
+      }
+    }
+    return false;
+  };
+  bool last_committed_while_held = false;
+  for (int polls = 0; polls < 2000 && !last_committed_while_held; ++polls) {
+    last_committed_while_held =
+        std::filesystem::exists(cwd_ / "D" / "epoch-000004.h5") && retired_epoch_0();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(last_committed_while_held)
+      << "epoch 4 was not committed within 20 s while the deletion of epoch 0 was held";
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "D" / "epoch-000000.h5"));
+  write_file(cwd_ / "release", "");
+  const auto ended = job.wait(120);
+  ASSERT_TRUE(ended.has_value()) << "the job did not end";
+  EXPECT_EQ(ended->exit_code, 0) << ended->err;
+  EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({0, 1, 2, 3}));
+  EXPECT_EQ(list_directory(cwd_ / "D"), (std::vector<std::string>{"epoch-000004.h5", "index.json",
+                                                                  "metrics.jsonl", "runs.jsonl"}));
 }
 
 // Issue 7 item 11: with the upload failed, deleting the checkpoints would leave the job's final

@@ -11,25 +11,25 @@ IntegrityHeader sample() {
   header.user_block_size = user_block_size_for(2);
   header.file_size = 10000;
   header.metadata_xxh64 = 0x0123456789abcdefULL;
-  header.extents = {{1024, 80}, {4096, 8}};
+  header.extents = {{4096, 80}, {8192, 8}};
   return header;
 }
 
 TEST(IntegrityHeader, RoundTrips) {
   const auto header = sample();
   const auto bytes = encode_integrity_header(header);
-  EXPECT_EQ(bytes.size(), 512u);
+  EXPECT_EQ(bytes.size(), 4096u);
   const auto decoded = decode_integrity_header(bytes, 10000);
   EXPECT_EQ(decoded.user_block_size, header.user_block_size);
   EXPECT_EQ(decoded.metadata_xxh64, header.metadata_xxh64);
   ASSERT_EQ(decoded.extents.size(), 2u);
-  EXPECT_EQ(decoded.extents[1].offset, 4096u);
+  EXPECT_EQ(decoded.extents[1].offset, 8192u);
 }
 
 TEST(IntegrityHeader, UserBlockGrowsInPowersOfTwo) {
-  EXPECT_EQ(user_block_size_for(0), 512u);
-  EXPECT_EQ(user_block_size_for(27), 512u);
-  EXPECT_EQ(user_block_size_for(28), 1024u);
+  EXPECT_EQ(user_block_size_for(0), 4096u);
+  EXPECT_EQ(user_block_size_for(251), 4096u);
+  EXPECT_EQ(user_block_size_for(252), 8192u);
   EXPECT_EQ(user_block_size_for(10000), 262144u);
 }
 

@@ -96,6 +96,8 @@ TEST_F(PendingCheckpointTest, ASaveDroppedBeforeFinishLeavesNoFile) {
     auto pending = begin();
     world.barrier();
     EXPECT_TRUE(std::filesystem::exists(file));
+    // Every rank looked before rank 0 drops it (and removes the file).
+    world.barrier();
   }
   world.barrier();
   EXPECT_FALSE(std::filesystem::exists(file));

@@ -258,7 +258,9 @@ nlohmann::json measure_commit_cost(const Communicator& comm, const fs::path& dir
     std::vector<std::int64_t> added(static_cast<std::size_t>(commits));
     std::iota(added.begin(), added.end(), from.epochs);
     std::optional<std::string> failure;
-    from.index->remove(added, failure);
+    for (const auto& renamed : from.index->retire(added, failure).renamed) {
+      std::filesystem::remove(renamed.second);
+    }
     if (failure) {
       throw Error(*failure);
     }

@@ -1,0 +1,63 @@
+#include "background_removal.hpp"
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "durable_file.hpp"
+#include "fault_injection.hpp"
+
+namespace epochrun {
+
+BackgroundRemoval::BackgroundRemoval(std::filesystem::path directory)
+    : directory_(std::move(directory)), worker_([this] { work(); }) {}
+
+BackgroundRemoval::~BackgroundRemoval() {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  worker_.join();
+}
+
+void BackgroundRemoval::remove(std::int64_t epoch, std::filesystem::path file) {
+  {
+    const std::lock_guard lock(mutex_);
+    queue_.emplace_back(epoch, std::move(file));
+  }
+  wake_.notify_one();
+}
+
+void BackgroundRemoval::work() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) {
+      return;  // stopping, and nothing left to delete
+    }
+    while (!queue_.empty()) {
+      const auto [epoch, file] = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      fault_point("remove", epoch);
+      if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
+        spdlog::warn("could not delete {} (the retired checkpoint of epoch {}): {}", file.string(),
+                     epoch, std::strerror(errno));
+      }
+      lock.lock();
+    }
+    lock.unlock();
+    try {
+      fsync_directory(directory_);
+    } catch (const std::exception& error) {
+      spdlog::warn("after deleting retired checkpoints: {}", error.what());
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace epochrun
