@@ -1,7 +1,5 @@
 #include "epochrun/blob.hpp"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <limits>
 

@@ -18,13 +18,15 @@ using Shape = std::vector<std::uint64_t>;
 
 namespace detail {
 // Zeroed memory that is not touched when it is allocated (calloc: fresh pages from the kernel
-// are zero already), with transparent huge pages asked for large buffers; freed with release.
+// are zero already); freed with release. No transparent huge pages are asked for: on a virtual
+// machine that reports free memory to its host, they made a load after a pause several times
+// slower (docs/benchmarks.md, "Loads against the h5py peer").
 void* allocate_zeroed(std::size_t bytes);
 void release(void* memory) noexcept;
 
 // A blob's storage allocator: a blob that a load is about to overwrite costs no zero-fill pass
-// over its memory, and its page faults are a 512th as many (on a virtual machine the faults of
-// fresh memory can cost more than reading the bytes from the page cache).
+// over its memory, only the page faults of fresh memory (on a virtual machine they can cost more
+// than reading the bytes from the page cache).
 template <typename T>
 struct ZeroedAllocator {
   using value_type = T;

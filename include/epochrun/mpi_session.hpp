@@ -8,8 +8,8 @@ class MpiSession {
   // Initialises MPI at MPI_THREAD_FUNNELED (Error when MPI provides less). Also selects ROMIO as
   // Open MPI's MPI-IO component unless OMPI_MCA_io is already set: Open MPI 4.x's default (OMPIO,
   // fcoll vulcan) is known to hang parallel-HDF5 collective writes in which some ranks have nothing
-  // to write -- which is how a checkpoint that stores each node's blobs in its own datasets writes.
-  // See docs/FORMAT.md.
+  // to write. Checkpoints make no MPI-IO call (POSIX I/O at the offsets HDF5 laid out); a job's
+  // own tasks may. See docs/FORMAT.md, "MPI and HDF5 settings".
   MpiSession(int& argc, char**& argv);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
