@@ -36,7 +36,8 @@ def _read_v2(f, node):
         name = row["name"].decode()
         if row["packed"]:
             data = pack[row["offset"]:row["offset"] + row["size"]]
-            blobs[name] = data.view(NUMPY[row["dtype"].decode()]).reshape(tuple(row["shape"]))
+            shape = tuple(row["shape"][:row["ndim"]])
+            blobs[name] = data.view(NUMPY[row["dtype"].decode()]).reshape(shape)
         else:
             blobs[name] = f[f"nodes/{node}/{name}"][()]
     return blobs

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
-#include <set>
+#include <string_view>
 
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
@@ -15,167 +16,277 @@ namespace {
 
 using h5::Handle;
 
-// One row as HDF5 reads and writes it in memory.
-struct MemoryRow {
-  char* name;
-  char* dtype;
-  hvl_t shape;  // of std::uint64_t
-  std::uint8_t packed;
-  std::uint64_t offset;
-  std::uint64_t size;
-};
+// Rows are written and read as the file stores them: little-endian, packed.
+static_assert(std::endian::native == std::endian::little,
+              "blob index rows are built as little-endian bytes");
 
-constexpr std::array<const char*, 6> kColumns = {"name",   "dtype",  "shape",
-                                                 "packed", "offset", "size"};
+// Only fixed-size columns: a variable-length string or shape is one object in HDF5's global
+// heap per row, which made 10,000 rows cost more than the blobs' own bytes.
+enum Column : std::size_t { kName, kDType, kNdim, kShape, kPacked, kOffset, kSize, kColumnCount };
+constexpr std::array<const char*, kColumnCount> kColumns = {"name",   "dtype",  "ndim", "shape",
+                                                            "packed", "offset", "size"};
+// "bytes", the longest dtype name.
+constexpr std::size_t kDTypeWidth = 5;
 
-Handle string_type() {
-  Handle type(H5Tcopy(H5T_C_S1), "copy string type");
-  h5::check(H5Tset_size(type.get(), H5T_VARIABLE), "set string size");
-  h5::check(H5Tset_cset(type.get(), H5T_CSET_UTF8), "set string charset");
-  return type;
-}
+// The widths of a table's variable columns and where each column lies in a row.
+struct RowShape {
+  std::size_t name_width = 1;  // bytes of the name column: the longest name, NUL-padded
+  std::size_t dtype_width = kDTypeWidth;
+  std::size_t shape_width = 1;  // dimensions in the shape column: the most any row has
+  std::array<std::size_t, kColumnCount> offsets{};
+  std::size_t size = 0;
 
-// The compound type with the columns in order, of `uint64` and `uint8` integers, either
-// packed (the file's) or at MemoryRow's offsets.
-Handle row_type(hid_t uint64, hid_t uint8, bool in_memory) {
-  auto string = string_type();
-  Handle shape(H5Tvlen_create(uint64), "create shape type");
-  const std::array<hid_t, 6> members = {string.get(), string.get(), shape.get(),
-                                        uint8,        uint64,       uint64};
-  const std::array<std::size_t, 6> memory_offsets = {
-      offsetof(MemoryRow, name),   offsetof(MemoryRow, dtype),  offsetof(MemoryRow, shape),
-      offsetof(MemoryRow, packed), offsetof(MemoryRow, offset), offsetof(MemoryRow, size)};
-  std::size_t packed_size = 0;
-  for (auto member : members) {
-    packed_size += H5Tget_size(member);
+  // Wide enough for a row of this name and shape.
+  void widen_to(std::string_view name, std::span<const std::uint64_t> dimensions) {
+    name_width = std::max(name_width, name.size());
+    shape_width = std::max(shape_width, dimensions.size());
   }
-  Handle type(H5Tcreate(H5T_COMPOUND, in_memory ? sizeof(MemoryRow) : packed_size),
-              "create index row type");
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    h5::check(H5Tinsert(type.get(), kColumns[i], in_memory ? memory_offsets[i] : at, members[i]),
-              "build index row type");
-    at += H5Tget_size(members[i]);
-  }
-  return type;
-}
 
-// What H5Dread allocated for the rows' strings and shapes, given back on every path.
-class ReclaimRows {
- public:
-  ReclaimRows(hid_t type, hid_t space, std::vector<MemoryRow>& rows)
-      : type_(type), space_(space), rows_(rows) {}
-  ~ReclaimRows() { H5Dvlen_reclaim(type_, space_, H5P_DEFAULT, rows_.data()); }
-  ReclaimRows(const ReclaimRows&) = delete;
-  ReclaimRows& operator=(const ReclaimRows&) = delete;
-
- private:
-  hid_t type_;
-  hid_t space_;
-  std::vector<MemoryRow>& rows_;
-};
-
-void check_columns(hid_t dataset, const std::string& what) {
-  Handle type(H5Dget_type(dataset), "get type of " + what);
-  if (H5Tget_class(type.get()) != H5T_COMPOUND ||
-      H5Tget_nmembers(type.get()) != static_cast<int>(kColumns.size())) {
-    throw CorruptCheckpoint(what + " is not a blob index (a table of the columns " +
-                            "name, dtype, shape, packed, offset, size)");
-  }
-  for (const auto* column : kColumns) {
-    if (H5Tget_member_index(type.get(), column) < 0) {
-      H5Eclear2(H5E_DEFAULT);
-      throw CorruptCheckpoint(what + " has no column '" + column + "'");
+  void place_columns() {
+    const std::array<std::size_t, kColumnCount> sizes = {
+        name_width, dtype_width, 1, 8 * shape_width, 1, 8, 8};
+    size = 0;
+    for (std::size_t i = 0; i < kColumnCount; ++i) {
+      offsets[i] = size;
+      size += sizes[i];
     }
   }
+};
+
+Handle string_type(std::size_t width) {
+  Handle type(H5Tcopy(H5T_C_S1), "copy string type");
+  h5::check(H5Tset_size(type.get(), width), "set string size");
+  h5::check(H5Tset_strpad(type.get(), H5T_STR_NULLPAD), "set string padding");
+  return type;
 }
 
-IndexRow row_from_memory(const MemoryRow& row, const std::string& what) {
+// The packed compound of a row shaped `shape`, with `uint64`/`uint8` integers (the file's
+// little-endian ones or the native ones) and `name`/`dtype` string types.
+Handle row_type(const RowShape& shape, hid_t name, hid_t dtype, hid_t uint64, hid_t uint8) {
+  const hsize_t dimensions = shape.shape_width;
+  Handle dims(H5Tarray_create2(uint64, 1, &dimensions), "create shape type");
+  const std::array<hid_t, kColumnCount> members = {name,  dtype,  uint8, dims.get(),
+                                                   uint8, uint64, uint64};
+  Handle type(H5Tcreate(H5T_COMPOUND, shape.size), "create index row type");
+  for (std::size_t i = 0; i < kColumnCount; ++i) {
+    h5::check(H5Tinsert(type.get(), kColumns[i], shape.offsets[i], members[i]),
+              "build index row type");
+  }
+  return type;
+}
+
+void put(std::byte* row, std::size_t offset, std::uint64_t value) {
+  std::memcpy(row + offset, &value, sizeof value);
+}
+
+std::uint64_t get(const std::byte* row, std::size_t offset) {
+  std::uint64_t value = 0;
+  std::memcpy(&value, row + offset, sizeof value);
+  return value;
+}
+
+// A fixed, NUL-padded string column's text.
+std::string_view text(const std::byte* row, std::size_t offset, std::size_t width) {
+  const auto* begin = reinterpret_cast<const char*>(row + offset);
+  return {begin, static_cast<std::size_t>(std::find(begin, begin + width, '\0') - begin)};
+}
+
+std::string not_an_index(const std::string& what, const std::string& why) {
+  return what + " is not a blob index (a table of the columns name, dtype, ndim, shape, " +
+         "packed, offset, size): " + why;
+}
+
+// The member `column` of a compound `type`, which must exist.
+Handle member(hid_t type, Column column, const std::string& what) {
+  const int at = H5Tget_member_index(type, kColumns[column]);
+  if (at < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw CorruptCheckpoint(
+        not_an_index(what, std::string("no column '") + kColumns[column] + "'"));
+  }
+  return Handle(H5Tget_member_type(type, static_cast<unsigned>(at)), "get column of " + what);
+}
+
+bool is_uint(hid_t type, std::size_t size) {
+  return H5Tget_class(type) == H5T_INTEGER && H5Tget_sign(type) == H5T_SGN_NONE &&
+         H5Tget_size(type) == size;
+}
+
+// A fixed NUL-padded string column of at most `max_width` bytes: its width.
+std::size_t string_width(hid_t type, Column column, std::size_t max_width,
+                         const std::string& what) {
+  const bool fixed = H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) == 0 &&
+                     H5Tget_strpad(type) == H5T_STR_NULLPAD;
+  const auto width = fixed ? H5Tget_size(type) : 0;
+  if (width < 1 || width > max_width) {
+    throw CorruptCheckpoint(not_an_index(what, std::string("its column '") + kColumns[column] +
+                                                   "' is not a NUL-padded string of 1 to " +
+                                                   std::to_string(max_width) + " bytes"));
+  }
+  return width;
+}
+
+// The table's row shape, from its type: exactly the columns write_blob_index writes, of its
+// types (strings: any width up to the limits, NUL-padded; the shape: 1 to kMaxDimensions).
+RowShape check_columns(hid_t dataset, const std::string& what) {
+  Handle type(H5Dget_type(dataset), "get type of " + what);
+  if (H5Tget_class(type.get()) != H5T_COMPOUND ||
+      H5Tget_nmembers(type.get()) != static_cast<int>(kColumnCount)) {
+    throw CorruptCheckpoint(not_an_index(what, "not a table of exactly these columns"));
+  }
+  RowShape shape;
+  shape.name_width =
+      string_width(member(type.get(), kName, what).get(), kName, kMaxNameLength, what);
+  shape.dtype_width =
+      string_width(member(type.get(), kDType, what).get(), kDType, kDTypeWidth, what);
+  const auto dims = member(type.get(), kShape, what);
+  hsize_t width = 0;
+  const bool shape_ok = H5Tget_class(dims.get()) == H5T_ARRAY &&
+                        H5Tget_array_ndims(dims.get()) == 1 &&
+                        H5Tget_array_dims2(dims.get(), &width) == 1 && width >= 1 &&
+                        width <= static_cast<hsize_t>(h5::kMaxDimensions) &&
+                        is_uint(Handle(H5Tget_super(dims.get()), "get shape base type").get(), 8);
+  if (!shape_ok) {
+    throw CorruptCheckpoint(not_an_index(what, "its column 'shape' is not an array of 1 to " +
+                                                   std::to_string(h5::kMaxDimensions) + " uint64"));
+  }
+  shape.shape_width = static_cast<std::size_t>(width);
+  for (auto column : {kNdim, kPacked, kOffset, kSize}) {
+    if (!is_uint(member(type.get(), column, what).get(),
+                 column == kOffset || column == kSize ? 8 : 1)) {
+      throw CorruptCheckpoint(not_an_index(what, std::string("its column '") + kColumns[column] +
+                                                     "' is not an unsigned integer of its size"));
+    }
+  }
+  shape.place_columns();
+  return shape;
+}
+
+IndexRow row_from_bytes(const std::byte* row, const RowShape& shape, const std::string& what) {
   IndexRow out;
-  out.name = row.name != nullptr ? row.name : "";
+  out.name = text(row, shape.offsets[kName], shape.name_width);
   try {
     validate_name(out.name, "blob name");
-    out.dtype = parse_dtype(row.dtype != nullptr ? row.dtype : "");
+    out.dtype = parse_dtype(text(row, shape.offsets[kDType], shape.dtype_width));
   } catch (const UsageError& error) {
     throw CorruptCheckpoint(what + ": " + error.what());
   }
-  if (row.shape.len > static_cast<std::size_t>(h5::kMaxDimensions)) {
-    throw CorruptCheckpoint(what + ": blob '" + out.name + "' has more than " +
-                            std::to_string(h5::kMaxDimensions) + " dimensions");
+  const auto ndim = static_cast<std::size_t>(row[shape.offsets[kNdim]]);
+  if (ndim > shape.shape_width) {
+    throw CorruptCheckpoint(what + ": blob '" + out.name + "' has " + std::to_string(ndim) +
+                            " dimensions in a shape column of " +
+                            std::to_string(shape.shape_width));
   }
-  const auto* dims = static_cast<const std::uint64_t*>(row.shape.p);
-  out.shape.assign(dims, dims + row.shape.len);
-  out.packed = row.packed != 0;
-  out.offset = row.offset;
-  out.size = row.size;
+  out.shape.resize(ndim);
+  for (std::size_t i = 0; i < ndim; ++i) {
+    out.shape[i] = get(row, shape.offsets[kShape] + 8 * i);
+  }
+  out.packed = row[shape.offsets[kPacked]] != std::byte{0};
+  out.offset = get(row, shape.offsets[kOffset]);
+  out.size = get(row, shape.offsets[kSize]);
   return out;
+}
+
+void refuse_duplicates(const std::vector<IndexRow>& rows, const std::string& what) {
+  const auto by_name = [](const IndexRow& a, const IndexRow& b) { return a.name < b.name; };
+  // Rows in strictly increasing name order (a workspace's order) have no duplicate: one pass.
+  if (std::adjacent_find(rows.begin(), rows.end(), [&](const IndexRow& a, const IndexRow& b) {
+        return !by_name(a, b);
+      }) == rows.end()) {
+    return;
+  }
+  std::vector<std::string_view> names;
+  names.reserve(rows.size());
+  for (const auto& row : rows) {
+    names.emplace_back(row.name);
+  }
+  std::sort(names.begin(), names.end());
+  const auto twice = std::adjacent_find(names.begin(), names.end());
+  if (twice != names.end()) {
+    throw CorruptCheckpoint(what + " lists blob '" + std::string(*twice) + "' twice");
+  }
 }
 
 }  // namespace
 
-void write_blob_index(hid_t group, const char* name, const std::vector<IndexRow>& rows) {
+std::uint64_t blob_index_bytes(const std::vector<BlobRecord>& records) {
+  RowShape shape;
+  for (const auto& record : records) {
+    shape.widen_to(record.name, record.shape);
+  }
+  shape.place_columns();
+  return shape.size * records.size();
+}
+
+void write_blob_index(hid_t group, const char* name, std::size_t count,
+                      const std::function<IndexRowView(std::size_t)>& row) {
   const std::string what = std::string("blob index ") + name;
-  auto file_type = row_type(H5T_STD_U64LE, H5T_STD_U8LE, false);
-  auto memory_type = row_type(H5T_NATIVE_UINT64, H5T_NATIVE_UINT8, true);
-  hsize_t count = rows.size();
-  Handle space(H5Screate_simple(1, &count, nullptr), "create space of " + what);
+  RowShape shape;
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto view = row(i);
+    shape.widen_to(view.name, view.shape);
+  }
+  shape.place_columns();
+  std::vector<std::byte> bytes(count * shape.size);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto view = row(i);
+    auto* at = bytes.data() + i * shape.size;
+    std::memcpy(at + shape.offsets[kName], view.name.data(), view.name.size());
+    const auto dtype = dtype_name(view.dtype);
+    std::memcpy(at + shape.offsets[kDType], dtype.data(), dtype.size());
+    at[shape.offsets[kNdim]] = static_cast<std::byte>(view.shape.size());
+    std::memcpy(at + shape.offsets[kShape], view.shape.data(), 8 * view.shape.size());
+    at[shape.offsets[kPacked]] = static_cast<std::byte>(view.packed ? 1 : 0);
+    put(at, shape.offsets[kOffset], view.offset);
+    put(at, shape.offsets[kSize], view.size);
+  }
+  auto name_type = string_type(shape.name_width);
+  auto dtype_type = string_type(shape.dtype_width);
+  // The bytes are the file's: written without conversion.
+  auto type = row_type(shape, name_type.get(), dtype_type.get(), H5T_STD_U64LE, H5T_STD_U8LE);
+  hsize_t rows = count;
+  Handle space(H5Screate_simple(1, &rows, nullptr), "create space of " + what);
   Handle dataset(
-      H5Dcreate2(group, name, file_type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dcreate2(group, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
       "create " + what);
-  if (rows.empty()) {
-    return;
+  if (count > 0) {
+    h5::check(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
+              "write " + what);
   }
-  std::vector<std::string> dtypes;
-  dtypes.reserve(rows.size());
-  std::vector<MemoryRow> memory(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& row = rows[i];
-    dtypes.emplace_back(dtype_name(row.dtype));
-    // HDF5 only reads through these pointers on a write.
-    memory[i] = MemoryRow{const_cast<char*>(row.name.c_str()),
-                          const_cast<char*>(dtypes.back().c_str()),
-                          hvl_t{row.shape.size(), const_cast<std::uint64_t*>(row.shape.data())},
-                          static_cast<std::uint8_t>(row.packed ? 1 : 0),
-                          row.offset,
-                          row.size};
-  }
-  h5::check(
-      H5Dwrite(dataset.get(), memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, memory.data()),
-      "write " + what);
 }
 
 std::vector<IndexRow> read_blob_index(hid_t dataset, const std::string& what,
                                       std::uint64_t file_bytes) {
   h5::check_storage(dataset, what);
-  check_columns(dataset, what);
-  const auto shape = h5::shape_of(dataset, what);
-  if (shape.size() != 1) {
+  const auto shape = check_columns(dataset, what);
+  const auto dimensions = h5::shape_of(dataset, what);
+  if (dimensions.size() != 1) {
     throw CorruptCheckpoint(what + " is not a one-dimensional table");
   }
   // Every row takes more than 8 bytes of the file: nothing a crafted count says makes us
   // allocate more than the file justifies.
-  if (shape[0] > file_bytes / 8) {
-    throw CorruptCheckpoint(what + " claims " + std::to_string(shape[0]) +
+  if (dimensions[0] > file_bytes / 8) {
+    throw CorruptCheckpoint(what + " claims " + std::to_string(dimensions[0]) +
                             " rows, more than the file can hold");
   }
-  std::vector<MemoryRow> memory(static_cast<std::size_t>(shape[0]));
   std::vector<IndexRow> rows;
-  if (memory.empty()) {
+  if (dimensions[0] == 0) {
     return rows;
   }
-  auto memory_type = row_type(H5T_NATIVE_UINT64, H5T_NATIVE_UINT8, true);
-  Handle space(H5Dget_space(dataset), "get space of " + what);
-  ReclaimRows reclaim(memory_type.get(), space.get(), memory);  // also after a partial read
-  h5::check(H5Dread(dataset, memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, memory.data()),
+  std::vector<std::byte> bytes(static_cast<std::size_t>(dimensions[0]) * shape.size);
+  // Strings as the file has them (HDF5 does not convert between character sets); integers
+  // native. For the files epochrun writes, this is the file's own type: no conversion.
+  Handle file_type(H5Dget_type(dataset), "get type of " + what);
+  auto type =
+      row_type(shape, member(file_type.get(), kName, what).get(),
+               member(file_type.get(), kDType, what).get(), H5T_NATIVE_UINT64, H5T_NATIVE_UINT8);
+  h5::check(H5Dread(dataset, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
             "read " + what);
-  rows.reserve(memory.size());
-  std::set<std::string_view> names;
-  for (const auto& row : memory) {
-    rows.push_back(row_from_memory(row, what));
-    if (!names.insert(rows.back().name).second) {
-      throw CorruptCheckpoint(what + " lists blob '" + rows.back().name + "' twice");
-    }
+  rows.reserve(static_cast<std::size_t>(dimensions[0]));
+  for (std::size_t at = 0; at < bytes.size(); at += shape.size) {
+    rows.push_back(row_from_bytes(bytes.data() + at, shape, what));
   }
+  refuse_duplicates(rows, what);
   return rows;
 }
 

@@ -6,10 +6,14 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "epochrun/blob.hpp"
+#include "epochrun/checkpoint_format.hpp"
 
 namespace epochrun {
 
@@ -22,8 +26,24 @@ struct IndexRow {
   std::uint64_t size = 0;    // bytes
 };
 
-// Creates the index dataset `name` in `group` holding `rows`. Throws Hdf5Error.
-void write_blob_index(hid_t group, const char* name, const std::vector<IndexRow>& rows);
+// What write_blob_index writes of a row: an IndexRow's fields, viewed where they already are.
+struct IndexRowView {
+  std::string_view name;
+  DType dtype = DType::kU8;
+  std::span<const std::uint64_t> shape;
+  bool packed = false;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+};
+
+// Creates the index dataset `name` in `group` holding `count` rows, row i being row(i) (called
+// twice per row: nothing is copied into an intermediate table). Throws Hdf5Error.
+void write_blob_index(hid_t group, const char* name, std::size_t count,
+                      const std::function<IndexRowView(std::size_t)>& row);
+
+// The bytes of the index write_blob_index writes for `records` (its rows: the longest name and
+// the most dimensions set every row's width), for the estimate of a file's size.
+std::uint64_t blob_index_bytes(const std::vector<BlobRecord>& records);
 
 // Reads an index dataset of an untrusted file of `file_bytes` bytes: CorruptCheckpoint naming
 // `what` when it is not a table of exactly the columns write_blob_index writes, or claims more

@@ -8,27 +8,52 @@
 namespace epochrun {
 namespace {
 
-// Per record: u64 name length, the name, u64 dtype, u64 dimensions, each dimension (u64),
-// u64 xxh64, u64 offset, u64 packed; native order (both ends are ranks of one job).
-void put(std::vector<std::byte>& out, std::uint64_t value) {
-  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
-  out.insert(out.end(), bytes, bytes + sizeof value);
-}
+// A count (u64), then per record: the name's length (u16) and the name, the dtype (u8), the
+// number of dimensions (u8) and each dimension (u64), the xxh64 (u64), the offset (u64), packed
+// (u8); native order (both ends are ranks of one job). The records are a save's described
+// blobs or a file's, whose names (at most kMaxNameLength) and shapes (at most
+// h5::kMaxDimensions) were checked. Sized before it is filled: thousands of records must not
+// grow a buffer step by step.
+constexpr std::size_t kFixedRecordBytes = 2 + 1 + 1 + 8 + 8 + 1;
+
+class Writer {
+ public:
+  explicit Writer(std::vector<std::byte>& out) : at_(out.data()) {}
+  template <typename T>
+  void put(T value) {
+    bytes(&value, sizeof value);
+  }
+  void bytes(const void* data, std::size_t size) {
+    std::memcpy(at_, data, size);
+    at_ += size;
+  }
+
+ private:
+  std::byte* at_;
+};
 
 class Reader {
  public:
   explicit Reader(std::span<const std::byte> bytes) : bytes_(bytes) {}
-  bool done() const { return at_ == bytes_.size(); }
+  std::size_t left() const { return bytes_.size() - at_; }
   std::span<const std::byte> take(std::uint64_t size) {
-    if (size > bytes_.size() - at_) {
+    if (size > left()) {
       throw Error("a blob record list is truncated");
     }
     const auto taken = bytes_.subspan(at_, static_cast<std::size_t>(size));
     at_ += static_cast<std::size_t>(size);
     return taken;
   }
-  std::uint64_t u64() {
-    std::uint64_t value = 0;
+  // `count` elements of `size` bytes each.
+  std::span<const std::byte> take(std::uint64_t count, std::size_t size) {
+    if (count > left() / size) {
+      throw Error("a blob record list is truncated");
+    }
+    return take(count * size);
+  }
+  template <typename T>
+  T get() {
+    T value{};
     std::memcpy(&value, take(sizeof value).data(), sizeof value);
     return value;
   }
@@ -42,44 +67,54 @@ class Reader {
 
 std::vector<std::byte> encode_records(const std::vector<BlobRecord>& records,
                                       const std::vector<BlobPlace>& places) {
-  std::vector<std::byte> out;
+  std::size_t size = sizeof(std::uint64_t);
+  for (const auto& record : records) {
+    size += kFixedRecordBytes + record.name.size() + sizeof(std::uint64_t) * record.shape.size();
+  }
+  std::vector<std::byte> out(size);
+  Writer writer(out);
+  writer.put<std::uint64_t>(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& record = records[i];
-    put(out, record.name.size());
-    const auto* name = reinterpret_cast<const std::byte*>(record.name.data());
-    out.insert(out.end(), name, name + record.name.size());
-    put(out, static_cast<std::uint64_t>(record.dtype));
-    put(out, record.shape.size());
-    for (auto dimension : record.shape) {
-      put(out, dimension);
-    }
-    put(out, record.xxh64);
-    put(out, places.empty() ? 0 : places[i].offset);
-    put(out, !places.empty() && places[i].packed ? 1 : 0);
+    writer.put(static_cast<std::uint16_t>(record.name.size()));
+    writer.bytes(record.name.data(), record.name.size());
+    writer.put(static_cast<std::uint8_t>(record.dtype));
+    writer.put(static_cast<std::uint8_t>(record.shape.size()));
+    writer.bytes(record.shape.data(), sizeof(std::uint64_t) * record.shape.size());
+    writer.put(record.xxh64);
+    writer.put<std::uint64_t>(places.empty() ? 0 : places[i].offset);
+    writer.put<std::uint8_t>(!places.empty() && places[i].packed ? 1 : 0);
   }
   return out;
 }
 
 std::vector<BlobRecord> decode_records(std::span<const std::byte> bytes,
                                        std::vector<BlobPlace>* places) {
-  std::vector<BlobRecord> records;
   Reader reader(bytes);
-  while (!reader.done()) {
-    BlobRecord record;
-    const auto name = reader.take(reader.u64());
+  const auto count = reader.get<std::uint64_t>();
+  if (count > reader.left() / kFixedRecordBytes) {
+    throw Error("a blob record list claims more records than it holds");
+  }
+  std::vector<BlobRecord> records(static_cast<std::size_t>(count));
+  if (places != nullptr) {
+    places->reserve(places->size() + records.size());
+  }
+  for (auto& record : records) {
+    const auto name = reader.take(reader.get<std::uint16_t>());
     record.name.assign(reinterpret_cast<const char*>(name.data()), name.size());
-    record.dtype = static_cast<DType>(reader.u64());
-    const auto dimensions = reader.u64();
-    for (std::uint64_t i = 0; i < dimensions; ++i) {
-      record.shape.push_back(reader.u64());
-    }
-    record.xxh64 = reader.u64();
-    const auto offset = reader.u64();
-    const auto packed = reader.u64() != 0;
+    record.dtype = static_cast<DType>(reader.get<std::uint8_t>());
+    const auto shape = reader.take(reader.get<std::uint8_t>(), sizeof(std::uint64_t));
+    record.shape.resize(shape.size() / sizeof(std::uint64_t));
+    std::memcpy(record.shape.data(), shape.data(), shape.size());
+    record.xxh64 = reader.get<std::uint64_t>();
+    const auto offset = reader.get<std::uint64_t>();
+    const auto packed = reader.get<std::uint8_t>() != 0;
     if (places != nullptr) {
       places->push_back(BlobPlace{offset, packed});
     }
-    records.push_back(std::move(record));
+  }
+  if (reader.left() != 0) {
+    throw Error("a blob record list has bytes after its last record");
   }
   return records;
 }

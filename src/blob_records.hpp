@@ -18,7 +18,8 @@ struct BlobPlace {
   bool packed = false;
 };
 
-// `records` (and, when given, the place of each) as bytes.
+// `records` (and, when given, the place of each) as bytes; their names and shapes must be valid
+// ones (validate_name, at most h5::kMaxDimensions dimensions).
 std::vector<std::byte> encode_records(const std::vector<BlobRecord>& records,
                                       const std::vector<BlobPlace>& places = {});
 // The inverse; fills `places` when given. Throws Error on a truncated or malformed buffer (it

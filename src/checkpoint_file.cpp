@@ -68,25 +68,14 @@ BlobPlace place_of(const CheckpointLayout& layout, const std::string& node, std:
 }
 
 std::vector<BlobPlace> places_of(const CheckpointLayout& layout, const std::string& node) {
+  const auto& offsets = layout.offsets.at(node);
+  const auto packed = layout.packed.find(node);
   std::vector<BlobPlace> places;
-  for (std::size_t i = 0; i < layout.offsets.at(node).size(); ++i) {
-    places.push_back(place_of(layout, node, i));
+  places.reserve(offsets.size());
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    places.push_back(BlobPlace{offsets[i], packed != layout.packed.end() && packed->second.at(i)});
   }
   return places;
-}
-
-// A rank's block of the load's record broadcast (a size, then the records, for each rank).
-std::span<const std::byte> records_of_rank(std::span<const std::byte> all, int rank) {
-  std::size_t at = 0;
-  for (int block = 0;; ++block) {
-    std::uint64_t size = 0;
-    std::memcpy(&size, all.subspan(at, sizeof size).data(), sizeof size);
-    at += sizeof size;
-    if (block == rank) {
-      return all.subspan(at, static_cast<std::size_t>(size));
-    }
-    at += static_cast<std::size_t>(size);
-  }
 }
 
 // How errors name a blob: by its dataset, or by its pack.
@@ -97,13 +86,14 @@ std::string blob_what(const std::string& node, const std::string& blob, bool pac
 }
 
 // Reads a node's blobs, verifying each: large ones by read_blob_at, runs of small ones adjacent
-// in the file (a pack) with one read each, so that thousands of small blobs cost a few reads.
+// in the file (a pack) straight into their memory with a few system calls, so that thousands of
+// small blobs cost a few reads and no extra copy.
 std::vector<Blob> read_blobs(int fd, const std::vector<BlobRecord>& records,
                              const std::vector<BlobPlace>& places, const std::string& node) {
   constexpr std::uint64_t kRun = 4 << 20;
   std::vector<Blob> blobs;
-  blobs.reserve(records.size());
-  std::vector<std::byte> run;
+  blobs.reserve(records.size());  // the buffers below point into these blobs: never moved
+  std::vector<std::span<std::byte>> buffers;
   for (std::size_t first = 0; first < records.size();) {
     const auto what = [&](std::size_t i) {
       return blob_what(node, records[i].name, places[i].packed);
@@ -120,25 +110,22 @@ std::vector<Blob> read_blobs(int fd, const std::vector<BlobRecord>& records,
       bytes += records[end].byte_size();
       ++end;
     }
-    run.resize(bytes);
+    buffers.clear();
+    for (std::size_t i = first; i < end; ++i) {
+      buffers.push_back(blobs.emplace_back(records[i].dtype, records[i].shape).raw());
+    }
     try {
-      read_at(fd, places[first].offset, run, what(first));
+      read_at(fd, places[first].offset, buffers, what(first));
     } catch (const CheckpointError&) {
       throw;
     } catch (const Error& error) {
       throw CorruptCheckpoint(error.what());  // an unreadable checkpoint is not a usable one
     }
-    for (std::uint64_t at = 0; first < end; ++first) {
-      const auto& record = records[first];
-      Blob blob(record.dtype, record.shape);
-      std::copy_n(run.begin() + static_cast<std::ptrdiff_t>(at), blob.byte_size(),
-                  blob.raw().begin());
-      at += blob.byte_size();
-      const auto actual = checksum(blob.raw());
-      if (actual != record.xxh64) {  // named only then: thousands of names cost time
-        check_checksum(actual, record, what(first));
+    for (; first < end; ++first) {
+      const auto actual = checksum(blobs[first].raw());
+      if (actual != records[first].xxh64) {  // named only then: thousands of names cost time
+        check_checksum(actual, records[first], what(first));
       }
-      blobs.push_back(std::move(blob));
     }
   }
   return blobs;
@@ -193,39 +180,39 @@ std::vector<std::string> read_checkpoint_file(const std::filesystem::path& file,
   const std::string context = "checkpoint " + file.string();
   // Rank 0 verifies the whole file but its data before anyone reads a byte of data: the
   // integrity header before libhdf5 parses anything, then every dataset's layout.
-  // For each rank in order: the size of its encoded records, then the records.
-  std::vector<std::byte> records_by_rank;
+  // Each rank's encoded records, in rank order (rank 0's only).
+  std::vector<std::vector<std::byte>> records_by_rank;
   run_on_root_then_agree_within(comm, context, timeout, [&] {
     auto fd = open_regular_file_for_reading(file);
     const auto layout = read_checkpoint_layout(fd.get(), verify_checkpoint_file(fd.get(), context));
     check_expectation(layout.header, expected);
+    if (layout.header.node_names.size() != static_cast<std::size_t>(comm.size())) {
+      throw Error("it names " + std::to_string(layout.header.node_names.size()) +
+                  " nodes for the " + std::to_string(comm.size()) + " ranks loading it");
+    }
     for (const auto& node : layout.header.node_names) {
-      const auto encoded = encode_records(layout.header.blobs.at(node), places_of(layout, node));
-      const std::uint64_t size = encoded.size();
-      const auto* size_bytes = reinterpret_cast<const std::byte*>(&size);
-      records_by_rank.insert(records_by_rank.end(), size_bytes, size_bytes + sizeof size);
-      records_by_rank.insert(records_by_rank.end(), encoded.begin(), encoded.end());
+      records_by_rank.push_back(
+          encode_records(layout.header.blobs.at(node), places_of(layout, node)));
     }
   });
-  comm.broadcast(records_by_rank);
+  const auto my_records = comm.scatter(records_by_rank);
 
-  // Each rank reads its own node's blobs.
-  std::vector<std::pair<std::string, Blob>> loaded;
+  // Each rank reads its own node's blobs; the workspace changes only once all ranks have theirs.
+  std::vector<BlobRecord> records;
+  std::vector<Blob> blobs;
   run_then_agree_within(comm, context, timeout, [&] {
     std::vector<BlobPlace> places;
-    const auto records = decode_records(records_of_rank(records_by_rank, comm.rank()), &places);
+    records = decode_records(my_records, &places);
     const auto& node = expected.node_names[static_cast<std::size_t>(comm.rank())];
     auto fd = open_regular_file_for_reading(file);
-    auto blobs = read_blobs(fd.get(), records, places, node);
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      loaded.emplace_back(records[i].name, std::move(blobs[i]));
-    }
+    blobs = read_blobs(fd.get(), records, places, node);
   });
 
   std::vector<std::string> names;
-  for (auto& [name, blob] : loaded) {
-    workspace.put(name, std::move(blob));
-    names.push_back(name);
+  names.reserve(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    workspace.put(records[i].name, std::move(blobs[i]));
+    names.push_back(std::move(records[i].name));
   }
   return names;
 }

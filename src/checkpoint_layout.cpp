@@ -126,12 +126,15 @@ std::pair<Handle, std::uint64_t> create_dataset(hid_t parent, const std::string&
 void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
                   CheckpointLayout& layout) {
   const auto& records = layout.header.blobs.at(node);
-  const auto packed = packed_blobs(records);
+  auto packed = packed_blobs(records);
   auto node_group = create_group(nodes, node);
   auto index_group = create_group(index, node);
+  std::vector<std::uint64_t> sizes;  // each blob's bytes, computed once
+  sizes.reserve(records.size());
   std::uint64_t pack_size = 0;
   for (std::size_t i = 0; i < records.size(); ++i) {
-    pack_size += packed[i] ? records[i].byte_size() : 0;
+    sizes.push_back(records[i].byte_size());
+    pack_size += packed[i] ? sizes.back() : 0;
   }
   std::uint64_t pack_offset = 0;
   if (std::find(packed.begin(), packed.end(), true) != packed.end()) {
@@ -142,18 +145,18 @@ void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
       layout.extents.push_back(DataExtent{pack_offset, pack_size});
     }
   }
-  std::vector<IndexRow> rows;
   auto& offsets = layout.offsets[node];
-  std::uint64_t in_pack = 0;
+  offsets.reserve(records.size());
+  std::vector<std::uint64_t> in_pack(records.size());  // each packed blob's offset in the pack
+  std::uint64_t pack_used = 0;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& record = records[i];
-    const auto bytes = record.byte_size();
-    rows.push_back(IndexRow{record.name, record.dtype, record.shape, packed[i],
-                            packed[i] ? in_pack : 0, bytes});
+    const auto bytes = sizes[i];
     std::uint64_t offset = 0;
     if (packed[i]) {
-      offset = bytes > 0 ? pack_offset + in_pack : 0;
-      in_pack += bytes;
+      in_pack[i] = pack_used;
+      offset = bytes > 0 ? pack_offset + pack_used : 0;
+      pack_used += bytes;
     } else {
       auto [dataset, at] =
           create_dataset(node_group.get(), record.name, h5::file_type_for(record.dtype),
@@ -166,8 +169,11 @@ void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
     }
     offsets.push_back(offset);
   }
-  layout.packed[node] = packed;
-  write_blob_index(index_group.get(), "blobs", rows);
+  write_blob_index(index_group.get(), "blobs", records.size(), [&](std::size_t i) {
+    const auto& record = records[i];
+    return IndexRowView{record.name, record.dtype, record.shape, packed[i], in_pack[i], sizes[i]};
+  });
+  layout.packed[node] = std::move(packed);
   if (!records.empty()) {
     layout.checksum_offsets[node] =
         create_dataset(index_group.get(), "xxh64", Handle(H5Tcopy(H5T_STD_U64LE), "copy type"),
@@ -191,40 +197,42 @@ void validate_stored_name(const std::string& name, std::string_view what) {
 }
 
 std::uint64_t checked_byte_size(const BlobRecord& record, std::uint64_t file_bytes,
-                                const std::string& what) {
+                                const std::function<std::string()>& what) {
   try {
     // Stored data must fit in the file: nothing a crafted header says makes us allocate more.
     if (record.byte_size() > file_bytes) {
-      throw CorruptCheckpoint(what + " claims " + std::to_string(record.byte_size()) +
+      throw CorruptCheckpoint(what() + " claims " + std::to_string(record.byte_size()) +
                               " bytes, more than the whole file");
     }
   } catch (const UsageError&) {
-    throw CorruptCheckpoint(what + " has a shape that overflows 64 bits");
+    throw CorruptCheckpoint(what() + " has a shape that overflows 64 bits");
   }
   return record.byte_size();
 }
 
 std::vector<bool> packed_blobs(const std::vector<BlobRecord>& records) {
-  const auto small = static_cast<std::size_t>(
-      std::count_if(records.begin(), records.end(),
-                    [](const BlobRecord& record) { return record.byte_size() < kPackBelowBytes; }));
   std::vector<bool> packed;
   packed.reserve(records.size());
+  std::size_t small = 0;
   for (const auto& record : records) {
-    packed.push_back(small >= kPackFromCount && record.byte_size() < kPackBelowBytes);
+    packed.push_back(record.byte_size() < kPackBelowBytes);
+    small += packed.back() ? 1 : 0;
+  }
+  if (small < kPackFromCount) {
+    packed.assign(records.size(), false);
   }
   return packed;
 }
 
-CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header,
+CheckpointLayout lay_out_checkpoint_file(int fd, CheckpointHeader header,
                                          const std::function<void()>& created) {
   h5::silence_error_printing();
   CheckpointLayout layout;
-  layout.header = header;
+  layout.header = std::move(header);  // thousands of records: moved, not copied
   layout.header.format_version = kCheckpointFormatVersion;
   // At most one extent per blob and one pack per node.
-  std::size_t max_extents = header.node_names.size();
-  for (const auto& [node, records] : header.blobs) {
+  std::size_t max_extents = layout.header.node_names.size();
+  for (const auto& [node, records] : layout.header.blobs) {
     max_extents += records.size();
   }
   layout.user_block_size = user_block_size_for(max_extents);
@@ -238,11 +246,11 @@ CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header,
   Handle file(H5Fcreate(descriptor_path(fd).c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
               "create file");
   created();
-  write_root_attributes(file.get(), header);
+  write_root_attributes(file.get(), layout.header);
   auto nodes = create_group(file.get(), kNodesGroup);
   auto index = create_group(file.get(), kIndexGroup);
   const auto dcpl = dataset_creation();
-  for (const auto& node : header.node_names) {
+  for (const auto& node : layout.header.node_names) {
     lay_out_node(nodes.get(), index.get(), node, dcpl.get(), layout);
   }
   index.close("close group index");

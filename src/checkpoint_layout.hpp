@@ -52,7 +52,7 @@ std::vector<bool> packed_blobs(const std::vector<BlobRecord>& records);
 // now, never filled. Closes HDF5's view of it (the file then has its final size) and returns
 // where each blob's bytes and each node's checksums go. `created` runs once HDF5 has created
 // (truncated) the file, before it writes anything to it. Throws Hdf5Error.
-CheckpointLayout lay_out_checkpoint_file(int fd, const CheckpointHeader& header,
+CheckpointLayout lay_out_checkpoint_file(int fd, CheckpointHeader header,
                                          const std::function<void()>& created);
 
 // Reads the header (checksums included) and the blobs' offsets of the checkpoint file open as

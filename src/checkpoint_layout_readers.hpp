@@ -5,6 +5,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "checkpoint_layout.hpp"
@@ -20,8 +21,9 @@ void read_nodes_v2(hid_t file, CheckpointLayout& layout, std::uint64_t file_byte
 std::string dataset_path(const std::string& node, const std::string& blob);
 // A name read from a file: a bad one means a damaged or crafted checkpoint, not bad user input.
 void validate_stored_name(const std::string& name, std::string_view what);
-// A stored shape's byte size, refused when it overflows or exceeds the file.
+// A stored shape's byte size, refused when it overflows or exceeds the file; `what` names the
+// blob, built only for the error.
 std::uint64_t checked_byte_size(const BlobRecord& record, std::uint64_t file_bytes,
-                                const std::string& what);
+                                const std::function<std::string()>& what);
 
 }  // namespace epochrun

@@ -29,7 +29,7 @@ std::pair<BlobRecord, std::uint64_t> read_record(hid_t node_group, const std::st
   record.name = name;
   record.dtype = h5::dtype_of(dataset.get(), what);
   record.shape = h5::shape_of(dataset.get(), what);
-  const auto bytes = checked_byte_size(record, file_bytes, what);
+  const auto bytes = checked_byte_size(record, file_bytes, [&] { return what; });
   record.xxh64 = h5::read_uint_attribute(dataset.get(), kChecksumAttr);
   return {std::move(record), bytes > 0 ? h5::offset_of(dataset.get(), what) : 0};
 }

@@ -81,19 +81,26 @@ void read_node(hid_t nodes, hid_t index, const std::string& node, CheckpointLayo
   auto node_group = h5::open_child(nodes, node, false, "group of node " + node);
   auto index_group = h5::open_child(index, node, false, "index group of node " + node);
   const std::string index_what = "blob index /" + std::string(kIndexGroup) + "/" + node + "/blobs";
-  const auto rows = read_blob_index(
-      h5::open_child(index_group.get(), "blobs", true, index_what).get(), index_what, file_bytes);
+  auto rows = read_blob_index(h5::open_child(index_group.get(), "blobs", true, index_what).get(),
+                              index_what, file_bytes);
   auto& records = layout.header.blobs[node];
   auto& offsets = layout.offsets[node];
+  auto& packed = layout.packed[node];
+  records.reserve(rows.size());
+  offsets.reserve(rows.size());
+  packed.reserve(rows.size());
   std::optional<Pack> pack;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> packed_ranges;
-  for (const auto& row : rows) {
-    const std::string what = row.packed ? "packed blob " + node + "/" + row.name
-                                        : "dataset " + dataset_path(node, row.name);
-    BlobRecord record{row.name, row.dtype, row.shape, 0};
+  for (auto& row : rows) {
+    BlobRecord record{std::move(row.name), row.dtype, std::move(row.shape), 0};
+    // Named only when needed: building thousands of names costs time.
+    const auto what = [&] {
+      return row.packed ? "packed blob " + node + "/" + record.name
+                        : "dataset " + dataset_path(node, record.name);
+    };
     const auto bytes = checked_byte_size(record, file_bytes, what);
     if (row.size != bytes) {
-      throw CorruptCheckpoint(what + ": the index says " + std::to_string(row.size) +
+      throw CorruptCheckpoint(what() + ": the index says " + std::to_string(row.size) +
                               " bytes, its dtype and shape " + std::to_string(bytes));
     }
     std::uint64_t offset = 0;
@@ -107,20 +114,20 @@ void read_node(hid_t nodes, hid_t index, const std::string& node, CheckpointLayo
       packed_ranges.emplace_back(row.offset, bytes);
       offset = bytes > 0 ? pack->offset + row.offset : 0;
     } else {
-      auto dataset = h5::open_child(node_group.get(), row.name, true, what);
-      h5::check_storage(dataset.get(), what);
-      if (h5::dtype_of(dataset.get(), what) != row.dtype ||
-          h5::shape_of(dataset.get(), what) != row.shape) {
-        throw CorruptCheckpoint(what + " does not have the dtype and shape its index row says");
+      auto dataset = h5::open_child(node_group.get(), record.name, true, what());
+      h5::check_storage(dataset.get(), what());
+      if (h5::dtype_of(dataset.get(), what()) != record.dtype ||
+          h5::shape_of(dataset.get(), what()) != record.shape) {
+        throw CorruptCheckpoint(what() + " does not have the dtype and shape its index row says");
       }
       if (bytes > 0) {
-        offset = h5::offset_of(dataset.get(), what);
+        offset = h5::offset_of(dataset.get(), what());
         layout.extents.push_back(DataExtent{offset, bytes});
       }
     }
     records.push_back(std::move(record));
     offsets.push_back(offset);
-    layout.packed[node].push_back(row.packed);
+    packed.push_back(row.packed);
   }
   if (pack) {
     check_packed_ranges(std::move(packed_ranges), *pack, node);

@@ -172,6 +172,31 @@ std::vector<std::vector<std::byte>> Communicator::gather(std::span<const std::by
   return values;
 }
 
+std::vector<std::byte> Communicator::scatter(const std::vector<std::vector<std::byte>>& parts,
+                                             int root) const {
+  const bool at_root = rank() == root;
+  if (at_root && parts.size() != static_cast<std::size_t>(size())) {
+    throw MpiError("MPI_Scatterv: " + std::to_string(parts.size()) + " parts for " +
+                   std::to_string(size()) + " ranks");
+  }
+  std::vector<int> lengths;
+  std::vector<int> offsets;
+  std::vector<std::byte> joined;
+  for (const auto& part : at_root ? parts : std::vector<std::vector<std::byte>>{}) {
+    lengths.push_back(to_count(part.size(), "MPI_Scatter"));
+    offsets.push_back(to_count(joined.size(), "MPI_Scatterv"));
+    joined.insert(joined.end(), part.begin(), part.end());
+  }
+  int length = 0;
+  check_mpi(MPI_Scatter(lengths.data(), 1, MPI_INT, &length, 1, MPI_INT, root, comm_),
+            "MPI_Scatter");
+  std::vector<std::byte> mine(static_cast<std::size_t>(length));
+  check_mpi(MPI_Scatterv(joined.data(), lengths.data(), offsets.data(), MPI_BYTE, mine.data(),
+                         length, MPI_BYTE, root, comm_),
+            "MPI_Scatterv");
+  return mine;
+}
+
 std::optional<std::string> Communicator::first_error(
     const std::optional<std::string>& local_error) const {
   int candidate = local_error ? rank() : std::numeric_limits<int>::max();

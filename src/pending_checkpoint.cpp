@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 
+#include "blob_index.hpp"
 #include "blob_records.hpp"
 #include "collective_errors.hpp"
 #include "disk_space.hpp"
@@ -18,6 +19,7 @@
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
 #include "fault_injection.hpp"
+#include "h5_objects.hpp"
 #include "integrity_header.hpp"
 #include "regular_file.hpp"
 #include "staging_buffer.hpp"
@@ -31,16 +33,17 @@ static_assert(std::endian::native == std::endian::little,
               "checkpoint data is written as raw little-endian bytes");
 
 // An upper bound of the file's size: the data plus a generous allowance for HDF5's metadata
-// (measured: under 1 KiB per dataset and group, under 100 bytes per packed blob's index row;
-// the allowance is about twice that).
+// (measured: under 1 KiB per dataset and group; the index rows are counted exactly; the
+// allowance is about twice that).
 std::uint64_t estimated_file_bytes(const CheckpointHeader& header) {
   std::uint64_t bytes = 8192 + 2 * header.config_json.size();
   std::size_t blobs = 0;
   for (const auto& [node, records] : header.blobs) {
     const auto packed = packed_blobs(records);
-    bytes += 4096 + 2 * node.size() + 8 * records.size();  // groups, index, pack, checksums
+    // Groups, index, pack, checksums.
+    bytes += 4096 + 2 * node.size() + 2 * blob_index_bytes(records) + 8 * records.size();
     for (std::size_t i = 0; i < records.size(); ++i) {
-      bytes += (packed[i] ? 256 : 1024) + 2 * records[i].name.size() + records[i].byte_size();
+      bytes += (packed[i] ? 0 : 1024) + 2 * records[i].name.size() + records[i].byte_size();
     }
     blobs += records.size();
   }
@@ -50,8 +53,14 @@ std::uint64_t estimated_file_bytes(const CheckpointHeader& header) {
 // Describe step (every rank): this rank's blobs (their checksums come as they are written).
 std::vector<BlobRecord> describe(const std::vector<BlobView>& blobs) {
   std::vector<BlobRecord> mine;
+  mine.reserve(blobs.size());
   for (const auto& blob : blobs) {
     validate_name(blob.name, "blob name");
+    if (blob.shape.size() > static_cast<std::size_t>(h5::kMaxDimensions)) {
+      throw UsageError("blob '" + blob.name + "' has " + std::to_string(blob.shape.size()) +
+                       " dimensions; a checkpoint holds at most " +
+                       std::to_string(h5::kMaxDimensions));
+    }
     BlobRecord record{blob.name, blob.dtype, blob.shape, 0};
     if (record.byte_size() != blob.bytes.size()) {
       throw UsageError("blob '" + blob.name + "' has " + std::to_string(blob.bytes.size()) +
@@ -68,18 +77,19 @@ std::vector<BlobRecord> describe(const std::vector<BlobView>& blobs) {
 // space so that another process filling the disk meanwhile cannot fail it. The reservation
 // comes after HDF5 has created the file: HDF5 creates by truncating, which gives back the
 // space reserved before.
-CheckpointLayout lay_out(const std::filesystem::path& file, const CheckpointHeader& header,
+CheckpointLayout lay_out(const std::filesystem::path& file, CheckpointHeader header,
                          FileDescriptor& created) {
   const auto needed = estimated_file_bytes(header);
+  const auto epoch = header.epoch;
   check_file_size_limit(needed);
   check_free_space(file.parent_path(), needed);
   created = create_new_file(file);
-  return lay_out_checkpoint_file(created.get(), header, [&] {
+  return lay_out_checkpoint_file(created.get(), std::move(header), [&] {
     if (!reserve_space(created.get(), needed)) {
       spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
                     file.string());
     }
-    fault_point("save-lay-out", header.epoch);
+    fault_point("save-lay-out", epoch);
   });
 }
 
@@ -250,9 +260,18 @@ std::vector<BlobView> blob_views(const Workspace& workspace,
                                  const std::vector<std::string>& names) {
   std::vector<BlobView> views;
   views.reserve(names.size());
+  // Names in the workspace's order (a job saves workspace.names()) are found by walking it
+  // alongside, without a search each.
+  const auto& blobs = workspace.blobs();
+  auto next = blobs.begin();
   for (const auto& name : names) {
-    const auto& blob = workspace.get(name);
-    views.push_back(BlobView{name, blob.dtype(), blob.shape(), blob.raw()});
+    const auto found = next != blobs.end() && next->first == name ? next : blobs.find(name);
+    if (found == blobs.end()) {
+      workspace.get(name);  // throws the UsageError naming the missing blob
+    }
+    const auto& blob = found->second;
+    views.push_back(BlobView{name, blob.dtype(), blob.shape(), blob.raw(), std::nullopt, false});
+    next = std::next(found);
   }
   return views;
 }
@@ -297,7 +316,7 @@ PendingCheckpoint PendingCheckpoint::begin(const std::filesystem::path& file,
       header.blobs[header.node_names[rank]] = decode_records(bytes);
     }
     try {
-      pending.layout_ = lay_out(file, header, pending.created_);
+      pending.layout_ = lay_out(file, std::move(header), pending.created_);
     } catch (...) {
       if (pending.created_.valid()) {  // created, then failed
         pending.unsealed_.reset(new std::filesystem::path(file));

@@ -2,9 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <vector>
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
@@ -87,9 +91,18 @@ void sync_file(int fd, const std::string& what) {
   }
 }
 
-void read_at(int fd, std::uint64_t offset, std::span<std::byte> bytes, const std::string& what) {
-  while (!bytes.empty()) {
-    const ssize_t got = ::pread(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+void read_at(int fd, std::uint64_t offset, std::span<const std::span<std::byte>> buffers,
+             const std::string& what) {
+  std::vector<iovec> left;
+  left.reserve(buffers.size());
+  for (const auto& buffer : buffers) {
+    if (!buffer.empty()) {
+      left.push_back(iovec{buffer.data(), buffer.size()});
+    }
+  }
+  for (std::size_t first = 0; first < left.size();) {
+    const auto count = static_cast<int>(std::min<std::size_t>(left.size() - first, IOV_MAX));
+    const ssize_t got = ::preadv(fd, &left[first], count, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) {
       continue;
     }
@@ -99,9 +112,22 @@ void read_at(int fd, std::uint64_t offset, std::span<std::byte> bytes, const std
     if (got == 0) {
       throw CorruptCheckpoint(what + ": short read at byte " + std::to_string(offset));
     }
-    bytes = bytes.subspan(static_cast<std::size_t>(got));
     offset += static_cast<std::uint64_t>(got);
+    // Past the buffers filled; into the one filled in part.
+    for (auto filled = static_cast<std::size_t>(got); filled > 0;) {
+      auto& buffer = left[first];
+      const auto step = std::min(filled, buffer.iov_len);
+      buffer.iov_base = static_cast<std::byte*>(buffer.iov_base) + step;
+      buffer.iov_len -= step;
+      filled -= step;
+      first += buffer.iov_len == 0 ? 1 : 0;
+    }
   }
+}
+
+void read_at(int fd, std::uint64_t offset, std::span<std::byte> bytes, const std::string& what) {
+  const std::span<std::byte> buffers[] = {bytes};
+  read_at(fd, offset, buffers, what);
 }
 
 void write_at(int fd, std::uint64_t offset, std::span<const std::byte> bytes,

@@ -48,6 +48,10 @@ void sync_file(int fd, const std::string& what);
 // pread/pwrite of exactly `bytes` at `offset`, retrying short transfers. read_at throws
 // CorruptCheckpoint at the end of the file (`what` names it); both throw Error on an I/O error.
 void read_at(int fd, std::uint64_t offset, std::span<std::byte> bytes, const std::string& what);
+// The same for the consecutive bytes at `offset` that fill `buffers` in order (preadv): many
+// small blobs adjacent in a file are read in a few system calls, straight into their memory.
+void read_at(int fd, std::uint64_t offset, std::span<const std::span<std::byte>> buffers,
+             const std::string& what);
 void write_at(int fd, std::uint64_t offset, std::span<const std::byte> bytes,
               const std::string& what);
 

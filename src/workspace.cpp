@@ -18,6 +18,11 @@ const Blob& Workspace::get(const std::string& name) const {
 
 Blob& Workspace::put(const std::string& name, Blob blob) {
   validate_name(name, "blob name");
+  // Names put in increasing order (a load puts a checkpoint's blobs in the order they were
+  // saved, a workspace's) go at the end without a search.
+  if (blobs_.empty() || blobs_.rbegin()->first < name) {
+    return blobs_.emplace_hint(blobs_.end(), name, std::move(blob))->second;
+  }
   return blobs_.insert_or_assign(name, std::move(blob)).first->second;
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <cstring>
 #include <functional>
 
 #include "blob_index.hpp"
@@ -72,7 +73,10 @@ void change_rows(hid_t file, const std::function<void(std::vector<IndexRow>&)>& 
   change(rows);
   hid_t group = H5Gopen2(file, "index/trainer_0", H5P_DEFAULT);
   H5Ldelete(group, "blobs", H5P_DEFAULT);
-  write_blob_index(group, "blobs", rows);
+  write_blob_index(group, "blobs", rows.size(), [&](std::size_t i) {
+    const auto& row = rows[i];
+    return IndexRowView{row.name, row.dtype, row.shape, row.packed, row.offset, row.size};
+  });
   H5Gclose(group);
 }
 
@@ -163,10 +167,81 @@ TEST_F(CraftedV2File, AnIndexRowThatContradictsItsOwnDatasetIsRefused) {
       "dataset /nodes/trainer_0/big does not have the dtype and shape its index row says");
 }
 
-TEST_F(CraftedV2File, AnIndexThatIsNotTheTableOfSixColumnsIsRefused) {
+TEST_F(CraftedV2File, AnIndexThatIsNotTheTableOfSevenColumnsIsRefused) {
   expect_refused(
       [](hid_t file) { replace_dataset(file, "index/trainer_0/blobs", H5T_STD_U64LE, 42); },
       "blob index /index/trainer_0/blobs is not a blob index");
+}
+
+// Replaces trainer_0's blob index with a table of one row (name "b00", u8[16], packed at 0)
+// whose name column is a NUL-padded string of `name_size` bytes (0: variable-length) and whose
+// shape column holds `shape_width` dimensions, the row saying `ndim`. A variable-length name
+// column is left unwritten (its type is refused).
+void replace_index(hid_t file, std::size_t name_size, hsize_t shape_width, std::uint8_t ndim) {
+  hid_t name_type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(name_type, name_size == 0 ? H5T_VARIABLE : name_size);
+  H5Tset_strpad(name_type, H5T_STR_NULLPAD);
+  hid_t dtype = H5Tcopy(H5T_C_S1);
+  H5Tset_size(dtype, 5);
+  H5Tset_strpad(dtype, H5T_STR_NULLPAD);
+  hid_t shape = H5Tarray_create2(H5T_STD_U64LE, 1, &shape_width);
+  const std::vector<std::pair<const char*, hid_t>> columns = {
+      {"name", name_type},      {"dtype", dtype},          {"ndim", H5T_STD_U8LE}, {"shape", shape},
+      {"packed", H5T_STD_U8LE}, {"offset", H5T_STD_U64LE}, {"size", H5T_STD_U64LE}};
+  std::vector<std::size_t> offsets;
+  std::size_t size = 0;
+  for (const auto& [column, type] : columns) {
+    offsets.push_back(size);
+    size += H5Tget_size(type);
+  }
+  hid_t row_type = H5Tcreate(H5T_COMPOUND, size);
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    H5Tinsert(row_type, columns[i].first, offsets[i], columns[i].second);
+  }
+  std::vector<std::byte> row(size);
+  const auto put = [&](std::size_t column, const void* value, std::size_t bytes) {
+    std::memcpy(row.data() + offsets[column], value, bytes);
+  };
+  const std::uint64_t sixteen = 16;
+  const std::uint8_t one = 1;
+  put(1, "u8", 2);
+  put(2, &ndim, 1);
+  put(3, &sixteen, 8);
+  put(4, &one, 1);
+  put(6, &sixteen, 8);
+  H5Ldelete(file, "index/trainer_0/blobs", H5P_DEFAULT);
+  const hsize_t count = 1;
+  hid_t space = H5Screate_simple(1, &count, nullptr);
+  hid_t dataset = H5Dcreate2(file, "index/trainer_0/blobs", row_type, space, H5P_DEFAULT,
+                             H5P_DEFAULT, H5P_DEFAULT);
+  if (name_size > 0) {
+    put(0, "b00", 3);
+    H5Dwrite(dataset, row_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, row.data());
+  }
+  H5Dclose(dataset);
+  H5Sclose(space);
+  H5Tclose(row_type);
+  H5Tclose(shape);
+  H5Tclose(dtype);
+  H5Tclose(name_type);
+}
+
+TEST_F(CraftedV2File, AnIndexWithVariableLengthNamesIsRefused) {
+  expect_refused(
+      [](hid_t file) { replace_index(file, 0, 1, 1); },
+      "blob index /index/trainer_0/blobs is not a blob index (a table of the columns name, "
+      "dtype, ndim, shape, packed, offset, size): its column 'name' is not a NUL-padded string "
+      "of 1 to 255 bytes");
+}
+
+TEST_F(CraftedV2File, AShapeColumnWiderThanAnyBlobCanBeIsRefused) {
+  expect_refused([](hid_t file) { replace_index(file, 3, 33, 1); },
+                 "its column 'shape' is not an array of 1 to 32 uint64");
+}
+
+TEST_F(CraftedV2File, ARowWithMoreDimensionsThanItsShapeColumnIsRefused) {
+  expect_refused([](hid_t file) { replace_index(file, 3, 1, 2); },
+                 "blob 'b00' has 2 dimensions in a shape column of 1");
 }
 
 TEST_F(CraftedV2File, DuplicateNamesInTheIndexAreRefused) {

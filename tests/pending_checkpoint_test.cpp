@@ -2,10 +2,12 @@
 // write_data on another thread with no MPI call; a failure in the data step of one rank fails
 // the save on every rank and leaves no file; a save dropped before finish leaves none either.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <thread>
 
 #include "epochrun/checkpoint_file.hpp"
+#include "epochrun/names.hpp"
 #include "pending_checkpoint.hpp"
 #include "test_support.hpp"
 
@@ -52,6 +54,23 @@ class PendingCheckpointTest : public ::testing::Test {
   const Workspace workspace = workspace_of(world);
 };
 
+// blob_views walks the workspace alongside names in its order; any other order, a subset and a
+// missing name must give what looking each name up gives.
+TEST(BlobViews, AreTheNamedBlobsInTheGivenOrderAndAMissingNameIsAUsageError) {
+  const auto workspace = workspace_of(Communicator::world());
+  for (const auto& names : std::vector<std::vector<std::string>>{
+           {"state", "step", "weights"}, kNames, {"weights"}, {"step", "state"}, {}}) {
+    const auto views = blob_views(workspace, names);
+    ASSERT_EQ(views.size(), names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      EXPECT_EQ(views[i].name, names[i]);
+      EXPECT_EQ(views[i].bytes.data(), workspace.get(names[i]).raw().data()) << names[i];
+    }
+  }
+  EXPECT_THROW(blob_views(workspace, {"state", "nope", "weights"}), UsageError);
+  EXPECT_THROW(blob_views(workspace, {"weights", "zzz"}), UsageError);
+}
+
 TEST_F(PendingCheckpointTest, WriteDataOnAnotherThreadGivesAFileThatLoadsBitIdentical) {
   auto pending = begin();
   std::thread writer([&] { pending.write_data(); });
@@ -68,6 +87,49 @@ TEST_F(PendingCheckpointTest, WriteDataOnAnotherThreadGivesAFileThatLoadsBitIden
     EXPECT_EQ(reader.read_blob(node, name), workspace.get(name)) << name;
   }
   world.barrier();
+}
+
+// The lay-out reserves the whole file before any data is written (so that a disk filled
+// meanwhile cannot fail the save): also when one long name and one blob of 32 dimensions widen
+// every row of a node's blob index of 1,000 rows.
+TEST_F(PendingCheckpointTest, TheReservationCoversAFileWhoseIndexRowsAreWidenedByOneBlob) {
+  Workspace wide;
+  for (int i = 0; i < 1000; ++i) {
+    wide.put("b" + std::to_string(1000 + i),
+             Blob::of<std::uint8_t>({1}, std::vector<std::uint8_t>{7}));
+  }
+  wide.put(std::string(kMaxNameLength, 'n'),
+           Blob::of<std::uint8_t>({1}, std::vector<std::uint8_t>{8}));
+  wide.put("deep", Blob::of<std::uint8_t>(Shape(32, 1), std::vector<std::uint8_t>{9}));
+  auto pending = PendingCheckpoint::begin(file, world, header_for(world, 3),
+                                          blob_views(wide, wide.names()), std::chrono::seconds(60));
+  if (world.is_root()) {
+    // Laid out, not yet written: what is allocated is the reservation and HDF5's metadata.
+    struct stat status {};
+    ASSERT_EQ(::stat(file.c_str(), &status), 0);
+    EXPECT_GE(status.st_blocks * 512, status.st_size);
+  }
+  pending.write_data();
+  pending.finish();
+}
+
+TEST_F(PendingCheckpointTest, ABlobOfMoreDimensionsThanAFileHoldsFailsTheSaveOnEveryRank) {
+  auto deep = workspace_of(world);
+  if (world.rank() == world.size() - 1) {
+    deep.put("deep", Blob::of<std::uint8_t>(Shape(33, 1), std::vector<std::uint8_t>{9}));
+  }
+  try {
+    PendingCheckpoint::begin(file, world, header_for(world, 3), blob_views(deep, deep.names()),
+                             std::chrono::seconds(60));
+    ADD_FAILURE() << "begin succeeded on rank " << world.rank();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("blob 'deep' has 33 dimensions; a checkpoint holds at most 32"),
+              std::string::npos)
+        << error.what();
+  }
+  world.barrier();
+  EXPECT_FALSE(std::filesystem::exists(file));
 }
 
 TEST_F(PendingCheckpointTest, AFailedDataStepOnOneRankFailsFinishOnEveryRankAndRemovesTheFile) {

@@ -52,6 +52,19 @@ TEST(TypedCollectives, BroadcastGatherAndAllgatherKeepEachRanksElements) {
   EXPECT_EQ(gathered, world.is_root() ? everywhere : std::vector<std::vector<double>>{});
 }
 
+TEST(TypedCollectives, ScatterGivesEachRankItsOwnPart) {
+  const auto world = Communicator::world();
+  // Rank r's part: r bytes of value r (rank 0's is empty).
+  std::vector<std::vector<std::byte>> parts;
+  if (world.is_root()) {
+    for (int rank = 0; rank < world.size(); ++rank) {
+      parts.emplace_back(std::size_t(rank), std::byte(rank));
+    }
+  }
+  EXPECT_EQ(world.scatter(parts),
+            std::vector<std::byte>(std::size_t(world.rank()), std::byte(world.rank())));
+}
+
 TEST(TypedCollectives, SendrecvAlongAChainSkipsTheMissingNeighbours) {
   const auto world = Communicator::world();
   const int rank = world.rank();

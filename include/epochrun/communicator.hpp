@@ -141,6 +141,9 @@ class Communicator {
   std::vector<std::string> allgather(const std::string& value) const;
   // Every rank's bytes on `root`, in rank order; empty elsewhere.
   std::vector<std::vector<std::byte>> gather(std::span<const std::byte> value, int root = 0) const;
+  // The inverse: `root` passes one part per rank (ignored elsewhere), each rank gets its own.
+  std::vector<std::byte> scatter(const std::vector<std::vector<std::byte>>& parts,
+                                 int root = 0) const;
 
   // Collective error agreement: each rank passes its own failure (or nothing); every rank
   // gets the message of the lowest failing rank (prefixed "rank N: " unless N is 0), or nothing
