@@ -29,7 +29,8 @@ std::filesystem::path written_checkpoint(const std::filesystem::path& directory)
   Workspace workspace;
   for (int i = 0; i < kPacked; ++i) {
     workspace.put((i < 10 ? "b0" : "b") + std::to_string(i),
-                  Blob::of<std::uint8_t>({16}, std::vector<std::uint8_t>(16, static_cast<std::uint8_t>(1 + i))));
+                  Blob::of<std::uint8_t>(
+                      {16}, std::vector<std::uint8_t>(16, static_cast<std::uint8_t>(1 + i))));
   }
   workspace.put("big", Blob::of<double>({10000}, std::vector<double>(10000, 0.5)));
   workspace.put("state", Blob::bytes(std::vector<std::byte>(70000, std::byte{9})));
