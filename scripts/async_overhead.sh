@@ -4,7 +4,8 @@
 # Per run: the median interval between consecutive "epoch N done" log lines after the first
 # epoch (an interval holds the epoch and whatever its checkpoint made the job wait), and the
 # median time the job was blocked per checkpoint (metrics.jsonl: the copy and the layout plus
-# the wait for the end when asynchronous, the whole save when synchronous). Prints one line per run and the medians per mode.
+# the wait for the end when asynchronous, the whole save when synchronous). Prints one line per
+# run, the medians per mode, and each round's ratio to no checkpoint with their median.
 #
 #   scripts/async_overhead.sh [BUILD_DIR] [DIR] [ROUNDS] [RANKS] [MIB_PER_RANK] [SWEEPS] [EPOCHS]
 set -eu
@@ -71,4 +72,18 @@ blk = {m: statistics.median(float(r[2]) for r in rows if r[0] == m) for m in ("a
 print(f"median wall s/epoch: none {med['none']:.3f}  async {med['async']:.3f} ({med['async']/med['none']:.2f}x)"
       f"  sync {med['sync']:.3f} ({med['sync']/med['none']:.2f}x)")
 print(f"median blocked s per checkpoint: async {blk['async']:.3f}  sync {blk['sync']:.3f}")
+# Each round runs every mode twice (none async sync sync async none): its ratio is the mode's
+# mean over the round against no checkpoint's, and the median over rounds is what the target
+# is about (a ratio of two runs seconds apart, as epochrun bench's).
+def per_round(mode):
+    ratios = []
+    for at in range(0, len(rows) - 5, 6):
+        rnd = rows[at:at + 6]
+        mean = lambda m: statistics.mean(float(r[1]) for r in rnd if r[0] == m)
+        ratios.append(mean(mode) / mean("none"))
+    return ratios
+for mode in ("async", "sync"):
+    ratios = per_round(mode)
+    print(f"{mode} per round: " + " ".join(f"{x:.2f}" for x in ratios) +
+          f"  median {statistics.median(ratios):.2f}x")
 PY

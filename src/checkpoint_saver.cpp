@@ -1,23 +1,20 @@
 #include "checkpoint_saver.hpp"
 
 #include <spdlog/spdlog.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
 #include "human_bytes.hpp"
 #include "seconds_since.hpp"
+#include "snapshot_copy.hpp"
 
 namespace epochrun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr std::size_t kSnapshotPiece = 1 << 20;
 
 }  // namespace
 
@@ -61,21 +58,11 @@ bool CheckpointSaver::staging_fits(std::uint64_t bytes) const {
 std::vector<BlobView> CheckpointSaver::snapshot(const Workspace& workspace) {
   auto views = blob_views(workspace, blobs_);
   staging_.resize(views.size());
-  const std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
-                                                                         XXH64_freeState);
   for (std::size_t i = 0; i < views.size(); ++i) {
-    const auto from = views[i].bytes;
-    const auto to = staging_[i].resize(from.size());
-    // Hashed piece by piece right after it is copied, while the piece is still in the CPU
-    // cache: the background write then reads each byte once, to hand it to the disk.
-    XXH64_reset(state.get(), 0);
-    for (std::size_t at = 0; at < from.size(); at += kSnapshotPiece) {
-      const auto length = std::min(kSnapshotPiece, from.size() - at);
-      std::memcpy(to.data() + at, from.data() + at, length);
-      XXH64_update(state.get(), to.data() + at, length);
-    }
+    const auto to = staging_[i].resize(views[i].bytes.size());
+    // Hashed as it is copied: the background write then reads each byte once, for the disk.
+    views[i].xxh64 = copy_and_hash(to, views[i].bytes);
     views[i].bytes = to;
-    views[i].xxh64 = XXH64_digest(state.get());
     views[i].direct = true;
   }
   return views;
