@@ -235,7 +235,9 @@ void write_blob_index(hid_t group, const char* name, std::size_t count,
     const auto dtype = dtype_name(view.dtype);
     std::memcpy(at + shape.offsets[kDType], dtype.data(), dtype.size());
     at[shape.offsets[kNdim]] = static_cast<std::byte>(view.shape.size());
-    std::memcpy(at + shape.offsets[kShape], view.shape.data(), 8 * view.shape.size());
+    if (!view.shape.empty()) {  // a scalar's: memcpy must not get its null data()
+      std::memcpy(at + shape.offsets[kShape], view.shape.data(), 8 * view.shape.size());
+    }
     at[shape.offsets[kPacked]] = static_cast<std::byte>(view.packed ? 1 : 0);
     put(at, shape.offsets[kOffset], view.offset);
     put(at, shape.offsets[kSize], view.size);

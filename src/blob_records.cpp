@@ -24,8 +24,10 @@ class Writer {
     bytes(&value, sizeof value);
   }
   void bytes(const void* data, std::size_t size) {
-    std::memcpy(at_, data, size);
-    at_ += size;
+    if (size > 0) {  // an empty shape's data() may be null, which memcpy must not get
+      std::memcpy(at_, data, size);
+      at_ += size;
+    }
   }
 
  private:
@@ -105,7 +107,9 @@ std::vector<BlobRecord> decode_records(std::span<const std::byte> bytes,
     record.dtype = static_cast<DType>(reader.get<std::uint8_t>());
     const auto shape = reader.take(reader.get<std::uint8_t>(), sizeof(std::uint64_t));
     record.shape.resize(shape.size() / sizeof(std::uint64_t));
-    std::memcpy(record.shape.data(), shape.data(), shape.size());
+    if (!shape.empty()) {  // a scalar's: memcpy must not get its null data()
+      std::memcpy(record.shape.data(), shape.data(), shape.size());
+    }
     record.xxh64 = reader.get<std::uint64_t>();
     const auto offset = reader.get<std::uint64_t>();
     const auto packed = reader.get<std::uint8_t>() != 0;
