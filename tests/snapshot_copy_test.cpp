@@ -9,8 +9,8 @@
 namespace epochrun {
 namespace {
 
-// Exact copies and the source's xxh64 for sizes around the 64-byte stream step and the 256 KiB
-// piece, into destinations at every offset from a 16-byte boundary.
+// Exact copies and the source's xxh64 for sizes around the 256 KiB piece, into destinations at
+// several offsets from a 16-byte boundary, writing nothing around them.
 TEST(SnapshotCopy, CopiesExactlyAndReturnsTheXxh64OfTheBytes) {
   for (const std::size_t size :
        {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{63}, std::size_t{64},
