@@ -33,30 +33,28 @@ void BackgroundRemoval::remove(std::int64_t epoch, std::filesystem::path file) {
 }
 
 void BackgroundRemoval::work() {
-  std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) {
-      return;  // stopping, and nothing left to delete
+    std::deque<std::pair<std::int64_t, std::filesystem::path>> batch;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) {
+        return;  // stopping, and nothing left to delete
+      }
+      batch.swap(queue_);
     }
-    while (!queue_.empty()) {
-      const auto [epoch, file] = queue_.front();
-      queue_.pop_front();
-      lock.unlock();
+    for (const auto& [epoch, file] : batch) {
       fault_point("remove", epoch);
       if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
         spdlog::warn("could not delete {} (the retired checkpoint of epoch {}): {}", file.string(),
                      epoch, std::strerror(errno));
       }
-      lock.lock();
     }
-    lock.unlock();
     try {
       fsync_directory(directory_);
     } catch (const std::exception& error) {
       spdlog::warn("after deleting retired checkpoints: {}", error.what());
     }
-    lock.lock();
   }
 }
 

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
