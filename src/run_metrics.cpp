@@ -139,9 +139,11 @@ void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figu
   }
   line["ranks"] = std::move(ranks);
   try {
-    // Synced with the lines of saves: what a commit made durable, its figures are too. The
-    // directory is the saves' to create: without it there is nothing to measure against.
-    append_line(file_, json_text(line) + "\n", !std::isnan(mine.save_seconds));
+    // Never fsynced: figures are not state, a reader skips a torn line, and the next commit's
+    // fsyncs usually carry the line to the disk anyway. An fsync here stalled the job up to
+    // 34 ms per epoch, waiting for the file system to free a retired checkpoint. The directory
+    // is the saves' to create: without it there is nothing to measure against.
+    append_line(file_, json_text(line) + "\n", false);
   } catch (const std::exception& error) {
     if (!warned_) {
       spdlog::warn("metrics not recorded (further failures are not logged): {}", error.what());
