@@ -11,6 +11,7 @@
 #include "checkpoint_layout.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
+#include "fresh_memory.hpp"
 #include "integrity_header.hpp"
 #include "pending_checkpoint.hpp"
 #include "regular_file.hpp"
@@ -35,9 +36,9 @@ void check_checksum(std::uint64_t actual, const BlobRecord& record, const std::s
   }
 }
 
-// Reads one blob's bytes at its offset and verifies them. Hashed piece by piece as they arrive,
-// while each piece is still in the CPU cache (a second pass over a large blob would read it
-// from memory again).
+// Reads one blob's bytes at its offset and verifies them. Piece by piece, the fresh memory is
+// made resident, read into and hashed, each while it is still in the CPU cache (a second pass
+// over a large blob would read it from memory again).
 Blob read_blob_at(int fd, const BlobRecord& record, std::uint64_t offset, const std::string& what) {
   constexpr std::size_t kPiece = 4 << 20;
   Blob blob(record.dtype, record.shape);
@@ -48,6 +49,7 @@ Blob read_blob_at(int fd, const BlobRecord& record, std::uint64_t offset, const 
   try {
     for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
       const auto piece = bytes.subspan(at, std::min(kPiece, bytes.size() - at));
+      populate_for_writing(piece);
       read_at(fd, offset + at, piece, what);
       XXH64_update(state.get(), piece.data(), piece.size());
     }
