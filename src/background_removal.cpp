@@ -32,12 +32,29 @@ void BackgroundRemoval::remove(std::int64_t epoch, std::filesystem::path file) {
   wake_.notify_one();
 }
 
+BackgroundRemoval::Hold::Hold(BackgroundRemoval* removal) : removal_(removal) {
+  if (removal_ != nullptr) {
+    const std::lock_guard lock(removal_->mutex_);
+    ++removal_->holds_;
+  }
+}
+
+BackgroundRemoval::Hold::~Hold() {
+  if (removal_ != nullptr) {
+    {
+      const std::lock_guard lock(removal_->mutex_);
+      --removal_->holds_;
+    }
+    removal_->wake_.notify_one();
+  }
+}
+
 void BackgroundRemoval::work() {
   for (;;) {
     std::deque<std::pair<std::int64_t, std::filesystem::path>> batch;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || (!queue_.empty() && holds_ == 0); });
       if (queue_.empty()) {
         return;  // stopping, and nothing left to delete
       }

@@ -253,8 +253,13 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
     if (decision.kind == StopKind::kPreempted) {
       signals.restore_defaults();
     }
-    complete_save(steps, summary);
-    const auto save = checkpoint_epoch(decision, steps, context, summary);
+    const auto save = [&] {
+      // The checkpoints this commit retires are deleted after the next save's lay-out, which
+      // would otherwise wait for the file system to free them.
+      const auto deletions_wait = steps.post_commit.hold_removals();
+      complete_save(steps, summary);
+      return checkpoint_epoch(decision, steps, context, summary);
+    }();
     ++summary.epochs_run;
     steps.metrics.epoch(context.epoch, save ? epoch_figures(epoch_seconds, *save)
                                             : EpochFigures{epoch_seconds, {}, {}, {}});

@@ -101,6 +101,10 @@ std::optional<std::int64_t> PostCommitSteps::latest() const {
   return newest >= 0 ? std::optional(newest) : std::nullopt;
 }
 
+BackgroundRemoval::Hold PostCommitSteps::hold_removals() {
+  return BackgroundRemoval::Hold(removal_ ? &*removal_ : nullptr);
+}
+
 template <typename Choose>
 void PostCommitSteps::delete_checkpoints(Choose&& choose, const std::string& why,
                                          RunSummary& summary) {

@@ -34,6 +34,9 @@ class PostCommitSteps {
   void delete_all(RunSummary& summary);
   // Collective: the newest committed epoch in the directory.
   std::optional<std::int64_t> latest() const;
+  // Rank 0 starts no deletion of a retired checkpoint while the returned hold lives (see
+  // BackgroundRemoval::Hold); elsewhere it holds nothing.
+  BackgroundRemoval::Hold hold_removals();
 
  private:
   // Rank 0 deletes `chosen(index)` and the index is rewritten; every rank records what went.

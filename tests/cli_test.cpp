@@ -502,6 +502,44 @@ TEST_F(Cli, RetentionDeletesOffTheJobsThreadAndTheRunWaitsForIt) {
                                                                   "metrics.jsonl", "runs.jsonl"}));
 }
 
+// Freeing a large retired checkpoint stalls the file system's journal, so its deletion waits
+// until the next save is laid out: while rank 0 is held inside the lay-out of epoch 2 (the
+// asynchronous save that follows the commit of epoch 1, which retired epoch 0), epoch 0's
+// file is renamed away but still there. Before the hold, it was being deleted meanwhile.
+TEST_F(Cli, ARetiredCheckpointIsDeletedOnlyAfterTheNextSavesLayOut) {
+  auto environment = with_fault("save-lay-out@2:0:WAIT");
+  environment["EPOCHRUN_FAULT_RELEASE"] = (cwd_ / "release").string();
+  ChildProcess job(
+      epochrun_on_ranks(3, {"run", "--job", "sum_pipeline", "--checkpoint-dir", "D", "--keep-last",
+                            "1", "--async-checkpoint", "--summary-json", "s.json"}),
+      cwd_.path(), environment);
+  const auto temporary_of = [&](const std::string& target) {
+    for (const auto& name : list_directory(cwd_ / "D")) {
+      if (temporary_target(name) == std::optional<std::string>(target)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  bool laying_out_epoch_2 = false;
+  for (int polls = 0; polls < 2000 && !laying_out_epoch_2; ++polls) {
+    laying_out_epoch_2 =
+        std::filesystem::exists(cwd_ / "D" / "epoch-000001.h5") && temporary_of("epoch-000002.h5");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(laying_out_epoch_2) << "the lay-out of epoch 2 was not reached within 20 s";
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "D" / "epoch-000000.h5"));
+  EXPECT_TRUE(temporary_of("epoch-000000.h5"))
+      << "epoch 0's retired file was deleted during the next save's lay-out";
+  write_file(cwd_ / "release", "");
+  const auto ended = job.wait(120);
+  ASSERT_TRUE(ended.has_value()) << "the job did not end";
+  EXPECT_EQ(ended->exit_code, 0) << ended->err;
+  EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({0, 1, 2, 3}));
+  EXPECT_EQ(list_directory(cwd_ / "D"), (std::vector<std::string>{"epoch-000004.h5", "index.json",
+                                                                  "metrics.jsonl", "runs.jsonl"}));
+}
+
 // Issue 7 item 11: with the upload failed, deleting the checkpoints would leave the job's final
 // state nowhere. They stay, and the log says so.
 TEST_F(Cli, DeleteOnSuccessKeepsTheCheckpointsWhenTheUploadFailed) {
