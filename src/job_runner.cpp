@@ -40,6 +40,19 @@ EpochFigures epoch_figures(double epoch_seconds, const SaveOutcome& save) {
   return {epoch_seconds, save.blocked_seconds, save.seconds, save.bytes};
 }
 
+// Runs `step`, whose failure every rank shares (task groups and stop conditions agree on one).
+// On a failure `complete` first commits the save in flight: the epoch before's, which a run
+// without --async-checkpoint would have committed before this epoch began.
+template <typename Step, typename Complete>
+auto completing_on_failure(Step&& step, Complete&& complete) {
+  try {
+    return step();
+  } catch (...) {
+    complete();
+    throw;
+  }
+}
+
 // Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).
 std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const RunOptions& options) {
   std::unique_ptr<DirectoryLock> lock;
@@ -238,18 +251,13 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
     }
     ++context.epoch;
     const auto epoch_started = Clock::now();
-    try {
-      run_group(job_.epoch_group, context);
-    } catch (...) {
-      // Every rank is here (run_group agrees on the failure): the save of the epoch before is
-      // committed, as it would have been before this epoch without --async-checkpoint.
-      complete_save(steps, summary);
-      throw;
-    }
+    const auto complete = [&] { complete_save(steps, summary); };
+    completing_on_failure([&] { run_group(job_.epoch_group, context); }, complete);
     fault_point("epoch", context.epoch);
     const double epoch_seconds = seconds_since(epoch_started);
     time_budget_->record_epoch(epoch_seconds);
-    const auto decision = decider.after_epoch(context.workspace, context.epoch);
+    const auto decision = completing_on_failure(
+        [&] { return decider.after_epoch(context.workspace, context.epoch); }, complete);
     if (decision.kind == StopKind::kPreempted) {
       signals.restore_defaults();
     }

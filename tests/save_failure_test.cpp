@@ -167,5 +167,28 @@ TEST(SaveFailure, AFullDiskFailsLaterSavesButTheJobGoesOnAndEarlierOnesStayValid
   }
 }
 
+// With --async-checkpoint, a failure after an epoch's tasks (here the job's stop condition,
+// throwing on every rank after epoch 3) still commits the save in flight, epoch 2's: a
+// synchronous run would have committed it before epoch 3 ran.
+TEST(AsyncSave, AFailureAfterTheEpochsTasksStillCommitsTheSaveInFlight) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  auto job = jobs::make_sum_pipeline();
+  int checks = 0;
+  job.add_stop_condition("throws_after_epoch_3", [&](const Workspace&) -> bool {
+    if (++checks == 3) {
+      throw Error("the stop condition failed");
+    }
+    return false;
+  });
+  auto options = options_for(directory.path());
+  options.async_checkpoint = true;
+  Workspace workspace;
+  EXPECT_THROW(JobRunner(std::move(job), world, std::move(options)).run(workspace), Error);
+  world.barrier();
+  EXPECT_EQ(CheckpointDirectory(directory.path()).committed_epochs(),
+            (std::vector<std::int64_t>{0, 1, 2}));
+}
+
 }  // namespace
 }  // namespace epochrun::testing
