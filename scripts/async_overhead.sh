@@ -8,14 +8,17 @@
 # run, the medians per mode, and each round's ratio to no checkpoint with their median.
 #
 #   scripts/async_overhead.sh [BUILD_DIR] [DIR] [ROUNDS] [RANKS] [MIB_PER_RANK] [SWEEPS] [EPOCHS]
+#
+# The defaults are issue 9.7's setup: 2 ranks x 256 MiB, 24 sweeps per epoch (about 1 s on the
+# machine of docs/benchmarks.md: pick SWEEPS for about 1 s on yours), 10 epochs, 3 rounds.
 set -eu
 build=${1:-build}
 dir=${2:-/tmp/epochrun-async-overhead}
-rounds=${3:-2}
+rounds=${3:-3}
 ranks=${4:-2}
 mib=${5:-256}
-sweeps=${6:-3}
-epochs=${7:-8}
+sweeps=${6:-24}
+epochs=${7:-10}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mkdir -p "$dir"
 run() {  # mode
