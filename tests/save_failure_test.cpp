@@ -1,10 +1,13 @@
 // The reference's test_ckpt_save_failure and more: a checkpoint that cannot be written never
 // stops the job, never touches a committed checkpoint and leaves no temporary file behind.
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <fstream>
 
 #include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/epoch_limiter.hpp"
 #include "epochrun/run_history.hpp"
+#include "nlohmann/json.hpp"
 #include "run_metrics.hpp"
 #include "sum_pipeline_fixture.hpp"
 #include "test_support.hpp"
@@ -188,6 +191,57 @@ TEST(AsyncSave, AFailureAfterTheEpochsTasksStillCommitsTheSaveInFlight) {
   world.barrier();
   EXPECT_EQ(CheckpointDirectory(directory.path()).committed_epochs(),
             (std::vector<std::int64_t>{0, 1, 2}));
+}
+
+// Events of `directory`'s metrics.jsonl, in order.
+std::vector<std::string> metrics_events(const std::filesystem::path& directory) {
+  std::vector<std::string> events;
+  std::ifstream lines(directory / kMetricsFileName);
+  for (std::string line; std::getline(lines, line);) {
+    events.push_back(nlohmann::json::parse(line)["event"]);
+  }
+  return events;
+}
+
+// --async-max-staging-mib with one rank's snapshot over it and the others' under: every rank
+// saves that checkpoint synchronously (the ranks agree; a rank in a synchronous save while the
+// others start a background one would stall them all until the save timeout).
+TEST(AsyncSave, OneRankOverTheStagingLimitMakesEveryRankSaveSynchronously) {
+  const auto world = Communicator::world();
+  if (world.size() < 2) {
+    GTEST_SKIP() << "needs a rank over the limit and one under it";
+  }
+  ScratchDir scratch(world);
+  const auto run = [&](std::uint64_t staging_limit, const std::filesystem::path& directory) {
+    Job job("staging_test");
+    add_epoch_limiter(job, 3);
+    const auto state =
+        job.blob<std::uint8_t>("state", {world.rank() == 1 ? std::uint64_t{2} << 20 : 4096});
+    job.init_group.add("fill",
+                       [&](TaskContext& context) { std::ranges::fill(state.of(context), 1); });
+    job.epoch_group.add("step", [&](TaskContext& context) {
+      for (auto& byte : state.of(context)) {
+        ++byte;
+      }
+    });
+    RunOptions options;
+    options.checkpoint_dir = directory;
+    options.async_checkpoint = true;
+    options.async_max_staging_bytes = staging_limit;
+    options.save_timeout = std::chrono::seconds(20);
+    Workspace workspace;
+    return JobRunner(std::move(job), world, std::move(options)).run(workspace);
+  };
+  const auto over = run(1 << 20, scratch / "over");
+  const auto under = run(4 << 20, scratch / "under");
+  EXPECT_EQ(over.committed, (std::vector<std::int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(under.committed, (std::vector<std::int64_t>{0, 1, 2, 3}));
+  world.barrier();
+  // An asynchronous save ends in a "save" line; a synchronous one is all in its epoch's line.
+  EXPECT_EQ(metrics_events(scratch / "over"),
+            (std::vector<std::string>{"epoch", "epoch", "epoch", "epoch"}));
+  EXPECT_EQ(metrics_events(scratch / "under"),
+            (std::vector<std::string>{"epoch", "save", "epoch", "save", "epoch", "save", "epoch"}));
 }
 
 }  // namespace
