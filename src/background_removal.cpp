@@ -25,11 +25,27 @@ BackgroundRemoval::~BackgroundRemoval() {
 }
 
 void BackgroundRemoval::remove(std::int64_t epoch, std::filesystem::path file) {
+  std::error_code unknown;  // counted as 0 bytes
+  const auto bytes = std::filesystem::file_size(file, unknown);
   {
     const std::lock_guard lock(mutex_);
-    queue_.emplace_back(epoch, std::move(file));
+    queue_.push_back(Retired{epoch, std::move(file), unknown ? 0 : bytes});
+    pending_bytes_ += queue_.back().bytes;
   }
   wake_.notify_one();
+}
+
+std::uint64_t BackgroundRemoval::pending_bytes() const {
+  const std::lock_guard lock(mutex_);
+  return pending_bytes_;
+}
+
+void BackgroundRemoval::finish_pending() {
+  std::unique_lock lock(mutex_);
+  ++urgent_;
+  wake_.notify_one();
+  done_.wait(lock, [&] { return queue_.empty() && !deleting_; });
+  --urgent_;
 }
 
 BackgroundRemoval::Hold::Hold(BackgroundRemoval* removal) : removal_(removal) {
@@ -51,27 +67,37 @@ BackgroundRemoval::Hold::~Hold() {
 
 void BackgroundRemoval::work() {
   for (;;) {
-    std::deque<std::pair<std::int64_t, std::filesystem::path>> batch;
+    std::deque<Retired> batch;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || (!queue_.empty() && holds_ == 0); });
+      wake_.wait(lock,
+                 [&] { return stopping_ || (!queue_.empty() && (holds_ == 0 || urgent_ > 0)); });
       if (queue_.empty()) {
         return;  // stopping, and nothing left to delete
       }
       batch.swap(queue_);
+      deleting_ = true;
     }
-    for (const auto& [epoch, file] : batch) {
-      fault_point("remove", epoch);
-      if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
-        spdlog::warn("could not delete {} (the retired checkpoint of epoch {}): {}", file.string(),
-                     epoch, std::strerror(errno));
+    std::uint64_t freed = 0;
+    for (const auto& retired : batch) {
+      fault_point("remove", retired.epoch);
+      if (::unlink(retired.file.c_str()) != 0 && errno != ENOENT) {
+        spdlog::warn("could not delete {} (the retired checkpoint of epoch {}): {}",
+                     retired.file.string(), retired.epoch, std::strerror(errno));
       }
+      freed += retired.bytes;
     }
     try {
       fsync_directory(directory_);
     } catch (const std::exception& error) {
       spdlog::warn("after deleting retired checkpoints: {}", error.what());
     }
+    {
+      const std::lock_guard lock(mutex_);
+      pending_bytes_ -= freed;
+      deleting_ = false;
+    }
+    done_.notify_all();
   }
 }
 

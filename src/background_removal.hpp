@@ -28,11 +28,16 @@ class BackgroundRemoval {
   // Deletes `file`, the temporary name the checkpoint of `epoch` was renamed to. A failure is a
   // warning in the log: nothing committed depends on it.
   void remove(std::int64_t epoch, std::filesystem::path file);
+  // The size of the files handed over and not deleted yet.
+  std::uint64_t pending_bytes() const;
+  // Deletes every file handed over, holds or not, and returns once they are gone.
+  void finish_pending();
 
-  // While a Hold lives no deletion starts (one under way finishes): the job's own file-system
-  // work right after a commit goes first. Freeing a large file stalls the file system's journal
-  // (ext4 mounted with discard: 30 to 80 ms for 512 MiB), and the next save's lay-out on the
-  // job's thread (its create and fallocate) waited for it. Null: holds nothing.
+  // While a Hold lives no deletion starts (one under way finishes; finish_pending overrides
+  // it, for a save that may need the room): the job's own file-system work right after a
+  // commit goes first. Freeing a large file stalls the file system's journal (ext4 mounted
+  // with discard: 30 to 80 ms for 512 MiB), and the next save's lay-out on the job's thread
+  // (its create and fallocate) waited for it. Null: holds nothing.
   class [[nodiscard]] Hold {
    public:
     explicit Hold(BackgroundRemoval* removal);
@@ -47,11 +52,21 @@ class BackgroundRemoval {
  private:
   void work();
 
+  struct Retired {
+    std::int64_t epoch;
+    std::filesystem::path file;
+    std::uint64_t bytes;
+  };
+
   std::filesystem::path directory_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::pair<std::int64_t, std::filesystem::path>> queue_;
+  std::condition_variable done_;  // a batch was deleted
+  std::deque<Retired> queue_;
+  std::uint64_t pending_bytes_ = 0;  // queued or being deleted
   int holds_ = 0;
+  int urgent_ = 0;         // callers of finish_pending waiting
+  bool deleting_ = false;  // a batch taken from the queue is being deleted
   bool stopping_ = false;
   std::thread worker_;  // last: started once everything it uses exists
 };

@@ -76,6 +76,7 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     return outcome;
   }
   const auto started = Clock::now();
+  post_commit_.make_room_for_a_save();
   for (const auto& name : blobs_) {
     outcome.bytes += workspace.get(name).byte_size();
   }

@@ -34,15 +34,19 @@ void check_file_size_limit(std::uint64_t bytes) {
   }
 }
 
-void check_free_space(const std::filesystem::path& directory, std::uint64_t bytes) {
+std::optional<std::uint64_t> available_bytes(const std::filesystem::path& directory) {
   struct statvfs space {};
   if (::statvfs(directory.empty() ? "." : directory.c_str(), &space) != 0) {
-    return;  // the save itself will report why the directory is unusable
+    return std::nullopt;
   }
-  const std::uint64_t available = std::uint64_t(space.f_bavail) * space.f_frsize;
-  if (available < bytes) {
+  return std::uint64_t(space.f_bavail) * space.f_frsize;
+}
+
+void check_free_space(const std::filesystem::path& directory, std::uint64_t bytes) {
+  const auto available = available_bytes(directory);
+  if (available && *available < bytes) {
     throw Error("not enough space: the checkpoint needs about " + std::to_string(bytes) +
-                " bytes, " + std::to_string(available) + " are available");
+                " bytes, " + std::to_string(*available) + " are available");
   }
 }
 

@@ -8,12 +8,17 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 
 namespace epochrun {
 
 // Throws Error when this process's file-size limit (ulimit -f) is below `bytes`: a write past
 // it would kill the process with SIGXFSZ rather than fail.
 void check_file_size_limit(std::uint64_t bytes);
+
+// Bytes available to this user on the file system holding `directory`; none when it cannot
+// be asked (the save itself then reports why the directory is unusable).
+std::optional<std::uint64_t> available_bytes(const std::filesystem::path& directory);
 
 // Throws Error ("not enough space: ...") when the file system holding `directory` has fewer
 // than `bytes` available to this user.

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "collective_errors.hpp"
+#include "disk_space.hpp"
 #include "epochrun/errors.hpp"
 
 namespace epochrun {
@@ -103,6 +104,22 @@ std::optional<std::int64_t> PostCommitSteps::latest() const {
 
 BackgroundRemoval::Hold PostCommitSteps::hold_removals() {
   return BackgroundRemoval::Hold(removal_ ? &*removal_ : nullptr);
+}
+
+void PostCommitSteps::make_room_for_a_save() {
+  if (!removal_) {
+    return;
+  }
+  const auto pending = removal_->pending_bytes();
+  if (pending == 0) {
+    return;
+  }
+  // The next checkpoint is most often the size of the last ones; the MiB covers the fixed
+  // allowance a small checkpoint's space check adds.
+  const auto available = available_bytes(options_.checkpoint_dir);
+  if (available && *available < 2 * pending + (std::uint64_t{1} << 20)) {
+    removal_->finish_pending();
+  }
 }
 
 template <typename Choose>

@@ -37,6 +37,10 @@ class PostCommitSteps {
   // Rank 0 starts no deletion of a retired checkpoint while the returned hold lives (see
   // BackgroundRemoval::Hold); elsewhere it holds nothing.
   BackgroundRemoval::Hold hold_removals();
+  // Before a save, on rank 0 (elsewhere nothing): when the retired checkpoints still to be
+  // deleted may hold the room the save needs (the disk has less than twice their size and
+  // 1 MiB free), deletes them first, hold or not. Not collective.
+  void make_room_for_a_save();
 
  private:
   // Rank 0 deletes `chosen(index)` and the index is rewritten; every rank records what went.

@@ -540,6 +540,27 @@ TEST_F(Cli, ARetiredCheckpointIsDeletedOnlyAfterTheNextSavesLayOut) {
                                                                   "metrics.jsonl", "runs.jsonl"}));
 }
 
+// On a disk with room for two checkpoints and little more (a real 80 KiB tmpfs), an
+// asynchronous run with --keep-last 1 commits every epoch, as a synchronous run does: the
+// retired checkpoint whose deletion would wait for the next lay-out is deleted first when the
+// save may need its room. (Held, it failed the saves of epochs 2 and 4.)
+TEST_F(Cli, OnANearlyFullDiskRetiredCheckpointsAreDeletedBeforeTheNextSave) {
+  TmpfsMount disk(cwd_ / "disk", "80k");
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+  }
+  auto result = epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "disk/D",
+                          "--keep-last", "1", "--async-checkpoint", "--summary-json", "s.json"},
+                         cwd_.path(), 3);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto summary = read_json(cwd_ / "s.json");
+  EXPECT_EQ(summary["failed_saves"], nlohmann::json::array()) << result.err;
+  EXPECT_EQ(summary["last_committed_epoch"], 4);
+  EXPECT_EQ(summary["deleted_checkpoints"], nlohmann::json({0, 1, 2, 3}));
+  EXPECT_EQ(CheckpointDirectory(cwd_ / "disk" / "D").committed_epochs(),
+            (std::vector<std::int64_t>{4}));
+}
+
 // Issue 7 item 11: with the upload failed, deleting the checkpoints would leave the job's final
 // state nowhere. They stay, and the log says so.
 TEST_F(Cli, DeleteOnSuccessKeepsTheCheckpointsWhenTheUploadFailed) {
