@@ -5,9 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "durable_file.hpp"
+#include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
 
 namespace epochrun {
@@ -80,10 +80,15 @@ void BackgroundRemoval::work() {
     }
     std::uint64_t freed = 0;
     for (const auto& retired : batch) {
-      fault_point("remove", retired.epoch);
-      if (::unlink(retired.file.c_str()) != 0 && errno != ENOENT) {
+      try {
+        fault_point("remove", retired.epoch);
+        if (::unlink(retired.file.c_str()) != 0 && errno != ENOENT) {
+          throw Error(errno_message("unlink"));
+        }
+      } catch (const std::exception& error) {
+        // On this thread an escaping exception would end the process.
         spdlog::warn("could not delete {} (the retired checkpoint of epoch {}): {}",
-                     retired.file.string(), retired.epoch, std::strerror(errno));
+                     retired.file.string(), retired.epoch, error.what());
       }
       freed += retired.bytes;
     }

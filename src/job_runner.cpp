@@ -40,15 +40,20 @@ EpochFigures epoch_figures(double epoch_seconds, const SaveOutcome& save) {
   return {epoch_seconds, save.blocked_seconds, save.seconds, save.bytes};
 }
 
-// Runs `step`, whose failure every rank shares (task groups and stop conditions agree on one).
+// Runs `step`, a task group or the stop conditions, which agree on a failure across the ranks.
 // On a failure `complete` first commits the save in flight: the epoch before's, which a run
-// without --async-checkpoint would have committed before this epoch began.
+// without --async-checkpoint would have committed before this epoch began. The step's error
+// is the one that propagates.
 template <typename Step, typename Complete>
 auto completing_on_failure(Step&& step, Complete&& complete) {
   try {
     return step();
   } catch (...) {
-    complete();
+    try {
+      complete();
+    } catch (const std::exception& error) {
+      spdlog::warn("the checkpoint in flight was not committed: {}", error.what());
+    }
     throw;
   }
 }
@@ -262,8 +267,8 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
       signals.restore_defaults();
     }
     const auto save = [&] {
-      // The checkpoints this commit retires are deleted after the next save's lay-out, which
-      // would otherwise wait for the file system to free them.
+      // The checkpoints an asynchronous save's commit retires here are deleted after the next
+      // save's lay-out, which would otherwise wait for the file system to free them.
       const auto deletions_wait = steps.post_commit.hold_removals();
       complete_save(steps, summary);
       return checkpoint_epoch(decision, steps, context, summary);

@@ -139,10 +139,10 @@ void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figu
   }
   line["ranks"] = std::move(ranks);
   try {
-    // Never fsynced: figures are not state, a reader skips a torn line, and the next commit's
-    // fsyncs usually carry the line to the disk anyway. An fsync here stalled the job up to
-    // 34 ms per epoch, waiting for the file system to free a retired checkpoint. The directory
-    // is the saves' to create: without it there is nothing to measure against.
+    // Never fsynced: figures are not state and a reader skips a torn line (on ext4, the next
+    // commit's journal flush may carry the line to the disk anyway). An fsync here stalled the job
+    // up to 34 ms per epoch, waiting for the file system to free a retired checkpoint. The
+    // directory is the saves' to create: without it there is nothing to measure against.
     append_line(file_, json_text(line) + "\n", false);
   } catch (const std::exception& error) {
     if (!warned_) {
