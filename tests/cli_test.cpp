@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -474,32 +476,68 @@ bool has_temporary_of(const std::filesystem::path& directory, const std::string&
   });
 }
 
+// sum_pipeline on 3 ranks into D with --keep-last 1 (and `more` flags), held at `fault`
+// (phase@epoch:rank:WAIT) until release_and_expect_its_end().
+class HeldKeepLastOneRun {
+ public:
+  HeldKeepLastOneRun(const std::filesystem::path& cwd, const std::string& fault,
+                     const std::vector<std::string>& more)
+      : cwd_(cwd), job_(arguments(more), cwd, environment(cwd, fault)) {}
+
+  // Whether `reached` came true within 20 s (polled every 10 ms).
+  bool reaches(const std::function<bool()>& reached) {
+    for (int polls = 0; polls < 2000; ++polls) {
+      if (reached()) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  // Releases the run and checks how it ends: epochs 0 to 3 deleted, only epoch 4 left.
+  void release_and_expect_its_end() {
+    write_file(cwd_ / "release", "");
+    const auto ended = job_.wait(120);
+    ASSERT_TRUE(ended.has_value()) << "the job did not end";
+    EXPECT_EQ(ended->exit_code, 0) << ended->err;
+    EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({0, 1, 2, 3}));
+    EXPECT_EQ(
+        list_directory(cwd_ / "D"),
+        (std::vector<std::string>{"epoch-000004.h5", "index.json", "metrics.jsonl", "runs.jsonl"}));
+  }
+
+ private:
+  static std::vector<std::string> arguments(const std::vector<std::string>& more) {
+    std::vector<std::string> args = {
+        "run", "--job",          "sum_pipeline", "--checkpoint-dir", "D", "--keep-last",
+        "1",   "--summary-json", "s.json"};
+    args.insert(args.end(), more.begin(), more.end());
+    return epochrun_on_ranks(3, args);
+  }
+  static std::map<std::string, std::string> environment(const std::filesystem::path& cwd,
+                                                        const std::string& fault) {
+    auto environment = with_fault(fault);
+    environment["EPOCHRUN_FAULT_RELEASE"] = (cwd / "release").string();
+    return environment;
+  }
+
+  std::filesystem::path cwd_;
+  ChildProcess job_;
+};
+
 // Retention renames a retired checkpoint away and deletes it on a thread of its own: the job
 // goes on while the deletion of epoch 0 is held (EPOCHRUN_FAULT=remove@0:0:WAIT), and the run
 // ends only once it is done. When the job's own thread deleted the files, holding that deletion
 // held the job (epoch 4 never came within the bound).
 TEST_F(Cli, RetentionDeletesOffTheJobsThreadAndTheRunWaitsForIt) {
-  auto environment = with_fault("remove@0:0:WAIT");
-  environment["EPOCHRUN_FAULT_RELEASE"] = (cwd_ / "release").string();
-  ChildProcess job(epochrun_on_ranks(3, {"run", "--job", "sum_pipeline", "--checkpoint-dir", "D",
-                                         "--keep-last", "1", "--summary-json", "s.json"}),
-                   cwd_.path(), environment);
-  bool last_committed_while_held = false;
-  for (int polls = 0; polls < 2000 && !last_committed_while_held; ++polls) {
-    last_committed_while_held = std::filesystem::exists(cwd_ / "D" / "epoch-000004.h5") &&
-                                has_temporary_of(cwd_ / "D", "epoch-000000.h5");
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(last_committed_while_held)
-      << "epoch 4 was not committed within 20 s while the deletion of epoch 0 was held";
+  HeldKeepLastOneRun run(cwd_.path(), "remove@0:0:WAIT", {});
+  EXPECT_TRUE(run.reaches([&] {
+    return std::filesystem::exists(cwd_ / "D" / "epoch-000004.h5") &&
+           has_temporary_of(cwd_ / "D", "epoch-000000.h5");
+  })) << "epoch 4 was not committed within 20 s while the deletion of epoch 0 was held";
   EXPECT_FALSE(std::filesystem::exists(cwd_ / "D" / "epoch-000000.h5"));
-  write_file(cwd_ / "release", "");
-  const auto ended = job.wait(120);
-  ASSERT_TRUE(ended.has_value()) << "the job did not end";
-  EXPECT_EQ(ended->exit_code, 0) << ended->err;
-  EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({0, 1, 2, 3}));
-  EXPECT_EQ(list_directory(cwd_ / "D"), (std::vector<std::string>{"epoch-000004.h5", "index.json",
-                                                                  "metrics.jsonl", "runs.jsonl"}));
+  run.release_and_expect_its_end();
 }
 
 // Freeing a large retired checkpoint stalls the file system's journal, so its deletion waits
@@ -507,29 +545,15 @@ TEST_F(Cli, RetentionDeletesOffTheJobsThreadAndTheRunWaitsForIt) {
 // asynchronous save that follows the commit of epoch 1, which retired epoch 0), epoch 0's
 // file is renamed away but still there. Before the hold, it was being deleted meanwhile.
 TEST_F(Cli, ARetiredCheckpointIsDeletedOnlyAfterTheNextSavesLayOut) {
-  auto environment = with_fault("save-lay-out@2:0:WAIT");
-  environment["EPOCHRUN_FAULT_RELEASE"] = (cwd_ / "release").string();
-  ChildProcess job(
-      epochrun_on_ranks(3, {"run", "--job", "sum_pipeline", "--checkpoint-dir", "D", "--keep-last",
-                            "1", "--async-checkpoint", "--summary-json", "s.json"}),
-      cwd_.path(), environment);
-  bool laying_out_epoch_2 = false;
-  for (int polls = 0; polls < 2000 && !laying_out_epoch_2; ++polls) {
-    laying_out_epoch_2 = std::filesystem::exists(cwd_ / "D" / "epoch-000001.h5") &&
-                         has_temporary_of(cwd_ / "D", "epoch-000002.h5");
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(laying_out_epoch_2) << "the lay-out of epoch 2 was not reached within 20 s";
+  HeldKeepLastOneRun run(cwd_.path(), "save-lay-out@2:0:WAIT", {"--async-checkpoint"});
+  ASSERT_TRUE(run.reaches([&] {
+    return std::filesystem::exists(cwd_ / "D" / "epoch-000001.h5") &&
+           has_temporary_of(cwd_ / "D", "epoch-000002.h5");
+  })) << "the lay-out of epoch 2 was not reached within 20 s";
   EXPECT_FALSE(std::filesystem::exists(cwd_ / "D" / "epoch-000000.h5"));
   EXPECT_TRUE(has_temporary_of(cwd_ / "D", "epoch-000000.h5"))
       << "epoch 0's retired file was deleted during the next save's lay-out";
-  write_file(cwd_ / "release", "");
-  const auto ended = job.wait(120);
-  ASSERT_TRUE(ended.has_value()) << "the job did not end";
-  EXPECT_EQ(ended->exit_code, 0) << ended->err;
-  EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({0, 1, 2, 3}));
-  EXPECT_EQ(list_directory(cwd_ / "D"), (std::vector<std::string>{"epoch-000004.h5", "index.json",
-                                                                  "metrics.jsonl", "runs.jsonl"}));
+  run.release_and_expect_its_end();
 }
 
 // On a disk with room for two checkpoints and little more (a real 80 KiB tmpfs), an
