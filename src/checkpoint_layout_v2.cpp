@@ -114,14 +114,16 @@ void read_node(hid_t nodes, hid_t index, const std::string& node, CheckpointLayo
       packed_ranges.emplace_back(row.offset, bytes);
       offset = bytes > 0 ? pack->offset + row.offset : 0;
     } else {
-      auto dataset = h5::open_child(node_group.get(), record.name, true, what());
-      h5::check_storage(dataset.get(), what());
-      if (h5::dtype_of(dataset.get(), what()) != record.dtype ||
-          h5::shape_of(dataset.get(), what()) != record.shape) {
-        throw CorruptCheckpoint(what() + " does not have the dtype and shape its index row says");
+      const auto dataset_what = what();
+      auto dataset = h5::open_child(node_group.get(), record.name, true, dataset_what);
+      h5::check_storage(dataset.get(), dataset_what);
+      if (h5::dtype_of(dataset.get(), dataset_what) != record.dtype ||
+          h5::shape_of(dataset.get(), dataset_what) != record.shape) {
+        throw CorruptCheckpoint(dataset_what +
+                                " does not have the dtype and shape its index row says");
       }
       if (bytes > 0) {
-        offset = h5::offset_of(dataset.get(), what());
+        offset = h5::offset_of(dataset.get(), dataset_what);
         layout.extents.push_back(DataExtent{offset, bytes});
       }
     }
