@@ -2,7 +2,7 @@
 // removed, changed and unchanged, and configuration changes.
 #include <gtest/gtest.h>
 
-#include "cli/checkpoint_diff.hpp"
+#include "inspect/checkpoint_diff.hpp"
 
 namespace epochrun::testing {
 namespace {

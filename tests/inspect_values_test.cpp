@@ -6,8 +6,8 @@
 #include <limits>
 #include <numeric>
 
-#include "cli/blob_values.hpp"
-#include "cli/npy_writer.hpp"
+#include "inspect/blob_values.hpp"
+#include "inspect/npy_writer.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {

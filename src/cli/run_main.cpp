@@ -6,7 +6,7 @@
 #include <iostream>
 #include <string>
 
-#include "cli/command_line.hpp"
+#include "command_line.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/job_registry.hpp"
 #include "job_library.hpp"

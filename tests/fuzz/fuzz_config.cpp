@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/run_options.hpp"
 #include "epochrun/errors.hpp"
+#include "run/run_options.hpp"
 
 namespace {
 

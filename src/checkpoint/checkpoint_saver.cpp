@@ -1,0 +1,161 @@
+#include "checkpoint_saver.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/errors.hpp"
+#include "human_bytes.hpp"
+#include "seconds_since.hpp"
+#include "snapshot_copy.hpp"
+
+namespace epochrun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+CheckpointSaver::CheckpointSaver(std::string job, const Communicator& comm,
+                                 const CheckpointOptions& options,
+                                 std::vector<std::string> node_names, PostCommitSteps& post_commit)
+    : job_(std::move(job)),
+      comm_(comm),
+      options_(options),
+      node_names_(std::move(node_names)),
+      post_commit_(post_commit) {}
+
+CheckpointSaver::~CheckpointSaver() {
+  if (writer_.joinable()) {
+    writer_.join();
+  }
+}
+
+void CheckpointSaver::resumed_from(std::int64_t epoch) {
+  last_committed_ = epoch;
+  last_commit_time_ = Clock::now();
+}
+
+CheckpointHeader CheckpointSaver::header_for(std::int64_t epoch) const {
+  CheckpointHeader header;
+  header.epoch = epoch;
+  header.job = job_;
+  header.node_names = node_names_;
+  header.config_json = options_.config_json;
+  return header;
+}
+
+bool CheckpointSaver::staging_fits(std::uint64_t bytes) const {
+  if (!options_.async_max_staging_bytes) {
+    return true;
+  }
+  const bool fits = bytes <= *options_.async_max_staging_bytes;
+  return comm_.allreduce_max(fits ? 0.0 : 1.0) == 0.0;
+}
+
+std::vector<BlobView> CheckpointSaver::snapshot(const Workspace& workspace) {
+  auto views = blob_views(workspace, blobs_);
+  staging_.resize(views.size());
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const auto to = staging_[i].resize(views[i].bytes.size());
+    // Hashed as it is copied: the background write then reads each byte once, for the disk.
+    views[i].xxh64 = copy_and_hash(to, views[i].bytes);
+    views[i].bytes = to;
+    views[i].direct = true;
+  }
+  return views;
+}
+
+SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace,
+                                  bool may_run_in_background) {
+  SaveOutcome outcome;
+  outcome.epoch = epoch;
+  if (options_.checkpoint_dir.empty()) {
+    outcome.log = "no checkpoints (--no-checkpoints)";
+    return outcome;
+  }
+  const auto started = Clock::now();
+  post_commit_.make_room_for_a_save();
+  for (const auto& name : blobs_) {
+    outcome.bytes += workspace.get(name).byte_size();
+  }
+  const bool background = options_.async_checkpoint && may_run_in_background;
+  if (background && !staging_fits(outcome.bytes)) {
+    if (comm_.is_root()) {
+      spdlog::info(
+          "epoch {}: the snapshot ({} on this rank) exceeds --async-max-staging-mib {} on some "
+          "rank: this checkpoint is saved synchronously",
+          epoch, human_bytes(double(outcome.bytes)), *options_.async_max_staging_bytes >> 20);
+    }
+  } else if (background) {
+    try {
+      in_flight_.emplace(DirectorySave::begin(CheckpointDirectory(options_.checkpoint_dir), comm_,
+                                              header_for(epoch), snapshot(workspace),
+                                              options_.save_timeout));
+    } catch (const std::exception& error) {
+      commit_failed(epoch, error, outcome);
+      outcome.seconds = outcome.blocked_seconds = seconds_since(started);
+      return outcome;
+    }
+    writer_ = std::thread([this] { in_flight_->write_data(); });
+    in_flight_started_ = started;
+    outcome.in_background = true;
+    outcome.blocked_seconds = seconds_since(started);
+    outcome.log = fmt::format("checkpoint started in the background ({} snapshot in {:.3f} s)",
+                              human_bytes(double(outcome.bytes)), outcome.blocked_seconds);
+    in_flight_outcome_ = outcome;
+    return outcome;
+  }
+  try {
+    committed(CheckpointDirectory(options_.checkpoint_dir)
+                  .save(comm_, header_for(epoch), workspace, blobs_, options_.save_timeout),
+              outcome);
+  } catch (const std::exception& error) {
+    commit_failed(epoch, error, outcome);
+  }
+  outcome.seconds = outcome.blocked_seconds = seconds_since(started);
+  return outcome;
+}
+
+std::optional<SaveOutcome> CheckpointSaver::complete() {
+  if (!in_flight_) {
+    return std::nullopt;
+  }
+  const auto waiting = Clock::now();
+  writer_.join();
+  auto outcome = in_flight_outcome_;
+  outcome.in_background = false;
+  try {
+    committed(in_flight_->commit(), outcome);
+  } catch (const std::exception& error) {
+    commit_failed(outcome.epoch, error, outcome);
+  }
+  in_flight_.reset();
+  outcome.blocked_seconds = seconds_since(waiting);
+  outcome.seconds = seconds_since(in_flight_started_);
+  return outcome;
+}
+
+void CheckpointSaver::committed(const SaveStats& stats, SaveOutcome& outcome) {
+  outcome.committed = true;
+  last_committed_ = outcome.epoch;
+  last_commit_time_ = Clock::now();
+  outcome.deleted = post_commit_.after_commit(outcome.epoch, stats.file_bytes);
+  outcome.log = fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
+                            human_bytes(double(stats.file_bytes)), stats.seconds,
+                            human_bytes(double(stats.file_bytes) / std::max(stats.seconds, 1e-9)));
+}
+
+void CheckpointSaver::commit_failed(std::int64_t epoch, const std::exception& error,
+                                    SaveOutcome& outcome) {
+  // The reference's contract: a checkpoint that cannot be written does not stop the job.
+  // Every rank gets the same agreed error; rank 0 reports it once.
+  if (comm_.is_root()) {
+    spdlog::warn("checkpoint for epoch {} failed, the job goes on: {}", epoch, error.what());
+  }
+  outcome.failure = error.what();
+  outcome.log = "checkpoint FAILED (see warning)";
+}
+
+}  // namespace epochrun

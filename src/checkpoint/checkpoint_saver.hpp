@@ -1,0 +1,98 @@
+// Saving an epoch's checkpoint: the save and commit (DirectorySave), then the post-commit
+// steps; a failed save is recorded and the job goes on (the reference's contract).
+//
+// Asynchronous saves (--async-checkpoint): at the epoch boundary the checkpointed blobs are
+// copied once into staging buffers (kept from one save to the next), the file is laid out on
+// the main thread, and this rank's data is written by a background thread while the job runs
+// the next epoch; complete() then seals and commits it on the main thread, which alone makes
+// MPI calls. At most one save is in flight. A snapshot beyond the staging limit on any rank
+// makes that save synchronous on every rank. A synchronous save copies nothing.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checkpoint_options.hpp"
+#include "directory_save.hpp"
+#include "epochrun/communicator.hpp"
+#include "epochrun/workspace.hpp"
+#include "post_commit_steps.hpp"
+#include "staging_buffer.hpp"
+
+namespace epochrun {
+
+// What one save, or one step of an asynchronous one, did, as this rank saw it.
+struct SaveOutcome {
+  std::int64_t epoch = 0;
+  std::string log;             // "checkpoint epoch-000003.h5 1.2 MiB in ..." or the failure
+  bool in_background = false;  // started, written while the job goes on: see complete()
+  double seconds = 0;          // the whole save (begin to the end of its post-commit steps)
+  double blocked_seconds = 0;  // of those, the job's thread was stopped for this step
+  std::uint64_t bytes = 0;     // this rank's blob bytes
+  bool committed = false;
+  std::optional<std::string> failure;  // the agreed error of a save that failed
+  std::vector<std::int64_t> deleted;   // epochs the post-commit steps deleted after it
+};
+
+class CheckpointSaver {
+ public:
+  CheckpointSaver(std::string job, const Communicator& comm, const CheckpointOptions& options,
+                  std::vector<std::string> node_names, PostCommitSteps& post_commit);
+  // A save still in flight here belongs to a run that failed: its thread is joined and its
+  // temporary file removed (PendingCheckpoint), nothing is committed.
+  ~CheckpointSaver();
+  CheckpointSaver(const CheckpointSaver&) = delete;
+  CheckpointSaver& operator=(const CheckpointSaver&) = delete;
+
+  // What every checkpoint of this run holds: the loaded blobs, or what init created.
+  void set_blobs(std::vector<std::string> names) { blobs_ = std::move(names); }
+  // The epoch the run resumed from counts as committed (for the checkpoint policy).
+  void resumed_from(std::int64_t epoch);
+
+  // Collective, with no save in flight: saves `epoch` from `workspace`. Synchronously (commit
+  // and post-commit steps done) unless the run saves
+  // asynchronously, `may_run_in_background` and the snapshot fits the staging limit: then it
+  // returns once the write runs in the background (outcome.in_background). Without a
+  // checkpoint directory: nothing.
+  SaveOutcome save(std::int64_t epoch, const Workspace& workspace, bool may_run_in_background);
+  // Collective: waits for the save in flight, commits it and runs the post-commit steps.
+  // nullopt when none is in flight.
+  std::optional<SaveOutcome> complete();
+
+  std::optional<std::int64_t> last_committed() const { return last_committed_; }
+  std::chrono::steady_clock::time_point last_commit_time() const { return last_commit_time_; }
+
+ private:
+  CheckpointHeader header_for(std::int64_t epoch) const;
+  // Agreed: whether every rank's snapshot of `bytes` fits --async-max-staging-mib.
+  bool staging_fits(std::uint64_t bytes) const;
+  // Copies the blobs into staging_, hashing them as they are copied, and returns views of the
+  // copies (their xxh64 set, direct I/O allowed).
+  std::vector<BlobView> snapshot(const Workspace& workspace);
+  // Records the commit `stats` describe and runs the post-commit steps; fills outcome.
+  void committed(const SaveStats& stats, SaveOutcome& outcome);
+  // A failed save of `epoch`: logged by rank 0, recorded in outcome.
+  void commit_failed(std::int64_t epoch, const std::exception& error, SaveOutcome& outcome);
+
+  std::string job_;
+  const Communicator& comm_;
+  const CheckpointOptions& options_;
+  std::vector<std::string> node_names_;
+  PostCommitSteps& post_commit_;
+  std::vector<std::string> blobs_;
+  std::optional<std::int64_t> last_committed_;  // by this run, or the epoch it resumed from
+  std::chrono::steady_clock::time_point last_commit_time_ = std::chrono::steady_clock::now();
+
+  std::vector<StagingBuffer> staging_;  // the snapshot of the save in flight
+  std::optional<DirectorySave> in_flight_;
+  SaveOutcome in_flight_outcome_;
+  std::chrono::steady_clock::time_point in_flight_started_;
+  std::thread writer_;  // runs in_flight_->write_data()
+};
+
+}  // namespace epochrun

@@ -1,0 +1,152 @@
+#include "post_commit_steps.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "collective_errors.hpp"
+#include "disk_space.hpp"
+#include "epochrun/errors.hpp"
+
+namespace epochrun {
+
+PostCommitSteps::PostCommitSteps(const Communicator& comm, const CheckpointOptions& options,
+                                 std::string job)
+    : comm_(comm), options_(options) {
+  run_on_root_then_agree(comm_, "checkpoint directory", [&] {
+    if (options_.checkpoint_dir.empty()) {
+      return;
+    }
+    CheckpointDirectory directory(options_.checkpoint_dir);
+    // A run killed inside a save leaves its temporary file behind: give that space back.
+    if (const int stale = directory.remove_stale_temporaries(); stale > 0) {
+      spdlog::info("removed {} temporary file(s) of an interrupted save", stale);
+    }
+    removal_.emplace(directory.path());
+    index_.emplace(std::move(directory), std::move(job));
+  });
+}
+
+std::vector<std::int64_t> PostCommitSteps::after_commit(std::int64_t epoch,
+                                                        std::uint64_t file_bytes) {
+  if (index_) {
+    index_->add(epoch, file_bytes);
+  }
+  if (options_.retention.keeps_everything()) {
+    if (index_) {
+      try {
+        index_->write();
+      } catch (const std::exception& error) {
+        // A catalogue only; the next commit rewrites it.
+        spdlog::warn("index after epoch {}: {}", epoch, error.what());
+      }
+    }
+    return {};
+  }
+  return delete_checkpoints(
+      [&](const CheckpointIndex& index) {
+        return options_.retention.epochs_to_delete(index.epochs(), epoch);
+      },
+      "retention after epoch " + std::to_string(epoch));
+}
+
+std::optional<UploadOutcome> PostCommitSteps::upload(
+    std::optional<std::int64_t> final_epoch) const {
+  if (!options_.uploader) {
+    return std::nullopt;
+  }
+  std::string destination;
+  std::string failure;
+  if (comm_.is_root()) {
+    try {
+      if (!final_epoch) {
+        throw Error("this run has no committed checkpoint to upload");
+      }
+      const auto file = CheckpointDirectory(options_.checkpoint_dir).file_for(*final_epoch);
+      destination = options_.uploader->upload(file);
+      spdlog::info("uploaded {} to {}", file.filename().string(), destination);
+    } catch (const std::exception& error) {
+      failure = error.what();
+      spdlog::warn("upload failed: {}", failure);
+    }
+  }
+  comm_.broadcast(destination);
+  comm_.broadcast(failure);
+  UploadOutcome outcome;
+  if (!failure.empty()) {
+    outcome.error = failure;
+  } else {
+    outcome.destination = destination;
+  }
+  return outcome;
+}
+
+std::vector<std::int64_t> PostCommitSteps::delete_all() {
+  auto deleted = delete_checkpoints([](const CheckpointIndex& index) { return index.epochs(); },
+                                    "deletion after success");
+  if (comm_.is_root() && index_) {
+    std::error_code ignored;
+    std::filesystem::remove(options_.checkpoint_dir / kIndexFileName, ignored);
+    spdlog::info("the job succeeded: its checkpoints in {} were deleted",
+                 options_.checkpoint_dir.string());
+  }
+  return deleted;
+}
+
+std::optional<std::int64_t> PostCommitSteps::latest() const {
+  std::int64_t newest = -1;
+  if (index_) {
+    newest = index_->latest().value_or(-1);
+  }
+  comm_.broadcast(newest);
+  return newest >= 0 ? std::optional(newest) : std::nullopt;
+}
+
+BackgroundRemoval::Hold PostCommitSteps::hold_removals() {
+  return BackgroundRemoval::Hold(removal_ ? &*removal_ : nullptr);
+}
+
+void PostCommitSteps::make_room_for_a_save() {
+  if (!removal_) {
+    return;
+  }
+  const auto pending = removal_->pending_bytes();
+  if (pending == 0) {
+    return;
+  }
+  // The next checkpoint is most often the size of the last ones; the MiB covers the fixed
+  // allowance a small checkpoint's space check adds.
+  const auto available = available_bytes(options_.checkpoint_dir);
+  if (available && *available < 2 * pending + (std::uint64_t{1} << 20)) {
+    removal_->finish_pending();
+  }
+}
+
+template <typename Choose>
+std::vector<std::int64_t> PostCommitSteps::delete_checkpoints(Choose&& choose,
+                                                              const std::string& why) {
+  // A failure here loses nothing (the checkpoints stay), so it is a warning.
+  std::vector<std::int64_t> deleted;
+  if (index_) {
+    std::optional<std::string> failure;
+    auto retired = index_->retire(choose(*index_), failure);
+    deleted = std::move(retired.gone);
+    try {
+      index_->write();
+    } catch (const std::exception& error) {
+      failure = failure.value_or(error.what());
+    }
+    // Only now: freeing the files' blocks stalls the file system's journal, which the index's
+    // fsyncs would then wait for.
+    for (auto& [epoch, file] : retired.renamed) {
+      removal_->remove(epoch, std::move(file));
+    }
+    if (failure) {
+      spdlog::warn("{}: {}", why, *failure);
+    }
+  }
+  comm_.broadcast(deleted);
+  return deleted;
+}
+
+}  // namespace epochrun

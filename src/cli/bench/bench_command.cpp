@@ -1,0 +1,298 @@
+// `epochrun bench`: how close a checkpoint save and load come to the disk, measured against
+// the limits of the same bytes on the same ranks in the same run (bench_measures.hpp says what
+// each measure times); with --targets, issue 9's four targets at their sizes, each printed with
+// its measured ratio, its limit and MET or NOT MET.
+//
+// Rounds alternate the order, A B then B A: a disk drains a burst for seconds after it, and
+// whatever runs second would otherwise always pay for what ran first. Ratios are medians of
+// the per-round ratios, so each compares two measures taken seconds apart.
+#include <malloc.h>
+
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_measures.hpp"
+#include "collective_errors.hpp"
+#include "command_line.hpp"
+#include "epochrun/epochrun.hpp"
+#include "json_text.hpp"
+
+namespace epochrun::cli {
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+struct BenchOptions {
+  double mib_per_rank = 256;
+  std::int64_t blobs = 1;
+  std::int64_t rounds = 5;
+  std::string directory = "epochrun-bench";
+  bool cold = false;
+  std::string json_file;
+  bool targets = false;
+  std::int64_t small_blobs = 10'000;
+  std::int64_t history = 3'000;
+  std::int64_t commits = 20;
+  std::string history_directory;  // empty: inside --dir
+};
+
+std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
+  BenchOptions o;
+  po::options_description options(
+      "mpirun -np R epochrun bench [options]: checkpoint save and load against plain POSIX "
+      "I/O of the same bytes");
+  options.add_options()("help,h", "print this help")(
+      "mib-per-rank", po::value(&o.mib_per_rank)->default_value(o.mib_per_rank),
+      "bytes each rank checkpoints, in MiB (fractions allowed: 0.5 is 512 KiB)")(
+      "blobs", po::value(&o.blobs)->default_value(o.blobs),
+      "blobs each rank's bytes are split into")(
+      "rounds", po::value(&o.rounds)->default_value(o.rounds),
+      "rounds of each measure, at least 5 (min, median and max are reported)")(
+      "dir", po::value(&o.directory)->default_value(o.directory),
+      "working directory on the file system to measure: must be new or empty; removed at "
+      "the end")("cold", po::bool_switch(&o.cold),
+                 "drop the page cache before every read (needs root), so reads come from the "
+                 "disk")("json", po::value(&o.json_file),
+                         "also write the results to this JSON file")(
+      "targets", po::bool_switch(&o.targets),
+      "issue 9's targets: save and load of --mib-per-rank in one blob, --small-blobs blobs "
+      "of 1 KiB against one blob, a commit after --history epochs against one after 10; "
+      "each printed MET or NOT MET")("small-blobs",
+                                     po::value(&o.small_blobs)->default_value(o.small_blobs),
+                                     "--targets: blobs of 1 KiB per rank")(
+      "history", po::value(&o.history)->default_value(o.history),
+      "--targets: committed epochs before the timed commits")(
+      "commits", po::value(&o.commits)->default_value(o.commits),
+      "--targets: tiny checkpoints committed per round into each history")(
+      "history-dir", po::value(&o.history_directory),
+      "--targets: where the histories are built (new or empty; removed at the end; tmpfs "
+      "builds them fastest); default: inside --dir");
+  po::variables_map values;
+  po::store(po::command_line_parser(argc, argv).options(options).run(), values);
+  po::notify(values);
+  if (values.count("help")) {
+    std::cout << options << "\n";
+    return std::nullopt;
+  }
+  if (!std::isfinite(o.mib_per_rank) || o.mib_per_rank <= 0 || o.mib_per_rank > 1 << 20) {
+    throw UsageError("--mib-per-rank must be in (0, 1048576]");
+  }
+  if (o.blobs < 1 || o.blobs > 1'000'000) {
+    throw UsageError("--blobs must be in [1, 1000000]");
+  }
+  if (std::llround(o.mib_per_rank * (1 << 20)) < o.blobs) {
+    throw UsageError("--blobs must not exceed the bytes per rank (one byte per blob at least)");
+  }
+  if (o.rounds < 5) {
+    throw UsageError("--rounds must be at least 5: a median of fewer says little");
+  }
+  if (o.directory.empty()) {
+    throw UsageError("--dir must not be empty");
+  }
+  if (o.targets && o.blobs != 1) {
+    throw UsageError("--targets saves one blob per rank; --blobs does not go with it");
+  }
+  if (o.small_blobs < 1 || o.small_blobs > 1'000'000 || o.history < 10 || o.history > 1'000'000 ||
+      o.commits < 1 || o.commits > 10'000) {
+    throw UsageError(
+        "--small-blobs must be in [1, 1000000], --history in [10, 1000000], --commits in [1, "
+        "10000]");
+  }
+  return o;
+}
+
+bool is_timing(const nlohmann::json& row) {
+  return row.contains("ratio");
+}
+
+void print_table(const nlohmann::json& rows, const BenchOptions& options, int ranks, bool cold,
+                 const fs::path& directory) {
+  std::printf(
+      "epochrun bench: %d ranks x %g MiB in %lld blob(s) each, %lld rounds (A B, B A, ...), "
+      "%s reads, in %s\n",
+      ranks, options.mib_per_rank, static_cast<long long>(options.blobs),
+      static_cast<long long>(options.rounds), cold ? "cold" : "page-cache", directory.c_str());
+  std::printf("%-20s %-16s %9s %9s %9s %9s %7s %7s\n", "measure", "limit", "MB/s", "min s",
+              "median s", "max s", "ratio", "target");
+  for (const auto& row : rows) {
+    if (!is_timing(row)) {
+      continue;
+    }
+    char mb_per_second[32] = "-";  // none for the commit cost: its checkpoints are tiny
+    if (row.contains("mb_per_second")) {
+      std::snprintf(mb_per_second, sizeof mb_per_second, "%.0f",
+                    row["mb_per_second"].get<double>());
+    }
+    std::printf(
+        "%-20s %-16s %9s %9.4f %9.4f %9.4f %7.3f %7s\n", row["name"].get<std::string>().c_str(),
+        row["limit"].get<std::string>().c_str(), mb_per_second, row["min_seconds"].get<double>(),
+        row["median_seconds"].get<double>(), row["max_seconds"].get<double>(),
+        row["ratio"].get<double>(), row.contains("target") ? row["target"].dump().c_str() : "");
+  }
+  std::printf(
+      "ratio: median over the rounds of measure / limit, each pair timed in the same "
+      "round\n");
+  for (const auto& row : rows) {
+    std::printf("  %-20s %s\n", row["name"].get<std::string>().c_str(),
+                row["what"].get<std::string>().c_str());
+  }
+  constexpr double kMiB = 1 << 20;
+  for (const auto& row : rows) {
+    if (row.contains("peak_added_bytes")) {
+      std::printf(
+          "%s: peak resident memory %.1f MiB, %.1f MiB more than before it, for a state of "
+          "%.1f MiB per rank (the largest rank)\n",
+          row["name"].get<std::string>().c_str(), row["peak_rss_bytes"].get<double>() / kMiB,
+          row["peak_added_bytes"].get<double>() / kMiB, row["state_bytes"].get<double>() / kMiB);
+    }
+  }
+  if (options.targets) {
+    std::printf("issue 9's targets (ratio <= limit):\n");
+    for (const auto& row : rows) {
+      if (row.contains("met")) {
+        std::printf("  %-20s ratio %6.3f  limit %4.2f  %s\n",
+                    row["name"].get<std::string>().c_str(), row["ratio"].get<double>(),
+                    row["target"].get<double>(), row["met"].get<bool>() ? "MET" : "NOT MET");
+      }
+    }
+  }
+  std::fflush(stdout);
+}
+
+// Rank 0: a working directory must be new or empty, since all of it is removed at the end.
+void prepare_directory(const fs::path& directory, const std::string& flag) {
+  std::error_code error;
+  if (fs::exists(directory, error) &&
+      (!fs::is_directory(directory, error) || !fs::is_empty(directory, error))) {
+    throw UsageError(flag + " " + directory.string() +
+                     " exists and is not an empty directory; bench removes its directory at the "
+                     "end, so give it a new one");
+  }
+  fs::create_directories(directory / "plain", error);
+  if (error) {
+    throw UsageError("cannot create " + directory.string() + ": " + error.message());
+  }
+}
+
+// Every measure the options ask for, in the order they are printed.
+nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
+                       const fs::path& directory, const fs::path& history_directory, bool& cold) {
+  MeasureSettings settings{options.rounds, options.cold};
+  const auto bytes_per_rank =
+      static_cast<std::uint64_t>(std::llround(options.mib_per_rank * (1 << 20)));
+  auto rows =
+      measure_disk(comm, directory, bytes_per_rank, options.blobs, settings, options.targets);
+  if (options.targets) {
+    for (auto& row : measure_small_blobs(comm, directory, options.small_blobs, settings)) {
+      rows.push_back(std::move(row));
+    }
+    for (auto& row :
+         measure_commit_cost(comm, history_directory, options.history, options.commits, settings)) {
+      rows.push_back(std::move(row));
+    }
+  }
+  cold = settings.cold;
+  for (auto& row : rows) {
+    row.update({{"ranks", comm.size()},
+                {"mib_per_rank", options.mib_per_rank},
+                {"blobs", options.blobs},
+                {"rounds", options.rounds},
+                {"cold", cold}});
+  }
+  return rows;
+}
+
+}  // namespace
+
+int bench_command(int argc, char** argv) {
+  std::optional<BenchOptions> options;
+  try {
+    options = parse_bench_options(argc, argv);
+  } catch (const std::exception& error) {
+    return report_failure(error);
+  }
+  if (!options) {
+    return 0;
+  }
+
+  // A restarted process reads its checkpoint into memory it has never touched. glibc would
+  // instead serve a buffer freed in the previous round from its heap, already faulted in (its
+  // mmap threshold grows with every large free, up to 32 MiB), and flatter both reads below
+  // that size. A fixed threshold gives every large buffer, the loads' and the limit's, new
+  // pages each round.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  MpiSession mpi(argc, argv);
+  const auto world = Communicator::world();
+  configure_logging(world.rank(), LogLevel::kWarn);
+  const fs::path directory = options->directory;
+  const fs::path history_directory = options->history_directory.empty()
+                                         ? directory / "history"
+                                         : fs::path(options->history_directory);
+  const bool own_history_directory = !options->history_directory.empty() && options->targets;
+  // Opened before anything is measured: a typo in --json must not cost minutes of rounds.
+  std::ofstream json_out;
+  try {
+    run_on_root_then_agree(world, "bench", [&] {
+      prepare_directory(directory, "--dir");
+      if (own_history_directory) {
+        try {
+          prepare_directory(history_directory, "--history-dir");
+        } catch (const UsageError&) {
+          fs::remove_all(directory);  // new or empty a moment ago
+          throw;
+        }
+      }
+      if (!options->json_file.empty()) {
+        json_out.open(options->json_file);
+        if (!json_out) {
+          const std::string reason = std::strerror(errno);
+          fs::remove_all(directory);  // new or empty a moment ago
+          if (own_history_directory) {
+            fs::remove_all(history_directory);
+          }
+          throw UsageError("cannot write --json " + options->json_file + ": " + reason);
+        }
+      }
+    });
+  } catch (const std::exception& error) {
+    print_error(error.what());  // and the directory, not ours, is left alone
+    return static_cast<int>(exit_code_for(error));
+  }
+  int status = 0;
+  try {
+    bool cold = options->cold;
+    const auto rows = measure(*options, world, directory, history_directory, cold);
+    if (world.is_root()) {
+      print_table(rows, *options, world.size(), cold, directory);
+      if (json_out.is_open()) {
+        json_out << json_text(rows, 2) << "\n";
+        json_out.close();
+        if (!json_out) {
+          throw Error("cannot write " + options->json_file);
+        }
+      }
+    }
+  } catch (const std::exception& error) {
+    print_error(error.what());
+    status = static_cast<int>(exit_code_for(error));
+  }
+  world.barrier();
+  if (world.is_root()) {
+    std::error_code ignored;
+    fs::remove_all(directory, ignored);
+    if (own_history_directory) {
+      fs::remove_all(history_directory, ignored);
+    }
+  }
+  return status;
+}
+
+}  // namespace epochrun::cli

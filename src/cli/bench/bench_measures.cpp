@@ -1,0 +1,284 @@
+#include "bench/bench_measures.hpp"
+
+#include <cstdio>
+#include <numeric>
+#include <optional>
+
+#include "bench/bench_rounds.hpp"
+#include "bench/peak_memory.hpp"
+#include "checkpoint_index.hpp"
+#include "collective_errors.hpp"
+#include "command_line.hpp"
+#include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/job.hpp"
+
+namespace epochrun::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+CheckpointHeader bench_header(const Communicator& comm) {
+  CheckpointHeader header;
+  header.job = "bench";
+  for (int rank = 0; rank < comm.size(); ++rank) {
+    header.node_names.push_back(Job::node_name(rank));
+  }
+  return header;
+}
+
+nlohmann::json with_target(nlohmann::json row, double target) {
+  row["target"] = target;
+  row["met"] = row["ratio"].get<double>() <= target;
+  return row;
+}
+
+// One save and one load, each between a reset of the peak resident memory and its reading;
+// the largest figures of any rank.
+nlohmann::json measure_memory(const Communicator& comm, const CheckpointDirectory& checkpoints,
+                              CheckpointHeader header, const Workspace& workspace,
+                              std::int64_t epoch) {
+  header.epoch = epoch;
+  auto row = [&](const char* name, const char* what, const PeakMemory& memory) {
+    return nlohmann::json{{"name", name},
+                          {"what", what},
+                          {"state_bytes", comm.allreduce_max(double(workspace.byte_size()))},
+                          {"rss_before_bytes", comm.allreduce_max(double(memory.before_bytes))},
+                          {"peak_rss_bytes", comm.allreduce_max(double(memory.peak_bytes))},
+                          {"peak_added_bytes", comm.allreduce_max(double(memory.added_bytes()))}};
+  };
+  PeakMemory saved;
+  run_then_agree(comm, "save (memory)", [&] {
+    saved =
+        measure_peak_memory([&] { checkpoints.save(comm, header, workspace, workspace.names()); });
+  });
+  auto rows = nlohmann::json::array();
+  rows.push_back(row("save_memory", "peak resident memory of one save, per rank", saved));
+  PeakMemory loaded;
+  {
+    Workspace into;
+    run_then_agree(comm, "load (memory)", [&] {
+      loaded = measure_peak_memory([&] {
+        checkpoints.load(comm, CheckpointExpectation{epoch, header.job, header.node_names}, into);
+      });
+    });
+  }
+  rows.push_back(row("load_memory", "peak resident memory of one load, per rank", loaded));
+  run_on_root_then_agree(comm, "remove", [&] { checkpoints.remove({epoch}); });
+  return rows;
+}
+
+// Drops the page cache before a read when asked; says once when it cannot.
+void before_read(const Communicator& comm, MeasureSettings& settings) {
+  if (settings.cold && !drop_page_cache(comm)) {
+    settings.cold = false;
+    if (comm.is_root()) {
+      print_error(
+          "--cold: cannot drop the page cache (needs root and a writable "
+          "/proc/sys/vm/drop_caches); reads may come from memory");
+    }
+  }
+}
+
+}  // namespace
+
+nlohmann::json measure_disk(const Communicator& comm, const fs::path& directory,
+                            std::uint64_t bytes_per_rank, std::int64_t blobs,
+                            MeasureSettings& settings, bool targets) {
+  const auto workspace = random_workspace(bytes_per_rank, blobs, comm.rank());
+  auto header = bench_header(comm);
+  const CheckpointDirectory checkpoints(directory / "checkpoints");
+  const auto names = workspace.names();
+
+  Series save{"save", "CheckpointDirectory::save: one shared HDF5 file, committed", {}};
+  Series write{"write_limit", "pwrite + fsync of the same bytes, one file per rank", {}};
+  Series load{"load", "CheckpointDirectory::load, every checksum verified", {}};
+  Series read{"read_limit", "pread of the same bytes into freshly allocated buffers", {}};
+  for (std::int64_t round = 0; round < settings.rounds; ++round) {
+    header.epoch = round;
+    const auto plain =
+        directory / "plain" /
+        ("round-" + std::to_string(round) + "-rank-" + std::to_string(comm.rank()) + ".bin");
+    bool same = false;
+    alternate(
+        round,
+        [&] {
+          save.seconds.push_back(
+              timed(comm, "save", [&] { checkpoints.save(comm, header, workspace, names); }));
+        },
+        [&] {
+          write.seconds.push_back(
+              timed(comm, "write_limit", [&] { write_limit(plain, workspace); }));
+        });
+    alternate(
+        round,
+        [&] {
+          before_read(comm, settings);
+          Workspace loaded;
+          load.seconds.push_back(timed(comm, "load", [&] {
+            checkpoints.load(comm, CheckpointExpectation{round, header.job, header.node_names},
+                             loaded);
+          }));
+          same = loaded.blobs() == workspace.blobs();
+        },
+        [&] {
+          before_read(comm, settings);
+          std::vector<std::unique_ptr<std::byte[]>> buffers;
+          read.seconds.push_back(
+              timed(comm, "read_limit", [&] { buffers = read_limit(plain, workspace); }));
+        });
+    // What was measured must be what was saved, or the figures mean nothing.
+    run_then_agree(comm, "round " + std::to_string(round), [&] {
+      if (!same) {
+        throw Error("the loaded checkpoint differs from what was saved");
+      }
+      // Each round's files go before the next, so that no round measures a fuller directory.
+      fs::remove(plain);
+    });
+    run_on_root_then_agree(comm, "round " + std::to_string(round),
+                           [&] { checkpoints.remove({round}); });
+  }
+  const double bytes = double(bytes_per_rank) * comm.size();
+  auto rows = nlohmann::json::array();
+  rows.push_back(targets ? with_target(compare(save, write, bytes), kSaveTarget)
+                         : compare(save, write, bytes));
+  rows.push_back(targets ? with_target(compare(load, read, bytes), kLoadTarget)
+                         : compare(load, read, bytes));
+  rows.push_back(compare(write, write, bytes));
+  rows.push_back(compare(read, read, bytes));
+  for (auto& row : measure_memory(comm, checkpoints, header, workspace, settings.rounds)) {
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+nlohmann::json measure_small_blobs(const Communicator& comm, const fs::path& directory,
+                                   std::int64_t count, MeasureSettings& settings) {
+  constexpr std::uint64_t kBlobBytes = 1024;
+  const auto bytes_per_rank = kBlobBytes * static_cast<std::uint64_t>(count);
+  const auto many = random_workspace(bytes_per_rank, count, comm.rank());
+  const auto one = random_workspace(bytes_per_rank, 1, comm.rank());  // the same bytes
+  auto header = bench_header(comm);
+  const CheckpointDirectory many_directory(directory / "small-blobs");
+  const CheckpointDirectory one_directory(directory / "one-blob");
+  const auto label = std::to_string(count) + " blobs of 1 KiB";
+  Series save_many{"save_small_blobs", "CheckpointDirectory::save of " + label, {}};
+  Series save_one{"save_one_blob", "the same bytes as one blob", {}};
+  Series load_many{"load_small_blobs", "CheckpointDirectory::load of " + label, {}};
+  Series load_one{"load_one_blob", "the same bytes as one blob", {}};
+  auto save_into = [&](Series& series, const CheckpointDirectory& into,
+                       const Workspace& workspace) {
+    series.seconds.push_back(
+        timed(comm, series.name, [&] { into.save(comm, header, workspace, workspace.names()); }));
+  };
+  auto load_from = [&](Series& series, const CheckpointDirectory& from, const Workspace& expected) {
+    before_read(comm, settings);
+    Workspace loaded;
+    series.seconds.push_back(timed(comm, series.name, [&] {
+      from.load(comm, CheckpointExpectation{header.epoch, header.job, header.node_names}, loaded);
+    }));
+    run_then_agree(comm, series.name, [&] {
+      if (loaded.blobs() != expected.blobs()) {
+        throw Error("the loaded checkpoint differs from what was saved");
+      }
+    });
+  };
+  for (std::int64_t round = 0; round < settings.rounds; ++round) {
+    header.epoch = round;
+    alternate(
+        round, [&] { save_into(save_many, many_directory, many); },
+        [&] { save_into(save_one, one_directory, one); });
+    alternate(
+        round, [&] { load_from(load_many, many_directory, many); },
+        [&] { load_from(load_one, one_directory, one); });
+    run_on_root_then_agree(comm, "round " + std::to_string(round), [&] {
+      many_directory.remove({round});
+      one_directory.remove({round});
+    });
+  }
+  const double bytes = double(bytes_per_rank) * comm.size();
+  return {with_target(compare(save_many, save_one, bytes), kSmallBlobsTarget),
+          with_target(compare(load_many, load_one, bytes), kSmallBlobsTarget),
+          compare(save_one, save_one, bytes), compare(load_one, load_one, bytes)};
+}
+
+nlohmann::json measure_commit_cost(const Communicator& comm, const fs::path& directory,
+                                   std::int64_t history, std::int64_t commits,
+                                   const MeasureSettings& settings) {
+  constexpr std::int64_t kShortHistory = 10;
+  Workspace workspace;
+  workspace.put("step", Blob::scalar<std::int64_t>(comm.rank()));
+  auto header = bench_header(comm);
+  // What the runner does per commit: the save, then rank 0's index of the directory (seeded
+  // by one listing, as a run's) updated and index.json written.
+  struct History {
+    CheckpointDirectory directory;
+    std::int64_t epochs;
+    std::optional<CheckpointIndex> index;  // rank 0
+  };
+  History short_history{CheckpointDirectory(directory / "history-short"), kShortHistory, {}};
+  History long_history{CheckpointDirectory(directory / "history-long"), history, {}};
+  auto commit = [&](History& into, std::int64_t epoch) {
+    header.epoch = epoch;
+    const auto stats = into.directory.save(comm, header, workspace, {"step"});
+    run_on_root_then_agree(comm, "index", [&] {
+      into.index->add(epoch, stats.file_bytes);
+      into.index->write();
+    });
+  };
+  if (comm.is_root()) {
+    std::printf("building the histories: %lld and %lld committed tiny checkpoints...\n",
+                static_cast<long long>(kShortHistory), static_cast<long long>(history));
+    std::fflush(stdout);
+  }
+  for (auto* into : {&short_history, &long_history}) {
+    if (comm.is_root()) {
+      into->index.emplace(into->directory, header.job);
+    }
+    for (std::int64_t epoch = 0; epoch < into->epochs; ++epoch) {
+      commit(*into, epoch);
+    }
+  }
+  const auto label = std::to_string(history);
+  Series with_long{
+      "commit_with_history",
+      "a tiny checkpoint committed (save and index) after " + label + " committed epochs",
+      {}};
+  Series with_short{"commit_with_10", "the same after 10 committed epochs", {}};
+  // `commits` new epochs after the history, timed together; the time of one.
+  auto commit_into = [&](Series& series, History& into) {
+    const double seconds = timed(comm, series.name, [&] {
+      for (std::int64_t i = 0; i < commits; ++i) {
+        commit(into, into.epochs + i);
+      }
+    });
+    series.seconds.push_back(seconds / double(commits));
+  };
+  // Back to the same history for the next round (untimed).
+  auto remove_added = [&](History& from) {
+    std::vector<std::int64_t> added(static_cast<std::size_t>(commits));
+    std::iota(added.begin(), added.end(), from.epochs);
+    std::optional<std::string> failure;
+    for (const auto& renamed : from.index->retire(added, failure).renamed) {
+      std::filesystem::remove(renamed.second);
+    }
+    if (failure) {
+      throw Error(*failure);
+    }
+  };
+  for (std::int64_t round = 0; round < settings.rounds; ++round) {
+    alternate(
+        round, [&] { commit_into(with_long, long_history); },
+        [&] { commit_into(with_short, short_history); });
+    run_on_root_then_agree(comm, "round " + std::to_string(round), [&] {
+      remove_added(long_history);
+      remove_added(short_history);
+    });
+  }
+  auto row = with_target(compare(with_long, with_short, 0), kCommitCostTarget);
+  row.erase("mb_per_second");
+  row["history"] = history;
+  row["commits_per_round"] = commits;
+  return {row};
+}
+
+}  // namespace epochrun::cli

@@ -1,0 +1,142 @@
+#include "bench/bench_rounds.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "bench/median.hpp"
+#include "collective_errors.hpp"
+#include "epochrun/errors.hpp"
+#include "file_descriptor.hpp"
+#include "seconds_since.hpp"
+
+namespace epochrun::cli {
+namespace {
+
+void check(bool ok, const std::string& what) {
+  if (!ok) {
+    throw Error(what + ": " + std::strerror(errno));
+  }
+}
+
+}  // namespace
+
+double timed(const Communicator& comm, const std::string& what, const std::function<void()>& step) {
+  comm.barrier();
+  const auto started = std::chrono::steady_clock::now();
+  double mine = 0;
+  run_then_agree(comm, what, [&] {
+    step();
+    mine = seconds_since(started);
+  });
+  return comm.allreduce_max(mine);
+}
+
+void alternate(std::int64_t round, const std::function<void()>& a, const std::function<void()>& b) {
+  if (round % 2 == 0) {
+    a();
+    b();
+  } else {
+    b();
+    a();
+  }
+}
+
+Workspace random_workspace(std::uint64_t bytes, std::int64_t count, int rank) {
+  Workspace workspace;
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(rank + 1);
+  const auto per_blob = bytes / static_cast<std::uint64_t>(count);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const auto size = i + 1 < count ? per_blob : bytes - per_blob * std::uint64_t(count - 1);
+    Blob blob(DType::kU8, Shape{size});
+    auto out = blob.raw();
+    for (std::size_t at = 0; at < out.size(); at += sizeof(std::uint64_t)) {
+      std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);  // SplitMix64
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      std::memcpy(out.data() + at, &z, std::min(sizeof z, out.size() - at));
+    }
+    char name[32];
+    std::snprintf(name, sizeof name, "blob_%07lld", static_cast<long long>(i));
+    workspace.put(name, std::move(blob));
+  }
+  return workspace;
+}
+
+void write_limit(const std::filesystem::path& file, const Workspace& workspace) {
+  FileDescriptor fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  check(fd.valid(), "create " + file.string());
+  off_t offset = 0;
+  for (const auto& [name, blob] : workspace.blobs()) {
+    const auto bytes = blob.raw();
+    for (std::size_t done = 0; done < bytes.size();) {
+      const ssize_t written = ::pwrite(fd.get(), bytes.data() + done, bytes.size() - done,
+                                       offset + static_cast<off_t>(done));
+      check(written > 0, "write " + file.string());
+      done += static_cast<std::size_t>(written);
+    }
+    offset += static_cast<off_t>(bytes.size());
+  }
+  check(::fsync(fd.get()) == 0, "fsync " + file.string());
+  fd.close(file.string());
+}
+
+std::vector<std::unique_ptr<std::byte[]>> read_limit(const std::filesystem::path& file,
+                                                     const Workspace& workspace) {
+  FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  check(fd.valid(), "open " + file.string());
+  std::vector<std::unique_ptr<std::byte[]>> buffers;
+  off_t offset = 0;
+  for (const auto& [name, blob] : workspace.blobs()) {
+    const auto size = blob.byte_size();
+    buffers.push_back(std::make_unique_for_overwrite<std::byte[]>(size));
+    for (std::size_t done = 0; done < size;) {
+      const ssize_t got =
+          ::pread(fd.get(), buffers.back().get() + done, size - done, offset + off_t(done));
+      check(got > 0, "read " + file.string());
+      done += static_cast<std::size_t>(got);
+    }
+    offset += static_cast<off_t>(size);
+  }
+  return buffers;
+}
+
+bool drop_page_cache(const Communicator& comm) {
+  std::int64_t dropped = 0;
+  if (comm.is_root()) {
+    ::sync();
+    std::ofstream control("/proc/sys/vm/drop_caches");
+    control << "3\n";
+    control.flush();
+    dropped = control.good() ? 1 : 0;
+  }
+  comm.broadcast(dropped);
+  return dropped == 1;
+}
+
+nlohmann::json compare(const Series& measure, const Series& limit, double bytes) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < measure.seconds.size(); ++i) {
+    ratios.push_back(measure.seconds[i] / limit.seconds[i]);
+  }
+  const double median_seconds = median(measure.seconds);
+  return {{"name", measure.name},
+          {"what", measure.what},
+          {"limit", limit.name},
+          {"median_seconds", median_seconds},
+          {"min_seconds", *std::min_element(measure.seconds.begin(), measure.seconds.end())},
+          {"max_seconds", *std::max_element(measure.seconds.begin(), measure.seconds.end())},
+          {"limit_median_seconds", median(limit.seconds)},
+          {"ratio", median(ratios)},
+          {"mb_per_second", bytes / 1e6 / median_seconds},
+          {"seconds", measure.seconds}};
+}
+
+}  // namespace epochrun::cli

@@ -1,0 +1,101 @@
+#include "epochrun/job.hpp"
+
+#include <algorithm>
+
+#include "epochrun/errors.hpp"
+#include "epochrun/names.hpp"
+#include "fault_injection.hpp"
+#include "preemption_signals.hpp"
+
+namespace epochrun {
+
+void TaskGroup::add(std::string task_name, TaskFunction run) {
+  tasks_.push_back(Task{std::move(task_name), std::move(run)});
+}
+
+void TaskGroup::add_first(std::string task_name, TaskFunction run) {
+  tasks_.insert(tasks_.begin(), Task{std::move(task_name), std::move(run)});
+}
+
+void TaskGroup::run(TaskContext& context) const {
+  for (const auto& task : tasks_) {
+    try {
+      if (&task == &tasks_.front()) {
+        fault_point(name_ + "-task", context.epoch);
+      }
+      task.run(context);
+    } catch (const std::exception& error) {
+      // Keep the exit code of the original error class where it has one.
+      const std::string where =
+          "task '" + task.name + "' of the " + name_ + " group on " + context.node_name + ": ";
+      if (dynamic_cast<const UsageError*>(&error)) {
+        throw UsageError(where + error.what());
+      }
+      if (dynamic_cast<const CheckpointError*>(&error)) {
+        throw CheckpointError(where + error.what());
+      }
+      throw Error(where + error.what());
+    }
+  }
+}
+
+bool TaskContext::preemption_requested() const {
+  return PreemptionSignals::received() != 0;
+}
+
+const GatheredBlobs& TaskContext::gathered_blobs() const {
+  if (downloaded == nullptr) {
+    throw UsageError(
+        "gathered outputs exist only on rank 0, in the download and exit groups "
+        "(check has_gathered())");
+  }
+  return *downloaded;
+}
+
+Job::Job(std::string name) : name_(std::move(name)) {
+  validate_name(name_, "job name");
+}
+
+std::string Job::node_name(int rank) {
+  return "trainer_" + std::to_string(rank);
+}
+
+void Job::add_stop_condition(std::string condition_name,
+                             std::function<bool(const Workspace&)> holds) {
+  stop_conditions_.push_back(StopCondition{std::move(condition_name), std::move(holds)});
+}
+
+void Job::declare_run_defining_option(std::string key) {
+  run_defining_options_.push_back(std::move(key));
+}
+
+void Job::declare(BlobSpec spec, std::span<const std::byte> initial, BlobUse use) {
+  validate_name(spec.name, "blob name");
+  if (use.distribution == Distribution::kPartitioned) {
+    throw UsageError("blob '" + spec.name +
+                     "': partitioned blobs (Distribution::kPartitioned) are not supported yet");
+  }
+  for (const auto& expected : expected_blobs_) {
+    if (expected.name == spec.name) {
+      throw UsageError("blob '" + spec.name + "' is declared twice");
+    }
+  }
+  if (!declared_) {
+    declared_ = std::make_shared<std::vector<Declared>>();
+    // First in the group, so that the job's own init tasks find every declared blob.
+    init_group.add_first("create_declared_blobs", [declared = declared_](TaskContext& context) {
+      for (const auto& blob : *declared) {
+        auto& created =
+            context.workspace.put(blob.spec.name, Blob(blob.spec.dtype, blob.spec.shape));
+        std::copy(blob.initial.begin(), blob.initial.end(), created.raw().begin());
+      }
+    });
+  }
+  declared_->push_back(Declared{spec, {initial.begin(), initial.end()}});
+  expected_blobs_.push_back(spec);
+  if (use.output) {
+    outputs_.push_back(spec.name);
+  }
+}
+
+}  // namespace epochrun

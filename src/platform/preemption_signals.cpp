@@ -1,0 +1,95 @@
+#include "preemption_signals.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <map>
+
+#include "epochrun/errors.hpp"
+
+namespace epochrun {
+namespace {
+
+volatile std::sig_atomic_t received_signal = 0;
+
+extern "C" void record_preemption_signal(int signal) {
+  if (received_signal == 0) {
+    received_signal = signal;
+  }
+}
+
+// The signals a scheduler or a user sends to ask a job to end; never the ones a debugger, a
+// terminal or the kernel uses for other purposes (STOP, CONT, SEGV, ...).
+const std::map<std::string, int>& known_signals() {
+  static const std::map<std::string, int> kSignals = {
+      {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"TERM", SIGTERM},
+      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"ALRM", SIGALRM}, {"XCPU", SIGXCPU}};
+  return kSignals;
+}
+
+}  // namespace
+
+std::vector<int> parse_preemption_signals(const std::string& text) {
+  std::vector<int> signals;
+  if (text == "none") {
+    return signals;
+  }
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const auto end = std::min(text.find(',', begin), text.size());
+    const std::string name = text.substr(begin, end - begin);
+    const auto found = known_signals().find(name);
+    if (found == known_signals().end()) {
+      std::string known;
+      for (const auto& [known_name, number] : known_signals()) {
+        known += (known.empty() ? "" : ", ") + known_name;
+      }
+      throw UsageError("invalid --preempt-signals '" + text + "': unknown signal '" + name +
+                       "' (names without SIG: " + known + "; or none)");
+    }
+    if (std::find(signals.begin(), signals.end(), found->second) == signals.end()) {
+      signals.push_back(found->second);
+    }
+    begin = end + 1;
+  }
+  return signals;
+}
+
+std::string signal_name(int signal) {
+  for (const auto& [name, number] : known_signals()) {
+    if (number == signal) {
+      return "SIG" + name;
+    }
+  }
+  return "signal " + std::to_string(signal);
+}
+
+PreemptionSignals::PreemptionSignals(std::vector<int> signals) : signals_(std::move(signals)) {
+  received_signal = 0;
+  for (int signal : signals_) {
+    struct sigaction action {};
+    action.sa_handler = record_preemption_signal;
+    sigemptyset(&action.sa_mask);
+    // SA_RESTART: the MPI and HDF5 calls under way carry on; SA_RESETHAND: see the header.
+    action.sa_flags = SA_RESTART | SA_RESETHAND;
+    previous_.emplace_back();
+    sigaction(signal, &action, &previous_.back());
+  }
+}
+
+PreemptionSignals::~PreemptionSignals() {
+  for (std::size_t i = 0; i < signals_.size(); ++i) {
+    sigaction(signals_[i], &previous_[i], nullptr);
+  }
+}
+
+int PreemptionSignals::received() {
+  return received_signal;
+}
+
+void PreemptionSignals::restore_defaults() const {
+  for (int signal : signals_) {
+    std::signal(signal, SIG_DFL);
+  }
+}
+
+}  // namespace epochrun
