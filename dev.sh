@@ -19,13 +19,19 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="${EPOCHRUN_BUILD_DIR:-$root/build}"
 
+# What building the program needs; `run` and `install` install only these.
 packages=(
   # toolchain
   g++ make cmake pkg-config
-  # the design card's dependencies: Open MPI, parallel HDF5, Boost.Program_options, GoogleTest
-  openmpi-bin libopenmpi-dev libhdf5-openmpi-dev libboost-program-options-dev libgtest-dev
+  # the design card's dependencies: Open MPI, parallel HDF5, Boost.Program_options
+  openmpi-bin libopenmpi-dev libhdf5-openmpi-dev libboost-program-options-dev
   # well-kept libraries instead of hand-written code
   nlohmann-json3-dev libspdlog-dev libfmt-dev libxxhash-dev
+)
+# What the tests need besides.
+test_packages=(
+  # the design card's test framework
+  libgtest-dev
   # the tests read checkpoints back with the ordinary HDF5 tools
   hdf5-tools python3-h5py
   # the durability tests observe epochrun's fsyncs
@@ -52,12 +58,24 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# build_project DIR [cmake options...]
-build_project() {
+# configure DIR [cmake options...]
+configure() {
   local directory="$1"
   shift
   cmake -S "$root" -B "$directory" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-  cmake --build "$directory" -j "$(nproc)"
+}
+
+# build_project DIR [cmake options...]: everything, the tests included.
+build_project() {
+  configure "$1" -DEPOCHRUN_BUILD_TESTS=ON "${@:2}"
+  cmake --build "$1" -j "$(nproc)"
+}
+
+# build_program: the library and the program only (what `run`, `install` and `bench` need;
+# without the tests, GoogleTest is not needed either).
+build_program() {
+  configure "$build" -DEPOCHRUN_BUILD_TESTS=OFF
+  cmake --build "$build" -j "$(nproc)" --target epochrun epochrun_program
 }
 
 # Open MPI refuses to run as root unless told twice, and 3 ranks on a 2-core laptop need
@@ -71,18 +89,18 @@ mpi_environment() {
 
 case "${1:-}" in
   build)
-    install_packages
+    install_packages "${test_packages[@]}"
     build_project "$build"
     ;;
   install)
     [[ -n "${2:-}" ]] || { echo "usage: ./dev.sh install PREFIX" >&2; exit 2; }
     install_packages
-    build_project "$build"
+    build_program
     cmake --install "$build" --prefix "$2"
     ;;
   run)
     install_packages
-    build_project "$build"
+    build_program
     mpi_environment
     mkdir -p "$root/out"
     cd "$root/out"
@@ -94,14 +112,14 @@ case "${1:-}" in
     "$build/epochrun" inspect checkpoints | head -n 4
     ;;
   test)
-    install_packages
+    install_packages "${test_packages[@]}"
     build_project "$build"
     mpi_environment
     cd "$build"
     ctest --output-on-failure --timeout 900
     ;;
   test-sanitized)
-    install_packages
+    install_packages "${test_packages[@]}"
     build_project "$root/build-sanitized" -DEPOCHRUN_SANITIZE=ON
     mpi_environment
     # Open MPI and HDF5 keep global allocations until exit, which LeakSanitizer reports as
@@ -116,7 +134,7 @@ case "${1:-}" in
     ;;
   fuzz)
     seconds="${2:-60}"
-    install_packages "${fuzz_packages[@]}"
+    install_packages "${test_packages[@]}" "${fuzz_packages[@]}"
     CC=clang CXX=clang++ build_project "$root/build-fuzz" -DEPOCHRUN_FUZZ=ON -DEPOCHRUN_BUILD_TESTS=OFF
     mpi_environment
     work="$(mktemp -d)"
@@ -147,7 +165,7 @@ case "${1:-}" in
   bench)
     shift
     install_packages
-    build_project "$build"
+    build_program
     mpi_environment
     mkdir -p "$root/out"
     cd "$root/out"
