@@ -732,15 +732,22 @@ TEST_F(Cli, ANonUtf8CheckpointDirectoryWorks) {
   EXPECT_EQ(listing.exit_code, 0) << listing.err;
 }
 
-TEST_F(Cli, ListJobsAndHelp) {
+TEST_F(Cli, ListJobsNamesTheBuiltInJobs) {
   auto jobs = epochrun({"list-jobs"}, cwd_.path());
   EXPECT_EQ(jobs.exit_code, 0);
   EXPECT_NE(jobs.out.find("sgd_regression"), std::string::npos);
   EXPECT_NE(jobs.out.find("sum_pipeline"), std::string::npos);
+}
+
+// A job's run help holds the run's own options and the job's.
+TEST_F(Cli, RunHelpOfAJobListsTheRunOptionsAndTheJobsOwn) {
   auto help = epochrun({"run", "--job", "sgd_regression", "--help"}, cwd_.path());
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--resume-from-epoch"), std::string::npos);
   EXPECT_NE(help.out.find("--sgd_regression.learning_rate"), std::string::npos);
+}
+
+TEST_F(Cli, TopLevelHelpExitsZero) {
   EXPECT_EQ(epochrun({"--help"}, cwd_.path()).exit_code, 0);
 }
 
