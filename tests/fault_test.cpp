@@ -358,9 +358,9 @@ TEST_F(KillAnywhere, EveryTrialResumesBitIdenticalAndLosesNoCommittedEpoch) {
   EXPECT_EQ(identical, trials);
 }
 
-// The same with --async-checkpoint (issue 9.6): kills in the background write, in its commit,
-// and while a save is in flight, plus kills at random instants. The committed epochs are
-// compared with the synchronous uninterrupted run's, and so is the resumed asynchronous run.
+// The same with --async-checkpoint: kills in the background write, in its commit, and while a
+// save is in flight, plus kills at random instants. The committed epochs are compared with the
+// synchronous uninterrupted run's, and so is the resumed asynchronous run.
 TEST_F(KillAnywhere, AsynchronousSavesKilledAnywhereLoseNothingCommittedAndResumeBitIdentical) {
   constexpr int kAsynchronousTrials = 8;
   constexpr int kRandomAsynchronousTrials = 3;
