@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 9.5: the cost of committing a tiny checkpoint with 10 and with 3,000 epochs already in
+# The cost of committing a tiny checkpoint with 10 and with 3,000 epochs already in
 # the directory (tmpfs, so that the disk does not hide the bookkeeping). Each run of 40 tiny
 # sum_pipeline epochs (one rank, the index and --keep-last 100000 retention after every commit)
 # goes into a directory pre-filled with the older epochs; the figure is the median save_seconds

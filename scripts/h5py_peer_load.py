@@ -1,4 +1,4 @@
-"""The h5py + mpi4py peer of an epochrun load (issue 9.3), for scripts/peer_load.sh.
+"""The h5py + mpi4py peer of an epochrun load, for scripts/peer_load.sh.
 
     mpirun -np R python3 scripts/h5py_peer_load.py [--verify] FILE
 

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Issue 9.3: epochrun's load of a checkpoint against the h5py + mpi4py peer on the same file.
+# epochrun's load of a checkpoint against the h5py + mpi4py peer on the same file (the target:
+# faster than the peer, checksums still verified).
 #
 #   scripts/peer_load.sh [--quick] [--cold] [--rounds N] [--ranks R] [--mib-per-rank M]
 #                        [--dir DIR] [--build BUILD_DIR]

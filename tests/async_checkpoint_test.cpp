@@ -1,5 +1,5 @@
-// --async-checkpoint (issue 9.6) against the synchronous save, with sgd_regression on 3 ranks:
-// the checkpoint holds the epoch's boundary values although the job changes its state while the
+// --async-checkpoint against the synchronous save, with sgd_regression on 3 ranks: the
+// checkpoint holds the epoch's boundary values although the job changes its state while the
 // background write runs; every committed epoch and every resumed run is bit-identical to the
 // synchronous run's; a failing background write is an ordinary failed save; a snapshot beyond
 // --async-max-staging-mib is saved synchronously. (Kills during a background write are

@@ -3,7 +3,6 @@
 #include "durable_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
-#include "epochrun/job_runner.hpp"
 
 namespace epochrun {
 namespace {
@@ -44,16 +43,6 @@ TEST(TemporaryNames, OnlyWhatTemporarySiblingMakesIsATemporaryName) {
         "..tmp.4242.0123456789abcdef", ".epoch-000005.h5.tmp.12345678901.0123456789abcdef",
         ".tmp.4242.0123456789abcdef", ""}) {
     EXPECT_FALSE(temporary_target(other).has_value()) << other;
-  }
-}
-
-TEST(ResumeRequest, ParsesEpochsAndLatestOnly) {
-  EXPECT_EQ(ResumeRequest::parse("latest").kind, ResumeRequest::Kind::kLatest);
-  auto explicit_epoch = ResumeRequest::parse("12");
-  EXPECT_EQ(explicit_epoch.kind, ResumeRequest::Kind::kEpoch);
-  EXPECT_EQ(explicit_epoch.epoch, 12);
-  for (const char* bad : {"", "-1", "1.5", "last", "12abc", "99999999999999999999"}) {
-    EXPECT_THROW(ResumeRequest::parse(bad), UsageError) << bad;
   }
 }
 

@@ -48,7 +48,7 @@ class Cli : public ::testing::Test {
   ScratchDir cwd_;
 };
 
-// The issue's "done when": 4 epochs, 145 on every node, and each epoch's file, read with h5py,
+// The sum pipeline on 3 ranks: 4 epochs, 145 on every node, and each epoch's file, read with h5py,
 // holds that epoch's totals; h5dump reads every file.
 TEST_F(Cli, SumPipelineOnThreeRanksIsReadableByH5pyAndH5dump) {
   auto result =
@@ -590,8 +590,8 @@ TEST_F(Cli, ADeletionThatFailsOffTheJobsThreadIsAWarning) {
   EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({0, 1, 2, 3}));
 }
 
-// Issue 7 item 11: with the upload failed, deleting the checkpoints would leave the job's final
-// state nowhere. They stay, and the log says so.
+// With the upload failed, deleting the checkpoints would leave the job's final state nowhere.
+// They stay, and the log says so.
 TEST_F(Cli, DeleteOnSuccessKeepsTheCheckpointsWhenTheUploadFailed) {
   write_file(cwd_ / "U", "a file where the upload directory should be\n");
   auto result = epochrun({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D", "--upload-dir",
@@ -654,9 +654,9 @@ std::vector<std::string> small_sgd(const std::vector<std::string>& extra) {
   return args;
 }
 
-// Issue 7 item 12: a checkpoint written with another seed is not resumed by a default-seed run
-// (that would mix two runs): exit 3 naming the option and both values, nothing written. An
-// explicit --allow-config-change resumes and records the change.
+// A checkpoint written with another seed is not resumed by a default-seed run (that would mix
+// two runs): exit 3 naming the option and both values, nothing written. An explicit
+// --allow-config-change resumes and records the change.
 TEST_F(Cli, ResumingWithAnotherRunDefiningOptionIsRefusedUnlessAllowed) {
   auto first =
       epochrun(small_sgd({"--sgd_regression.seed", "7", "--sgd_regression.max_epochs", "2"}),
@@ -732,15 +732,22 @@ TEST_F(Cli, ANonUtf8CheckpointDirectoryWorks) {
   EXPECT_EQ(listing.exit_code, 0) << listing.err;
 }
 
-TEST_F(Cli, ListJobsAndHelp) {
+TEST_F(Cli, ListJobsNamesTheBuiltInJobs) {
   auto jobs = epochrun({"list-jobs"}, cwd_.path());
   EXPECT_EQ(jobs.exit_code, 0);
   EXPECT_NE(jobs.out.find("sgd_regression"), std::string::npos);
   EXPECT_NE(jobs.out.find("sum_pipeline"), std::string::npos);
+}
+
+// A job's run help holds the run's own options and the job's.
+TEST_F(Cli, RunHelpOfAJobListsTheRunOptionsAndTheJobsOwn) {
   auto help = epochrun({"run", "--job", "sgd_regression", "--help"}, cwd_.path());
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--resume-from-epoch"), std::string::npos);
   EXPECT_NE(help.out.find("--sgd_regression.learning_rate"), std::string::npos);
+}
+
+TEST_F(Cli, TopLevelHelpExitsZero) {
   EXPECT_EQ(epochrun({"--help"}, cwd_.path()).exit_code, 0);
 }
 

@@ -1,6 +1,6 @@
-// Issue 9.5: what a commit costs must not grow with the epochs already in the directory. A cost
-// in time would make a flaky test, so the test counts what made it grow: directory listings and
-// stats of older checkpoint files, watched with strace. A run of 2 epochs and one of 12 into a
+// What a commit costs must not grow with the epochs already in the directory. A cost in time
+// would make a flaky test, so the test counts what made it grow: directory listings and stats
+// of older checkpoint files, watched with strace. A run of 2 epochs and one of 12 into a
 // directory that already holds 300 committed epochs must list the directory and stat those
 // files exactly as often (once, when the run starts), with the retention policy and the index
 // updated after every commit.

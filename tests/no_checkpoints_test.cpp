@@ -1,4 +1,4 @@
-// --no-checkpoints (issue 9.7): any job runs without saving, and touches no directory.
+// --no-checkpoints: any job runs without saving, and touches no directory.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

@@ -1,11 +1,6 @@
 #include <gtest/gtest.h>
 
-#include <fstream>
-
-#include "epochrun/run_history.hpp"
-#include "run_history_json.hpp"
 #include "run_summary_json.hpp"
-#include "test_support.hpp"
 
 namespace epochrun {
 namespace {
@@ -64,68 +59,6 @@ TEST(RunSummary, APreemptedRunSaysWhyWhereToResumeAndItsExitCode) {
   EXPECT_TRUE(empty["last_committed_epoch"].is_null());
   EXPECT_TRUE(empty["slurm_job_id"].is_null());
   EXPECT_EQ(empty["restart_count"], 0);
-}
-
-// runs.jsonl read back typed: a record written by append_run_record reads back equal; a torn
-// line, a line with a field of the wrong type are skipped; fields a newer epochrun added are
-// ignored.
-TEST(RunHistory, RecordsReadBackTypedAndDamagedLinesAreSkipped) {
-  testing::ScratchDir directory;
-  RunSummary summary;
-  summary.num_ranks = 3;
-  summary.resumed_from = 4;
-  summary.stop_kind = StopKind::kPreempted;
-  summary.exit_code = 75;
-  const auto now = std::chrono::system_clock::now();
-  const auto record = run_record(summary, now, now);
-  append_run_record(directory.path(), record);
-  {
-    std::ofstream out(directory.path() / kRunHistoryFileName, std::ios::app);
-    out << R"({"ranks":"three"})"
-        << "\n"
-        << R"({"ranks":2,"exit_code":0,"a_newer_field":[1,2]})"
-        << "\n"
-        << R"({"ranks":3,"exit)";
-  }
-  const auto history = read_run_history(directory.path());
-  ASSERT_EQ(history.size(), 2u);
-  EXPECT_EQ(history[0], record);
-  EXPECT_EQ(history[0].stop_kind, "preempted");
-  EXPECT_EQ(history[1].ranks, 2);
-  EXPECT_FALSE(history[1].resumed_from.has_value());
-  EXPECT_EQ(nlohmann::json(history[0])["resumed_from"], 4);
-}
-
-TEST(StopDecision, OnlyPreemptionAndTimeLimitInterruptTheJob) {
-  for (auto kind : {StopKind::kStopCondition, StopKind::kEpochLimit, StopKind::kAlreadyStopped}) {
-    EXPECT_TRUE((StopDecision{kind, "x"}).finishes_job()) << stop_kind_name(kind);
-  }
-  for (auto kind : {StopKind::kPreempted, StopKind::kTimeLimit}) {
-    EXPECT_TRUE((StopDecision{kind, "x"}).interrupted()) << stop_kind_name(kind);
-    EXPECT_FALSE((StopDecision{kind, "x"}).finishes_job()) << stop_kind_name(kind);
-  }
-  EXPECT_FALSE(StopDecision{}.stops());
-  EXPECT_EQ(std::string(stop_kind_name(StopKind::kTimeLimit)), "time_limit");
-}
-
-}  // namespace
-}  // namespace epochrun
-
-#include "epochrun/errors.hpp"
-#include "epochrun/logging.hpp"
-
-namespace epochrun {
-namespace {
-
-TEST(Logging, EveryDocumentedLevelParses) {
-  EXPECT_EQ(parse_log_level("trace"), LogLevel::kTrace);
-  EXPECT_EQ(parse_log_level("debug"), LogLevel::kDebug);
-  EXPECT_EQ(parse_log_level("info"), LogLevel::kInfo);
-  EXPECT_EQ(parse_log_level("warn"), LogLevel::kWarn);
-  EXPECT_EQ(parse_log_level("error"), LogLevel::kError);
-  EXPECT_EQ(parse_log_level("off"), LogLevel::kOff);
-  EXPECT_THROW(parse_log_level("loud"), UsageError);
-  EXPECT_THROW(parse_log_level(""), UsageError);
 }
 
 }  // namespace

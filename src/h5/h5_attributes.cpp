@@ -126,11 +126,6 @@ void write_int_attribute(hid_t object, const std::string& name, std::int64_t val
   write_attribute(object, name, H5T_STD_I64LE, H5T_NATIVE_INT64, space.get(), &value);
 }
 
-void write_uint_attribute(hid_t object, const std::string& name, std::uint64_t value) {
-  Handle space(H5Screate(H5S_SCALAR), "create scalar space");
-  write_attribute(object, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, space.get(), &value);
-}
-
 void write_string_list_attribute(hid_t object, const std::string& name,
                                  const std::vector<std::string>& values) {
   auto type = variable_string_type();

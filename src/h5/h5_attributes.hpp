@@ -10,10 +10,11 @@
 
 namespace epochrun::h5 {
 
-// Writers (collective in a parallel file: every rank passes the same value).
+// Writers. Every file they write into is open in one process with serial HDF5 (a
+// checkpoint's layout by rank 0 alone, a blob file by its one writer): no other rank takes
+// part in the write.
 void write_string_attribute(hid_t object, const std::string& name, const std::string& value);
 void write_int_attribute(hid_t object, const std::string& name, std::int64_t value);
-void write_uint_attribute(hid_t object, const std::string& name, std::uint64_t value);
 void write_string_list_attribute(hid_t object, const std::string& name,
                                  const std::vector<std::string>& values);
 

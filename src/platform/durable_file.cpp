@@ -66,19 +66,6 @@ std::filesystem::path parent_directory(const std::filesystem::path& path) {
   return path.has_parent_path() ? path.parent_path() : ".";
 }
 
-// fsync through a read-only descriptor: works for directories, and for a file that another
-// process (another rank) wrote.
-void fsync_path(const std::filesystem::path& path, int open_flags, const std::string& what) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | open_flags));
-  if (fd.get() < 0) {
-    throw Error(errno_message("open " + what + " " + path.string() + " for fsync"));
-  }
-  if (::fsync(fd.get()) != 0) {
-    throw Error(errno_message("fsync " + what + " " + path.string()));
-  }
-  fd.close(path.string());
-}
-
 }  // namespace
 
 void FileDescriptor::close(const std::string& what) {
@@ -93,12 +80,17 @@ std::string errno_message(std::string_view what) {
   return std::string(what) + ": " + std::strerror(errno);
 }
 
-void fsync_file(const std::filesystem::path& file) {
-  fsync_path(file, O_NOFOLLOW, "file");
-}
-
 void fsync_directory(const std::filesystem::path& directory) {
-  fsync_path(directory, O_DIRECTORY, "directory");
+  // A directory opens only read-only; its fsync through that descriptor is what makes the
+  // entries in it durable.
+  FileDescriptor fd(::open(directory.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY));
+  if (fd.get() < 0) {
+    throw Error(errno_message("open directory " + directory.string() + " for fsync"));
+  }
+  if (::fsync(fd.get()) != 0) {
+    throw Error(errno_message("fsync directory " + directory.string()));
+  }
+  fd.close(directory.string());
 }
 
 void create_private_directories(const std::filesystem::path& directory) {

@@ -13,9 +13,6 @@ namespace epochrun {
 // "what: strerror(errno)" for the current errno.
 std::string errno_message(std::string_view what);
 
-// Flushes a file's data and metadata to stable storage (fsync through a read-only descriptor,
-// which also works on a file another process wrote). Throws Error.
-void fsync_file(const std::filesystem::path& file);
 // Makes a rename or unlink in `directory` durable. Throws Error.
 void fsync_directory(const std::filesystem::path& directory);
 

@@ -1,5 +1,5 @@
 // What `epochrun bench` measures, each against its limit on the same ranks in the same rounds,
-// and issue 9's targets for them (README "Benchmark", docs/benchmarks.md).
+// and the targets --targets holds the ratios to (README "Benchmark", docs/benchmarks.md).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@ struct MeasureSettings {
   bool cold = false;  // drop the page cache before every read; cleared when it cannot
 };
 
-// Issue 9's limits on the ratios (measure / limit, median of the rounds).
+// The targets: a ratio (measure / limit, median of the rounds) at most its target is MET.
 inline constexpr double kSaveTarget = 1.11;       // save vs pwrite + fsync
 inline constexpr double kLoadTarget = 1.25;       // load vs pread into fresh buffers
 inline constexpr double kSmallBlobsTarget = 2.0;  // many 1 KiB blobs vs the same bytes as one

@@ -1,6 +1,6 @@
-// The peak resident memory of this process during one step (issue 9.8: what a save or a load
-// costs in memory against the state's size). Linux: the kernel's high-water mark VmHWM, reset
-// to the current resident size by writing 5 to /proc/self/clear_refs (proc(5)).
+// The peak resident memory of this process during one step (what a save or a load costs in
+// memory against the state's size). Linux: the kernel's high-water mark VmHWM, reset to the
+// current resident size by writing 5 to /proc/self/clear_refs (proc(5)).
 #pragma once
 
 #include <cstdint>
