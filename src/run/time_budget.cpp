@@ -76,9 +76,14 @@ std::optional<std::chrono::system_clock::time_point> parse_slurm_end_time(const 
   return std::chrono::system_clock::from_time_t(seconds);
 }
 
+std::optional<std::string> squeue_end_time(const std::string& job_id) {
+  return command_output({"squeue", "-h", "-j", job_id, "-o", "%e"}, kSqueueTimeout);
+}
+
 TimeBudget make_time_budget(TimeBudget::Clock::time_point program_start,
                             std::optional<double> budget_seconds,
-                            std::optional<double> margin_seconds, const SlurmEnvironment& slurm) {
+                            std::optional<double> margin_seconds, const SlurmEnvironment& slurm,
+                            const SlurmEndTimeQuery& ask_end_time) {
   const double margin = margin_seconds.value_or(slurm.job_id ? kDefaultSlurmMarginSeconds : 0.0);
   std::optional<TimeBudget::Clock::time_point> end;
   std::string source;
@@ -88,8 +93,7 @@ TimeBudget make_time_budget(TimeBudget::Clock::time_point program_start,
     source = fmt::format("--time-budget {} s", *budget_seconds);
   }
   if (slurm.job_id) {
-    const auto output =
-        command_output({"squeue", "-h", "-j", *slurm.job_id, "-o", "%e"}, kSqueueTimeout);
+    const auto output = ask_end_time(*slurm.job_id);
     const auto text = output ? trimmed(*output) : "";
     if (const auto slurm_end = parse_slurm_end_time(text)) {
       const auto steady_end =
