@@ -1,6 +1,6 @@
 // `epochrun bench`: how close a checkpoint save and load come to the disk, measured against
 // the limits of the same bytes on the same ranks in the same run (bench_measures.hpp says what
-// each measure times); with --targets, issue 9's four targets at their sizes, each printed with
+// each measure times); with --targets, the four targets at their sizes, each printed with
 // its measured ratio, its limit and MET or NOT MET.
 //
 // Rounds alternate the order, A B then B A: a disk drains a burst for seconds after it, and
