@@ -1,8 +1,6 @@
 #include "pending_checkpoint.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <spdlog/spdlog.h>
 
@@ -15,14 +13,13 @@
 #include "blob_records.hpp"
 #include "collective_errors.hpp"
 #include "disk_space.hpp"
-#include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
 #include "fault_injection.hpp"
 #include "h5_objects.hpp"
 #include "integrity_header.hpp"
 #include "regular_file.hpp"
-#include "staging_buffer.hpp"
+#include "streaming_writer.hpp"
 
 namespace epochrun {
 namespace {
@@ -120,133 +117,6 @@ std::vector<std::uint64_t> offsets_of_rank(const std::vector<std::int64_t>& flat
           flat.begin() + static_cast<std::ptrdiff_t>(at + 2 + count)};
 }
 
-// Writes blobs at their offsets, each hashed while it streams (one pass: a piece is hashed
-// while it is still in the CPU cache) unless its hash came with it. Large blobs go in pieces
-// straight from their memory; small ones adjacent in the file (a pack) are gathered and
-// written together. Every kWritebackBytes written through the page cache, it asks the kernel
-// to start writing them to the disk (sync_file_range, no wait): the disk works while the next
-// pieces are copied, instead of all at the final fsync (measured, docs/benchmarks.md: a 3 x
-// 256 MiB save went from 1.35 to under 1 times a plain pwrite + fsync). A blob marked direct
-// goes to `direct_fd` (O_DIRECT; -1: none) in its aligned part, the rest through the cache.
-class StreamingWriter {
- public:
-  StreamingWriter(int fd, int direct_fd, std::string what)
-      : fd_(fd), direct_fd_(direct_fd), what_(std::move(what)) {}
-
-  // Returns the blob's xxh64.
-  std::uint64_t write(std::uint64_t offset, const BlobView& blob) {
-    const auto bytes = blob.bytes;
-    if (bytes.size() < kPiece) {
-      if (!bytes.empty()) {
-        if (!gathered_.empty() &&
-            (gathered_at_ + gathered_.size() != offset || gathered_.size() >= kPiece)) {
-          flush();
-        }
-        if (gathered_.empty()) {
-          gathered_at_ = offset;
-        }
-        gathered_.insert(gathered_.end(), bytes.begin(), bytes.end());
-      }
-      return blob.xxh64 ? *blob.xxh64 : XXH64(bytes.data(), bytes.size(), 0);
-    }
-    flush();
-    XXH64_reset(state_.get(), 0);
-    std::size_t at = 0;
-    if (blob.direct && direct_fd_ >= 0 && offset % kDirectIoAlignment == 0 &&
-        reinterpret_cast<std::uintptr_t>(bytes.data()) % kDirectIoAlignment == 0) {
-      at = write_direct(offset, bytes.first(bytes.size() / kDirectIoAlignment * kDirectIoAlignment),
-                        !blob.xxh64);
-    }
-    for (; at < bytes.size(); at += kPiece) {
-      const auto piece = bytes.subspan(at, std::min(kPiece, bytes.size() - at));
-      if (!blob.xxh64) {
-        XXH64_update(state_.get(), piece.data(), piece.size());
-      }
-      put(offset + at, piece);
-    }
-    return blob.xxh64 ? *blob.xxh64 : XXH64_digest(state_.get());
-  }
-
-  void flush() {
-    if (!gathered_.empty()) {
-      put(gathered_at_, gathered_);
-      gathered_.clear();
-    }
-  }
-
-  std::uint64_t direct_bytes() const { return direct_bytes_; }
-
- private:
-  static constexpr std::size_t kPiece = 1 << 20;
-  static constexpr std::size_t kDirectPiece = 8 << 20;
-  static constexpr std::uint64_t kWritebackBytes = 8 << 20;
-
-  void put(std::uint64_t offset, std::span<const std::byte> bytes) {
-    write_at(fd_, offset, bytes, what_);
-    if (pending_bytes_ == 0) {
-      pending_from_ = offset;
-      pending_to_ = offset;
-    }
-    pending_from_ = std::min(pending_from_, offset);
-    pending_to_ = std::max(pending_to_, offset + bytes.size());
-    pending_bytes_ += bytes.size();
-    if (pending_bytes_ >= kWritebackBytes) {
-      // Only a hint: where it is refused or fails, the fsync that ends the write still makes
-      // every byte durable, and reports what failed.
-      (void)::sync_file_range(fd_, static_cast<off_t>(pending_from_),
-                              static_cast<off_t>(pending_to_ - pending_from_),
-                              SYNC_FILE_RANGE_WRITE);
-      pending_bytes_ = 0;
-    }
-  }
-
-  // Writes `bytes` (aligned) with direct I/O, hashing them when asked; returns how many it
-  // wrote: all of them, or fewer when the file system refuses direct I/O for them (EINVAL:
-  // the caller writes the rest through the cache, and so does every later blob).
-  std::size_t write_direct(std::uint64_t offset, std::span<const std::byte> bytes, bool hash) {
-    std::size_t at = 0;
-    while (at < bytes.size()) {
-      const auto piece = bytes.subspan(at, std::min(kDirectPiece, bytes.size() - at));
-      const ssize_t written =
-          ::pwrite(direct_fd_, piece.data(), piece.size(), static_cast<off_t>(offset + at));
-      if (written < 0 && errno == EINTR) {
-        continue;
-      }
-      if (written < 0 && errno == EINVAL) {
-        direct_fd_ = -1;
-        return at;
-      }
-      if (written <= 0) {
-        throw Error(errno_message("write " + what_ + " at byte " + std::to_string(offset + at)));
-      }
-      if (hash) {
-        XXH64_update(state_.get(), piece.data(), static_cast<std::size_t>(written));
-      }
-      at += static_cast<std::size_t>(written);
-      direct_bytes_ += static_cast<std::uint64_t>(written);
-      if (at % kDirectIoAlignment != 0) {
-        // A short direct write leaves the rest unaligned: the cache takes it.
-        direct_fd_ = -1;
-        return at;
-      }
-    }
-    return at;
-  }
-
-  int fd_;
-  int direct_fd_;
-  std::string what_;
-  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state_{XXH64_createState(),
-                                                                    XXH64_freeState};
-  std::vector<std::byte> gathered_;
-  std::uint64_t gathered_at_ = 0;
-  // Written through the cache since the last writeback hint: how many bytes, and their range.
-  std::uint64_t pending_bytes_ = 0;
-  std::uint64_t pending_from_ = 0;
-  std::uint64_t pending_to_ = 0;
-  std::uint64_t direct_bytes_ = 0;
-};
-
 // The checksums as the file stores them: uint64 little-endian.
 std::vector<std::byte> checksum_table(const std::vector<std::uint64_t>& sums) {
   std::vector<std::byte> table(8 * sums.size());
@@ -255,26 +125,6 @@ std::vector<std::byte> checksum_table(const std::vector<std::uint64_t>& sums) {
 }
 
 }  // namespace
-
-std::vector<BlobView> blob_views(const Workspace& workspace,
-                                 const std::vector<std::string>& names) {
-  std::vector<BlobView> views;
-  views.reserve(names.size());
-  // Names in the workspace's order (a job saves workspace.names()) are found by walking it
-  // alongside, without a search each.
-  const auto& blobs = workspace.blobs();
-  auto next = blobs.begin();
-  for (const auto& name : names) {
-    const auto found = next != blobs.end() && next->first == name ? next : blobs.find(name);
-    if (found == blobs.end()) {
-      workspace.get(name);  // throws the UsageError naming the missing blob
-    }
-    const auto& blob = found->second;
-    views.push_back(BlobView{name, blob.dtype(), blob.shape(), blob.raw(), std::nullopt, false});
-    next = std::next(found);
-  }
-  return views;
-}
 
 template <typename Step>
 void PendingCheckpoint::agreed_step(const std::string& step, bool root_only, Step&& body) {

@@ -17,37 +17,16 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
-#include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
+#include "blob_view.hpp"
 #include "checkpoint_layout.hpp"
 #include "epochrun/checkpoint_format.hpp"
 #include "epochrun/communicator.hpp"
-#include "epochrun/workspace.hpp"
 #include "file_descriptor.hpp"
 
 namespace epochrun {
-
-// One rank's view of a blob to save: its bytes must stay valid and unchanged until
-// write_data() returns (the async saver passes a staged copy, the sync saver the workspace).
-struct BlobView {
-  std::string name;
-  DType dtype = DType::kU8;
-  Shape shape;
-  std::span<const std::byte> bytes;
-  // The bytes' xxh64 when it was computed already (the async snapshot hashes while it copies);
-  // otherwise write_data computes it while the bytes stream.
-  std::optional<std::uint64_t> xxh64;
-  // A private, page-aligned copy: write_data may write it with direct I/O (O_DIRECT), which
-  // costs the CPUs almost nothing but is slower to finish on a shared file than the page cache
-  // with early writeback, so it is for background writes only.
-  bool direct = false;
-};
-
-// Views of `names` in `workspace`, in that order (UsageError naming a missing blob).
-std::vector<BlobView> blob_views(const Workspace& workspace, const std::vector<std::string>& names);
 
 class PendingCheckpoint {
  public:

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "checkpoint_layout.hpp"
+#include "checkpoint_layout_internal.hpp"
 
 namespace epochrun {
 
@@ -17,8 +18,6 @@ namespace epochrun {
 void read_nodes_v1(hid_t file, CheckpointLayout& layout, std::uint64_t file_bytes);
 void read_nodes_v2(hid_t file, CheckpointLayout& layout, std::uint64_t file_bytes);
 
-// "/nodes/<node>/<blob>".
-std::string dataset_path(const std::string& node, const std::string& blob);
 // A name read from a file: a bad one means a damaged or crafted checkpoint, not bad user input.
 void validate_stored_name(const std::string& name, std::string_view what);
 // A stored shape's byte size, refused when it overflows or exceeds the file; `what` names the

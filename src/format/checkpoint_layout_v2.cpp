@@ -76,6 +76,24 @@ void check_packed_ranges(std::vector<std::pair<std::uint64_t, std::uint64_t>> ra
   }
 }
 
+// A blob in its own dataset (`what`), checked against its index row: the offset of its bytes
+// (0 when it has none), whose extent is added to the layout's.
+std::uint64_t read_dataset_blob(hid_t node_group, const BlobRecord& record, std::uint64_t bytes,
+                                const std::string& what, CheckpointLayout& layout) {
+  auto dataset = h5::open_child(node_group, record.name, true, what);
+  h5::check_storage(dataset.get(), what);
+  if (h5::dtype_of(dataset.get(), what) != record.dtype ||
+      h5::shape_of(dataset.get(), what) != record.shape) {
+    throw CorruptCheckpoint(what + " does not have the dtype and shape its index row says");
+  }
+  if (bytes == 0) {
+    return 0;
+  }
+  const auto offset = h5::offset_of(dataset.get(), what);
+  layout.extents.push_back(DataExtent{offset, bytes});
+  return offset;
+}
+
 void read_node(hid_t nodes, hid_t index, const std::string& node, CheckpointLayout& layout,
                std::uint64_t file_bytes) {
   auto node_group = h5::open_child(nodes, node, false, "group of node " + node);
@@ -114,18 +132,7 @@ void read_node(hid_t nodes, hid_t index, const std::string& node, CheckpointLayo
       packed_ranges.emplace_back(row.offset, bytes);
       offset = bytes > 0 ? pack->offset + row.offset : 0;
     } else {
-      const auto dataset_what = what();
-      auto dataset = h5::open_child(node_group.get(), record.name, true, dataset_what);
-      h5::check_storage(dataset.get(), dataset_what);
-      if (h5::dtype_of(dataset.get(), dataset_what) != record.dtype ||
-          h5::shape_of(dataset.get(), dataset_what) != record.shape) {
-        throw CorruptCheckpoint(dataset_what +
-                                " does not have the dtype and shape its index row says");
-      }
-      if (bytes > 0) {
-        offset = h5::offset_of(dataset.get(), dataset_what);
-        layout.extents.push_back(DataExtent{offset, bytes});
-      }
+      offset = read_dataset_blob(node_group.get(), record, bytes, what(), layout);
     }
     records.push_back(std::move(record));
     offsets.push_back(offset);

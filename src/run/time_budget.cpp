@@ -1,84 +1,17 @@
 #include "time_budget.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <spdlog/spdlog.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
 
-#include "file_descriptor.hpp"
-
-extern char** environ;
+#include "subprocess.hpp"
 
 namespace epochrun {
 namespace {
 
 constexpr double kDefaultSlurmMarginSeconds = 60;
-constexpr int kSqueueTimeoutMilliseconds = 10'000;
-
-// Runs `argv` and returns its standard output, or nullopt when it cannot be started, fails or
-// takes longer than `timeout_ms` (it is then killed).
-std::optional<std::string> output_of(const std::vector<std::string>& argv, int timeout_ms) {
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return std::nullopt;
-  }
-  FileDescriptor read_end(pipe_fds[0]);
-  FileDescriptor write_end(pipe_fds[1]);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> args;
-  for (const auto& arg : argv) {
-    args.push_back(const_cast<char*>(arg.c_str()));
-  }
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  write_end = FileDescriptor(-1);  // the child holds the write end now: EOF when it exits
-  if (spawned != 0) {
-    return std::nullopt;
-  }
-  std::string output;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  bool timed_out = false;
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          deadline - std::chrono::steady_clock::now())
-                          .count();
-    pollfd ready{read_end.get(), POLLIN, 0};
-    if (left <= 0 || ::poll(&ready, 1, static_cast<int>(left)) == 0) {
-      timed_out = true;
-      break;
-    }
-    char buffer[256];
-    const auto got = ::read(read_end.get(), buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      break;
-    }
-    output.append(buffer, static_cast<std::size_t>(got));
-  }
-  if (timed_out) {
-    ::kill(pid, SIGKILL);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return std::nullopt;
-  }
-  return output;
-}
+constexpr std::chrono::milliseconds kSqueueTimeout{10'000};
 
 std::string trimmed(const std::string& text) {
   const auto begin = text.find_first_not_of(" \t\r\n");
@@ -143,9 +76,14 @@ std::optional<std::chrono::system_clock::time_point> parse_slurm_end_time(const 
   return std::chrono::system_clock::from_time_t(seconds);
 }
 
+std::optional<std::string> squeue_end_time(const std::string& job_id) {
+  return command_output({"squeue", "-h", "-j", job_id, "-o", "%e"}, kSqueueTimeout);
+}
+
 TimeBudget make_time_budget(TimeBudget::Clock::time_point program_start,
                             std::optional<double> budget_seconds,
-                            std::optional<double> margin_seconds, const SlurmEnvironment& slurm) {
+                            std::optional<double> margin_seconds, const SlurmEnvironment& slurm,
+                            const SlurmEndTimeQuery& ask_end_time) {
   const double margin = margin_seconds.value_or(slurm.job_id ? kDefaultSlurmMarginSeconds : 0.0);
   std::optional<TimeBudget::Clock::time_point> end;
   std::string source;
@@ -155,8 +93,7 @@ TimeBudget make_time_budget(TimeBudget::Clock::time_point program_start,
     source = fmt::format("--time-budget {} s", *budget_seconds);
   }
   if (slurm.job_id) {
-    const auto output =
-        output_of({"squeue", "-h", "-j", *slurm.job_id, "-o", "%e"}, kSqueueTimeoutMilliseconds);
+    const auto output = ask_end_time(*slurm.job_id);
     const auto text = output ? trimmed(*output) : "";
     if (const auto slurm_end = parse_slurm_end_time(text)) {
       const auto steady_end =
@@ -170,7 +107,7 @@ TimeBudget make_time_budget(TimeBudget::Clock::time_point program_start,
       spdlog::warn(
           "cannot ask SLURM for the end time of job {} (squeue failed or took over {} s): "
           "no time limit but --time-budget",
-          *slurm.job_id, kSqueueTimeoutMilliseconds / 1000);
+          *slurm.job_id, kSqueueTimeout.count() / 1000);
     }
   }
   if (!end) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -48,11 +49,20 @@ class TimeBudget {
 // else ("N/A", "Unknown", "NONE": no end time).
 std::optional<std::chrono::system_clock::time_point> parse_slurm_end_time(const std::string& text);
 
+// Asks SLURM when job `job_id` ends: the answer as `squeue -h -j ID -o %e` prints it, or
+// nullopt when it cannot be had (no squeue, a failure, no answer in time).
+using SlurmEndTimeQuery = std::function<std::optional<std::string>(const std::string& job_id)>;
+
+// The query squeue answers, bounded by a timeout.
+std::optional<std::string> squeue_end_time(const std::string& job_id);
+
 // Rank 0, once at start: the earlier of `budget_seconds` after `program_start`
-// (--time-budget) and, under SLURM, the job's end time from squeue (bounded by a timeout; a
-// failure is a warning and no limit). `margin_seconds` unset: 60 s under SLURM, 0 otherwise.
+// (--time-budget) and, under SLURM, the job's end time as `ask_end_time` answers it (a failure
+// is a warning and no limit but the budget). `margin_seconds` unset: 60 s under SLURM, 0
+// otherwise.
 TimeBudget make_time_budget(TimeBudget::Clock::time_point program_start,
                             std::optional<double> budget_seconds,
-                            std::optional<double> margin_seconds, const SlurmEnvironment& slurm);
+                            std::optional<double> margin_seconds, const SlurmEnvironment& slurm,
+                            const SlurmEndTimeQuery& ask_end_time = squeue_end_time);
 
 }  // namespace epochrun

@@ -59,8 +59,7 @@ std::string targets_help() {
   return text;
 }
 
-std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
-  BenchOptions o;
+po::options_description bench_options_description(BenchOptions& o) {
   const std::string targets = targets_help();
   po::options_description options(
       "mpirun -np R epochrun bench [options]: checkpoint save and load against plain POSIX "
@@ -88,13 +87,11 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
       "history-dir", po::value(&o.history_directory),
       "--targets: where the histories are built (new or empty; removed at the end; tmpfs "
       "builds them fastest); default: inside --dir");
-  po::variables_map values;
-  po::store(po::command_line_parser(argc, argv).options(options).run(), values);
-  po::notify(values);
-  if (values.count("help")) {
-    std::cout << options << "\n";
-    return std::nullopt;
-  }
+  return options;
+}
+
+// UsageError for the first option out of its range or contradicting another.
+void check_bench_options(const BenchOptions& o) {
   if (!std::isfinite(o.mib_per_rank) || o.mib_per_rank <= 0 || o.mib_per_rank > 1 << 20) {
     throw UsageError("--mib-per-rank must be in (0, 1048576]");
   }
@@ -119,6 +116,19 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
         "--small-blobs must be in [1, 1000000], --history in [10, 1000000], --commits in [1, "
         "10000]");
   }
+}
+
+std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
+  BenchOptions o;
+  const auto options = bench_options_description(o);
+  po::variables_map values;
+  po::store(po::command_line_parser(argc, argv).options(options).run(), values);
+  po::notify(values);
+  if (values.count("help")) {
+    std::cout << options << "\n";
+    return std::nullopt;
+  }
+  check_bench_options(o);
   return o;
 }
 
@@ -223,6 +233,51 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
   return rows;
 }
 
+// Rank 0, before anything is measured: prepares --dir (and --history-dir when it is given
+// with --targets) and opens --json. A failure removes what it prepared a moment ago.
+void prepare_outputs(const BenchOptions& options, const fs::path& directory,
+                     const fs::path& history_directory, bool own_history_directory,
+                     std::ofstream& json_out) {
+  prepare_directory(directory, "--dir");
+  if (own_history_directory) {
+    try {
+      prepare_directory(history_directory, "--history-dir");
+    } catch (const UsageError&) {
+      fs::remove_all(directory);  // new or empty a moment ago
+      throw;
+    }
+  }
+  if (!options.json_file.empty()) {
+    json_out.open(options.json_file);
+    if (!json_out) {
+      const std::string reason = std::strerror(errno);
+      fs::remove_all(directory);  // new or empty a moment ago
+      if (own_history_directory) {
+        fs::remove_all(history_directory);
+      }
+      throw UsageError("cannot write --json " + options.json_file + ": " + reason);
+    }
+  }
+}
+
+// Every rank measures; rank 0 prints the table and writes the rows to `json_out` when open.
+void measure_and_report(const BenchOptions& options, const Communicator& world,
+                        const fs::path& directory, const fs::path& history_directory,
+                        std::ofstream& json_out) {
+  bool cold = options.cold;
+  const auto rows = measure(options, world, directory, history_directory, cold);
+  if (world.is_root()) {
+    print_table(rows, options, world.size(), cold, directory);
+    if (json_out.is_open()) {
+      json_out << json_text(rows, 2) << "\n";
+      json_out.close();
+      if (!json_out) {
+        throw Error("cannot write " + options.json_file);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int bench_command(int argc, char** argv) {
@@ -254,26 +309,7 @@ int bench_command(int argc, char** argv) {
   std::ofstream json_out;
   try {
     run_on_root_then_agree(world, "bench", [&] {
-      prepare_directory(directory, "--dir");
-      if (own_history_directory) {
-        try {
-          prepare_directory(history_directory, "--history-dir");
-        } catch (const UsageError&) {
-          fs::remove_all(directory);  // new or empty a moment ago
-          throw;
-        }
-      }
-      if (!options->json_file.empty()) {
-        json_out.open(options->json_file);
-        if (!json_out) {
-          const std::string reason = std::strerror(errno);
-          fs::remove_all(directory);  // new or empty a moment ago
-          if (own_history_directory) {
-            fs::remove_all(history_directory);
-          }
-          throw UsageError("cannot write --json " + options->json_file + ": " + reason);
-        }
-      }
+      prepare_outputs(*options, directory, history_directory, own_history_directory, json_out);
     });
   } catch (const std::exception& error) {
     print_error(error.what());  // and the directory, not ours, is left alone
@@ -281,18 +317,7 @@ int bench_command(int argc, char** argv) {
   }
   int status = 0;
   try {
-    bool cold = options->cold;
-    const auto rows = measure(*options, world, directory, history_directory, cold);
-    if (world.is_root()) {
-      print_table(rows, *options, world.size(), cold, directory);
-      if (json_out.is_open()) {
-        json_out << json_text(rows, 2) << "\n";
-        json_out.close();
-        if (!json_out) {
-          throw Error("cannot write " + options->json_file);
-        }
-      }
-    }
+    measure_and_report(*options, world, directory, history_directory, json_out);
   } catch (const std::exception& error) {
     print_error(error.what());
     status = static_cast<int>(exit_code_for(error));

@@ -79,6 +79,96 @@ void before_read(const Communicator& comm, MeasureSettings& settings) {
   }
 }
 
+// What measure_disk times: the library's save and load, and the plain I/O of the same bytes.
+struct DiskSeries {
+  Series save{"save", "CheckpointDirectory::save: one shared HDF5 file, committed", {}};
+  Series write{"write_limit", "pwrite + fsync of the same bytes, one file per rank", {}};
+  Series load{"load", "CheckpointDirectory::load, every checksum verified", {}};
+  Series read{"read_limit", "pread of the same bytes into freshly allocated buffers", {}};
+};
+
+// One round of measure_disk, epoch header.epoch: a save and a plain write, then a load and a
+// plain read, each pair in the order alternate() gives the round; then the round's files go.
+void measure_disk_round(const Communicator& comm, const fs::path& directory,
+                        const CheckpointDirectory& checkpoints, const CheckpointHeader& header,
+                        const Workspace& workspace, MeasureSettings& settings, DiskSeries& series) {
+  const auto round = header.epoch;
+  const auto names = workspace.names();
+  const auto plain =
+      directory / "plain" /
+      ("round-" + std::to_string(round) + "-rank-" + std::to_string(comm.rank()) + ".bin");
+  bool same = false;
+  alternate(
+      round,
+      [&] {
+        series.save.seconds.push_back(
+            timed(comm, "save", [&] { checkpoints.save(comm, header, workspace, names); }));
+      },
+      [&] {
+        series.write.seconds.push_back(
+            timed(comm, "write_limit", [&] { write_limit(plain, workspace); }));
+      });
+  alternate(
+      round,
+      [&] {
+        before_read(comm, settings);
+        Workspace loaded;
+        series.load.seconds.push_back(timed(comm, "load", [&] {
+          checkpoints.load(comm, CheckpointExpectation{round, header.job, header.node_names},
+                           loaded);
+        }));
+        same = loaded.blobs() == workspace.blobs();
+      },
+      [&] {
+        before_read(comm, settings);
+        std::vector<std::unique_ptr<std::byte[]>> buffers;
+        series.read.seconds.push_back(
+            timed(comm, "read_limit", [&] { buffers = read_limit(plain, workspace); }));
+      });
+  // What was measured must be what was saved, or the figures mean nothing.
+  run_then_agree(comm, "round " + std::to_string(round), [&] {
+    if (!same) {
+      throw Error("the loaded checkpoint differs from what was saved");
+    }
+    // Each round's files go before the next, so that no round measures a fuller directory.
+    fs::remove(plain);
+  });
+  run_on_root_then_agree(comm, "round " + std::to_string(round),
+                         [&] { checkpoints.remove({round}); });
+}
+
+// A directory of committed tiny checkpoints of `epochs` epochs, and rank 0's index of it.
+struct History {
+  CheckpointDirectory directory;
+  std::int64_t epochs;
+  std::optional<CheckpointIndex> index;  // rank 0
+};
+
+// What the runner does per commit: the save, then rank 0's index of the directory (seeded by
+// one listing, as a run's) updated and index.json written.
+void commit_tiny(const Communicator& comm, CheckpointHeader& header, const Workspace& workspace,
+                 History& into, std::int64_t epoch) {
+  header.epoch = epoch;
+  const auto stats = into.directory.save(comm, header, workspace, {"step"});
+  run_on_root_then_agree(comm, "index", [&] {
+    into.index->add(epoch, stats.file_bytes);
+    into.index->write();
+  });
+}
+
+// Back to the same history for the next round (untimed): the `commits` epochs after it go.
+void remove_added(History& from, std::int64_t commits) {
+  std::vector<std::int64_t> added(static_cast<std::size_t>(commits));
+  std::iota(added.begin(), added.end(), from.epochs);
+  std::optional<std::string> failure;
+  for (const auto& renamed : from.index->retire(added, failure).renamed) {
+    std::filesystem::remove(renamed.second);
+  }
+  if (failure) {
+    throw Error(*failure);
+  }
+}
+
 }  // namespace
 
 nlohmann::json measure_disk(const Communicator& comm, const fs::path& directory,
@@ -87,64 +177,19 @@ nlohmann::json measure_disk(const Communicator& comm, const fs::path& directory,
   const auto workspace = random_workspace(bytes_per_rank, blobs, comm.rank());
   auto header = bench_header(comm);
   const CheckpointDirectory checkpoints(directory / "checkpoints");
-  const auto names = workspace.names();
-
-  Series save{"save", "CheckpointDirectory::save: one shared HDF5 file, committed", {}};
-  Series write{"write_limit", "pwrite + fsync of the same bytes, one file per rank", {}};
-  Series load{"load", "CheckpointDirectory::load, every checksum verified", {}};
-  Series read{"read_limit", "pread of the same bytes into freshly allocated buffers", {}};
+  DiskSeries series;
   for (std::int64_t round = 0; round < settings.rounds; ++round) {
     header.epoch = round;
-    const auto plain =
-        directory / "plain" /
-        ("round-" + std::to_string(round) + "-rank-" + std::to_string(comm.rank()) + ".bin");
-    bool same = false;
-    alternate(
-        round,
-        [&] {
-          save.seconds.push_back(
-              timed(comm, "save", [&] { checkpoints.save(comm, header, workspace, names); }));
-        },
-        [&] {
-          write.seconds.push_back(
-              timed(comm, "write_limit", [&] { write_limit(plain, workspace); }));
-        });
-    alternate(
-        round,
-        [&] {
-          before_read(comm, settings);
-          Workspace loaded;
-          load.seconds.push_back(timed(comm, "load", [&] {
-            checkpoints.load(comm, CheckpointExpectation{round, header.job, header.node_names},
-                             loaded);
-          }));
-          same = loaded.blobs() == workspace.blobs();
-        },
-        [&] {
-          before_read(comm, settings);
-          std::vector<std::unique_ptr<std::byte[]>> buffers;
-          read.seconds.push_back(
-              timed(comm, "read_limit", [&] { buffers = read_limit(plain, workspace); }));
-        });
-    // What was measured must be what was saved, or the figures mean nothing.
-    run_then_agree(comm, "round " + std::to_string(round), [&] {
-      if (!same) {
-        throw Error("the loaded checkpoint differs from what was saved");
-      }
-      // Each round's files go before the next, so that no round measures a fuller directory.
-      fs::remove(plain);
-    });
-    run_on_root_then_agree(comm, "round " + std::to_string(round),
-                           [&] { checkpoints.remove({round}); });
+    measure_disk_round(comm, directory, checkpoints, header, workspace, settings, series);
   }
   const double bytes = double(bytes_per_rank) * comm.size();
   auto rows = nlohmann::json::array();
-  rows.push_back(targets ? with_target(compare(save, write, bytes), kSaveTarget)
-                         : compare(save, write, bytes));
-  rows.push_back(targets ? with_target(compare(load, read, bytes), kLoadTarget)
-                         : compare(load, read, bytes));
-  rows.push_back(compare(write, write, bytes));
-  rows.push_back(compare(read, read, bytes));
+  rows.push_back(targets ? with_target(compare(series.save, series.write, bytes), kSaveTarget)
+                         : compare(series.save, series.write, bytes));
+  rows.push_back(targets ? with_target(compare(series.load, series.read, bytes), kLoadTarget)
+                         : compare(series.load, series.read, bytes));
+  rows.push_back(compare(series.write, series.write, bytes));
+  rows.push_back(compare(series.read, series.read, bytes));
   for (auto& row : measure_memory(comm, checkpoints, header, workspace, settings.rounds)) {
     rows.push_back(std::move(row));
   }
@@ -208,23 +253,8 @@ nlohmann::json measure_commit_cost(const Communicator& comm, const fs::path& dir
   Workspace workspace;
   workspace.put("step", Blob::scalar<std::int64_t>(comm.rank()));
   auto header = bench_header(comm);
-  // What the runner does per commit: the save, then rank 0's index of the directory (seeded
-  // by one listing, as a run's) updated and index.json written.
-  struct History {
-    CheckpointDirectory directory;
-    std::int64_t epochs;
-    std::optional<CheckpointIndex> index;  // rank 0
-  };
   History short_history{CheckpointDirectory(directory / "history-short"), kShortHistory, {}};
   History long_history{CheckpointDirectory(directory / "history-long"), history, {}};
-  auto commit = [&](History& into, std::int64_t epoch) {
-    header.epoch = epoch;
-    const auto stats = into.directory.save(comm, header, workspace, {"step"});
-    run_on_root_then_agree(comm, "index", [&] {
-      into.index->add(epoch, stats.file_bytes);
-      into.index->write();
-    });
-  };
   if (comm.is_root()) {
     std::printf("building the histories: %lld and %lld committed tiny checkpoints...\n",
                 static_cast<long long>(kShortHistory), static_cast<long long>(history));
@@ -235,7 +265,7 @@ nlohmann::json measure_commit_cost(const Communicator& comm, const fs::path& dir
       into->index.emplace(into->directory, header.job);
     }
     for (std::int64_t epoch = 0; epoch < into->epochs; ++epoch) {
-      commit(*into, epoch);
+      commit_tiny(comm, header, workspace, *into, epoch);
     }
   }
   const auto label = std::to_string(history);
@@ -248,30 +278,18 @@ nlohmann::json measure_commit_cost(const Communicator& comm, const fs::path& dir
   auto commit_into = [&](Series& series, History& into) {
     const double seconds = timed(comm, series.name, [&] {
       for (std::int64_t i = 0; i < commits; ++i) {
-        commit(into, into.epochs + i);
+        commit_tiny(comm, header, workspace, into, into.epochs + i);
       }
     });
     series.seconds.push_back(seconds / double(commits));
-  };
-  // Back to the same history for the next round (untimed).
-  auto remove_added = [&](History& from) {
-    std::vector<std::int64_t> added(static_cast<std::size_t>(commits));
-    std::iota(added.begin(), added.end(), from.epochs);
-    std::optional<std::string> failure;
-    for (const auto& renamed : from.index->retire(added, failure).renamed) {
-      std::filesystem::remove(renamed.second);
-    }
-    if (failure) {
-      throw Error(*failure);
-    }
   };
   for (std::int64_t round = 0; round < settings.rounds; ++round) {
     alternate(
         round, [&] { commit_into(with_long, long_history); },
         [&] { commit_into(with_short, short_history); });
     run_on_root_then_agree(comm, "round " + std::to_string(round), [&] {
-      remove_added(long_history);
-      remove_added(short_history);
+      remove_added(long_history, commits);
+      remove_added(short_history, commits);
     });
   }
   auto row = with_target(compare(with_long, with_short, 0), kCommitCostTarget);

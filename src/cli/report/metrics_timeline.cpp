@@ -112,74 +112,111 @@ void draw_legend(SvgWriter& svg, double y) {
   }
 }
 
-void draw_run(SvgWriter& svg, const LoggedRun& run, int number, double top) {
-  const int ranks = run.num_ranks();
-  const auto placement = place(run, ranks);
-  const double scale = (kWidth - kLeft - kRight) / placement.end;
-  auto x = [&](double t) { return kLeft + t * scale; };
-  auto lane_y = [&](int rank) { return top + kRunHeader + rank * (kLane + kLaneGap); };
+// Where a run is drawn: its top, its time scale (pixels per second) and its lanes.
+struct RunFrame {
+  double top = 0;
+  double scale = 1;
+  int ranks = 0;
+  double x(double t) const { return kLeft + t * scale; }
+  double lane_y(int rank) const { return top + kRunHeader + rank * (kLane + kLaneGap); }
+};
 
-  std::string heading =
-      "run " + std::to_string(number) + (run.started.empty() ? "" : ", started " + run.started) +
-      ": " + std::to_string(run.epochs.size()) + " epochs on " + std::to_string(ranks) + " ranks";
+// The run's title line and its lanes' labels.
+void draw_heading(SvgWriter& svg, const LoggedRun& run, int number, const RunFrame& frame) {
+  std::string heading = "run " + std::to_string(number) +
+                        (run.started.empty() ? "" : ", started " + run.started) + ": " +
+                        std::to_string(run.epochs.size()) + " epochs on " +
+                        std::to_string(frame.ranks) + " ranks";
   if (run.load) {
     heading += ", resumed from epoch " + std::to_string(run.load->epoch);
   }
-  svg.text(kLeft, top + 16, heading, "run");
-  for (int rank = 0; rank < ranks; ++rank) {
-    svg.text(kLeft - 8, lane_y(rank) + kLane * 0.7, "rank " + std::to_string(rank), "lane", "end");
+  svg.text(kLeft, frame.top + 16, heading, "run");
+  for (int rank = 0; rank < frame.ranks; ++rank) {
+    svg.text(kLeft - 8, frame.lane_y(rank) + kLane * 0.7, "rank " + std::to_string(rank), "lane",
+             "end");
   }
-  if (run.load) {
-    svg.begin_group("run" + std::to_string(number) + "-load", "load",
-                    "load of epoch " + std::to_string(run.load->epoch));
-    for (const auto& r : run.load->ranks) {
-      svg.rect(x(0), lane_y(r.rank), r.load_seconds.value_or(0) * scale, kLane, "load",
-               "rank " + std::to_string(r.rank) + ": load " + seconds(r.load_seconds) + " (" +
-                   megabytes(r.load_bytes) + ")");
+}
+
+// The load of a resumed run, at the start of every lane.
+void draw_load(SvgWriter& svg, const LoggedRun& run, int number, const RunFrame& frame) {
+  if (!run.load) {
+    return;
+  }
+  svg.begin_group("run" + std::to_string(number) + "-load", "load",
+                  "load of epoch " + std::to_string(run.load->epoch));
+  for (const auto& r : run.load->ranks) {
+    svg.rect(frame.x(0), frame.lane_y(r.rank), r.load_seconds.value_or(0) * frame.scale, kLane,
+             "load",
+             "rank " + std::to_string(r.rank) + ": load " + seconds(r.load_seconds) + " (" +
+                 megabytes(r.load_bytes) + ")");
+  }
+  svg.end_group();
+}
+
+// One epoch's bars on each rank's lane from its start: work, blocked, and the save under them.
+void draw_epoch_bars(SvgWriter& svg, const LoggedEpoch& epoch, const std::vector<double>& starts,
+                     const RunFrame& frame) {
+  for (const auto& r : epoch.ranks) {
+    if (r.rank < 0 || r.rank >= frame.ranks) {
+      continue;
     }
-    svg.end_group();
+    const double t = starts[static_cast<std::size_t>(r.rank)];
+    const double work = r.epoch_seconds.value_or(0);
+    const double y = frame.lane_y(r.rank);
+    const auto tooltip = rank_title(r, epoch.epoch);
+    svg.rect(frame.x(t), y, work * frame.scale, kLane, "work", tooltip);
+    if (r.blocked_seconds) {
+      svg.rect(frame.x(t + work), y, *r.blocked_seconds * frame.scale, kLane, "blocked", tooltip);
+    }
+    if (r.save_seconds) {
+      svg.rect(frame.x(t + work), y + kLane + 1, *r.save_seconds * frame.scale, 4, "save", tooltip);
+    }
   }
+}
+
+// Every epoch as a group of bars, labelled with its number where the label has room.
+void draw_epochs(SvgWriter& svg, const LoggedRun& run, int number, const Placement& placement,
+                 const RunFrame& frame) {
   double last_label = -1e9;
   for (std::size_t i = 0; i < run.epochs.size(); ++i) {
     const auto& epoch = run.epochs[i];
     const auto& starts = placement.start[i];
-    const auto name = "epoch " + std::to_string(epoch.epoch);
-    std::string title = name;
+    std::string title = "epoch " + std::to_string(epoch.epoch);
     if (epoch.committed) {
       title += *epoch.committed ? " (checkpoint committed)" : " (checkpoint failed)";
     }
     svg.begin_group("run" + std::to_string(number) + "-epoch" + std::to_string(epoch.epoch),
                     "epoch", title);
-    for (const auto& r : epoch.ranks) {
-      if (r.rank < 0 || r.rank >= ranks) {
-        continue;
-      }
-      const double t = starts[static_cast<std::size_t>(r.rank)];
-      const double work = r.epoch_seconds.value_or(0);
-      const double y = lane_y(r.rank);
-      const auto tooltip = rank_title(r, epoch.epoch);
-      svg.rect(x(t), y, work * scale, kLane, "work", tooltip);
-      if (r.blocked_seconds) {
-        svg.rect(x(t + work), y, *r.blocked_seconds * scale, kLane, "blocked", tooltip);
-      }
-      if (r.save_seconds) {
-        svg.rect(x(t + work), y + kLane + 1, *r.save_seconds * scale, 4, "save", tooltip);
-      }
-    }
-    const double label_x = x(starts.empty() ? 0 : starts[0]);
+    draw_epoch_bars(svg, epoch, starts, frame);
+    const double label_x = frame.x(starts.empty() ? 0 : starts[0]);
     if (label_x - last_label >= 22) {  // no overlapping labels when epochs are short
-      svg.text(label_x, top + kRunHeader - 4, std::to_string(epoch.epoch), "epoch-label");
+      svg.text(label_x, frame.top + kRunHeader - 4, std::to_string(epoch.epoch), "epoch-label");
       last_label = label_x;
     }
     svg.end_group();
   }
-  const double axis_y = lane_y(ranks) + 2;
+}
+
+// The time axis under the lanes, from 0 to `end` seconds.
+void draw_time_axis(SvgWriter& svg, const RunFrame& frame, double end) {
+  const double axis_y = frame.lane_y(frame.ranks) + 2;
   svg.line(kLeft, axis_y, kWidth - kRight, axis_y, "axis");
-  const double step = tick_step(placement.end);
-  for (double t = 0; t <= placement.end * 1.0001; t += step) {
-    svg.line(x(t), axis_y, x(t), axis_y + 5, "axis");
-    svg.text(x(t), axis_y + 17, format(step < 1 ? "%.2f s" : "%.0f s", t), "tick-label", "middle");
+  const double step = tick_step(end);
+  for (double t = 0; t <= end * 1.0001; t += step) {
+    svg.line(frame.x(t), axis_y, frame.x(t), axis_y + 5, "axis");
+    svg.text(frame.x(t), axis_y + 17, format(step < 1 ? "%.2f s" : "%.0f s", t), "tick-label",
+             "middle");
   }
+}
+
+void draw_run(SvgWriter& svg, const LoggedRun& run, int number, double top) {
+  const int ranks = run.num_ranks();
+  const auto placement = place(run, ranks);
+  const RunFrame frame{top, (kWidth - kLeft - kRight) / placement.end, ranks};
+  draw_heading(svg, run, number, frame);
+  draw_load(svg, run, number, frame);
+  draw_epochs(svg, run, number, placement, frame);
+  draw_time_axis(svg, frame, placement.end);
 }
 
 }  // namespace

@@ -1,0 +1,90 @@
+#include "run/run_option_descriptions.hpp"
+
+#include <type_traits>
+#include <variant>
+
+namespace epochrun::cli {
+
+namespace po = boost::program_options;
+
+po::options_description general_options(GeneralOptions& o) {
+  po::options_description options(
+      "epochrun run options (also valid as INI keys; the command line wins)");
+  options.add_options()("help,h", "print this help (with --job: also the job's options)")(
+      "job", po::value(&o.job), "the job to run (see 'epochrun list-jobs')")(
+      "config", po::value(&o.config),
+      "INI file with any of these options; job options go in a [<job>] section")(
+      "checkpoint-dir", po::value(&o.checkpoint_dir)->default_value(o.checkpoint_dir),
+      "directory of the checkpoints (created when missing)")(
+      "async-checkpoint", po::bool_switch(&o.async_checkpoint),
+      "write each checkpoint in the background while the next epoch runs (the state is copied "
+      "at the epoch's end; the last checkpoint and one at a stop are synchronous)")(
+      "async-max-staging-mib", po::value(&o.async_max_staging_mib),
+      "with --async-checkpoint: a checkpoint whose copy would exceed M MiB on any rank is saved "
+      "synchronously instead (default: no limit)")(
+      "no-checkpoints", po::bool_switch(&o.no_checkpoints),
+      "run without saving anything: no checkpoint, no directory, no lock (for comparisons)")(
+      "resume-from-epoch", po::value(&o.resume),
+      "N: load epoch N and continue at N+1; latest: the newest committed epoch, or from scratch "
+      "when there is none")("num-epochs", po::value(&o.num_epochs),
+                            "stop after this epoch number at the latest")(
+      "upload-dir", po::value(&o.upload_dir),
+      "copy the final committed checkpoint to this directory (or file://DIR)")(
+      "summary-json", po::value(&o.summary_json), "write a JSON summary of the run to this file")(
+      "log-level", po::value(&o.log_level)->default_value(o.log_level),
+      "trace, debug, info, warn, error or off")(
+      "keep-last", po::value(&o.keep_last),
+      "keep only the K newest checkpoints (older ones go once a newer one is committed)")(
+      "keep-every", po::value(&o.keep_every), "also keep every epoch divisible by N as a snapshot")(
+      "checkpoint-every", po::value(&o.checkpoint_every),
+      "checkpoint every Nth epoch (default 1; with only --checkpoint-interval: by time alone); "
+      "init, the last epoch and a preemption or time-limit stop are always checkpointed")(
+      "checkpoint-interval", po::value(&o.checkpoint_interval),
+      "also checkpoint an epoch ending S seconds or more after the last committed checkpoint "
+      "(0: off)")("delete-checkpoints-on-success", po::bool_switch(&o.delete_on_success),
+                  "delete the checkpoints once the exit group has succeeded (backup-and-restore)")(
+      "task-failure-timeout",
+      po::value(&o.task_failure_timeout)->default_value(o.task_failure_timeout),
+      "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
+      "the whole job (exit 1): they may be blocked in a collective call of the job")(
+      "no-directory-lock", po::bool_switch(),
+      "run without the checkpoint directory lock (for file systems without flock): no other run "
+      "may use the directory meanwhile")(
+      "save-timeout", po::value(&o.save_timeout)->default_value(o.save_timeout),
+      "seconds a rank waits for the other ranks at each step of a save or a load before it "
+      "aborts the whole job (exit 1): a rank that takes longer is stuck")(
+      "preempt-signals", po::value(&o.preempt_signals)->default_value(o.preempt_signals),
+      "signals that stop the run after the epoch in progress with a checkpoint and exit code 75 "
+      "(names without SIG, comma-separated; none: no signal is caught)")(
+      "allow-config-change", po::value(&o.allow_config_change)->composing(),
+      "resume although this run-defining job option (e.g. sgd_regression.seed) differs from the "
+      "checkpoint's (repeatable)")(
+      "time-budget", po::value(&o.time_budget),
+      "seconds from the program start this run may take: it stops with a checkpoint and exit "
+      "code 75 when the next epoch would not fit (under SLURM the job's end time also counts)")(
+      "time-margin", po::value(&o.time_margin),
+      "seconds to keep free before the time limit (default 60 under SLURM, 0 otherwise)");
+  return options;
+}
+
+po::options_description job_options_description(const JobOptions& declared,
+                                                const std::string& job) {
+  po::options_description description("options of job " + job + " (INI section [" + job + "])");
+  for (const auto& option : declared.all()) {
+    const auto name = job + "." + option.key;
+    std::visit(
+        [&](auto* target) {
+          auto* value = po::value(target);
+          if constexpr (std::is_same_v<decltype(target), bool*>) {
+            value->default_value(*target, *target ? "true" : "false");
+          } else {
+            value->default_value(*target);
+          }
+          description.add_options()(name.c_str(), value, option.help.c_str());
+        },
+        option.target);
+  }
+  return description;
+}
+
+}  // namespace epochrun::cli

@@ -1,0 +1,152 @@
+// Laying out a new checkpoint file (format version 2): its groups, attributes and datasets,
+// allocated and never filled, and where each blob's bytes go.
+#include <algorithm>
+#include <utility>
+
+#include "blob_index.hpp"
+#include "checkpoint_layout.hpp"
+#include "checkpoint_layout_internal.hpp"
+#include "checkpoint_root_attributes.hpp"
+#include "h5_handle.hpp"
+#include "h5_objects.hpp"
+#include "h5_types.hpp"
+#include "regular_file.hpp"
+
+namespace epochrun {
+namespace {
+
+using h5::Handle;
+
+Handle create_group(hid_t parent, const std::string& name) {
+  return Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                "create group " + name);
+}
+
+// The creation properties of every dataset: contiguous, allocated at creation (so that its
+// offset is known before any byte is written) and never filled (that would write every byte
+// twice).
+Handle dataset_creation() {
+  Handle list(H5Pcreate(H5P_DATASET_CREATE), "create dataset list");
+  h5::check(H5Pset_alloc_time(list.get(), H5D_ALLOC_TIME_EARLY), "allocate at creation");
+  h5::check(H5Pset_fill_time(list.get(), H5D_FILL_TIME_NEVER), "disable fill values");
+  return list;
+}
+
+// Creates a dataset with `dcpl` and returns it and the offset of its bytes (0 when it holds
+// none).
+std::pair<Handle, std::uint64_t> create_dataset(hid_t parent, const std::string& name,
+                                                const Handle& type, const Shape& shape, hid_t dcpl,
+                                                const std::string& what) {
+  auto space = h5::dataspace_for(shape);
+  Handle dataset(
+      H5Dcreate2(parent, name.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl, H5P_DEFAULT),
+      "create " + what);
+  std::uint64_t offset = 0;
+  if (element_count(shape) > 0) {
+    // Contiguous and allocated at creation: the offset is final (and counts the user block).
+    offset = h5::offset_of(dataset.get(), what);
+  }
+  return {std::move(dataset), offset};
+}
+
+// One node: its pack (packed blobs in save order, back to back), its own datasets, its index
+// and its checksum table.
+void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
+                  CheckpointLayout& layout) {
+  const auto& records = layout.header.blobs.at(node);
+  auto packed = packed_blobs(records);
+  auto node_group = create_group(nodes, node);
+  auto index_group = create_group(index, node);
+  std::vector<std::uint64_t> sizes;  // each blob's bytes, computed once
+  sizes.reserve(records.size());
+  std::uint64_t pack_size = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    sizes.push_back(records[i].byte_size());
+    pack_size += packed[i] ? sizes.back() : 0;
+  }
+  std::uint64_t pack_offset = 0;
+  if (std::find(packed.begin(), packed.end(), true) != packed.end()) {
+    pack_offset = create_dataset(index_group.get(), "packed", h5::file_type_for(DType::kU8),
+                                 {pack_size}, dcpl, "pack of node " + node)
+                      .second;
+    if (pack_size > 0) {
+      layout.extents.push_back(DataExtent{pack_offset, pack_size});
+    }
+  }
+  auto& offsets = layout.offsets[node];
+  offsets.reserve(records.size());
+  std::vector<std::uint64_t> in_pack(records.size());  // each packed blob's offset in the pack
+  std::uint64_t pack_used = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& record = records[i];
+    const auto bytes = sizes[i];
+    std::uint64_t offset = 0;
+    if (packed[i]) {
+      in_pack[i] = pack_used;
+      offset = bytes > 0 ? pack_offset + pack_used : 0;
+      pack_used += bytes;
+    } else {
+      auto [dataset, at] =
+          create_dataset(node_group.get(), record.name, h5::file_type_for(record.dtype),
+                         record.shape, dcpl, "dataset " + dataset_path(node, record.name));
+      h5::mark_dtype(dataset.get(), record.dtype);
+      offset = at;
+      if (bytes > 0) {
+        layout.extents.push_back(DataExtent{offset, bytes});
+      }
+    }
+    offsets.push_back(offset);
+  }
+  write_blob_index(index_group.get(), "blobs", records.size(), [&](std::size_t i) {
+    const auto& record = records[i];
+    return IndexRowView{record.name, record.dtype, record.shape, packed[i], in_pack[i], sizes[i]};
+  });
+  layout.packed[node] = std::move(packed);
+  if (!records.empty()) {
+    layout.checksum_offsets[node] =
+        create_dataset(index_group.get(), "xxh64", Handle(H5Tcopy(H5T_STD_U64LE), "copy type"),
+                       {records.size()}, dcpl, "checksum table of node " + node)
+            .second;
+  }
+}
+
+}  // namespace
+
+CheckpointLayout lay_out_checkpoint_file(int fd, CheckpointHeader header,
+                                         const std::function<void()>& created) {
+  h5::silence_error_printing();
+  CheckpointLayout layout;
+  layout.header = std::move(header);  // thousands of records: moved, not copied
+  layout.header.format_version = kCheckpointFormatVersion;
+  // At most one extent per blob and one pack per node.
+  std::size_t max_extents = layout.header.node_names.size();
+  for (const auto& [node, records] : layout.header.blobs) {
+    max_extents += records.size();
+  }
+  layout.user_block_size = user_block_size_for(max_extents);
+  auto fapl = checkpoint_file_access();
+  // Large datasets start on a page (relative to the user block, itself whole pages), so that
+  // a background write can send them with direct I/O.
+  h5::check(H5Pset_alignment(fapl.get(), kAlignDatasetsFrom, kDirectIoAlignment),
+            "set the alignment");
+  Handle fcpl(H5Pcreate(H5P_FILE_CREATE), "create file creation list");
+  h5::check(H5Pset_userblock(fcpl.get(), layout.user_block_size), "reserve the user block");
+  Handle file(H5Fcreate(descriptor_path(fd).c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
+              "create file");
+  created();
+  write_root_attributes(file.get(), layout.header);
+  auto nodes = create_group(file.get(), kNodesGroup);
+  auto index = create_group(file.get(), kIndexGroup);
+  const auto dcpl = dataset_creation();
+  for (const auto& node : layout.header.node_names) {
+    lay_out_node(nodes.get(), index.get(), node, dcpl.get(), layout);
+  }
+  index.close("close group index");
+  nodes.close("close group nodes");
+  file.close("close file");
+  std::sort(layout.extents.begin(), layout.extents.end(),
+            [](const DataExtent& a, const DataExtent& b) { return a.offset < b.offset; });
+  return layout;
+}
+
+}  // namespace epochrun
