@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include "epochrun/run_history.hpp"
+#include "run_history_file.hpp"
 #include "run_history_json.hpp"
 #include "run_summary_json.hpp"
 #include "test_support.hpp"

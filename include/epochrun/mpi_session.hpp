@@ -23,7 +23,4 @@ class MpiSession {
 // at that level and checks it; a program that initialises MPI itself is checked by the runner.
 void require_funneled_threads();
 
-// Set OMPI_MCA_io=romio321 when the user has not chosen; call before MPI_Init.
-void prefer_romio_for_mpi_io();
-
 }  // namespace epochrun

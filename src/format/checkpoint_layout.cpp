@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "blob_index.hpp"
+#include "checkpoint_groups.hpp"
 #include "checkpoint_layout_readers.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
