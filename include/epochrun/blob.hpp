@@ -11,16 +11,17 @@
 
 #include "epochrun/dtype.hpp"
 #include "epochrun/errors.hpp"
+#include "epochrun/export.hpp"
 
 namespace epochrun {
 
 using Shape = std::vector<std::uint64_t>;
 
 // Number of elements a shape holds; an empty shape is a scalar (one element).
-std::uint64_t element_count(const Shape& shape);
-std::string shape_to_string(const Shape& shape);
+EPOCHRUN_API std::uint64_t element_count(const Shape& shape);
+EPOCHRUN_API std::string shape_to_string(const Shape& shape);
 
-class Blob {
+class EPOCHRUN_API Blob {
  public:
   Blob() : Blob(DType::kU8, Shape{0}) {}
   // Zero-filled.
@@ -98,6 +99,6 @@ class Blob {
   std::size_t byte_size_ = 0;
 };
 
-bool operator==(const Blob& a, const Blob& b);
+EPOCHRUN_API bool operator==(const Blob& a, const Blob& b);
 
 }  // namespace epochrun

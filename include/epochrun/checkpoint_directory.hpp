@@ -9,15 +9,16 @@
 #include <vector>
 
 #include "epochrun/checkpoint_file.hpp"
+#include "epochrun/export.hpp"
 #include "epochrun/workspace.hpp"
 
 namespace epochrun {
 
 // "epoch-000005.h5": zero-padded so that `ls` sorts them; wider epochs simply get more digits.
-std::string checkpoint_file_name(std::int64_t epoch);
+EPOCHRUN_API std::string checkpoint_file_name(std::int64_t epoch);
 // The epoch of a committed checkpoint's file name; nullopt for anything else (temporary
 // files, the index, foreign files).
-std::optional<std::int64_t> parse_checkpoint_file_name(const std::string& file_name);
+EPOCHRUN_API std::optional<std::int64_t> parse_checkpoint_file_name(const std::string& file_name);
 
 // A blob to fetch in a partial load, and the name it gets in the caller's workspace.
 struct BlobAddress {
@@ -26,7 +27,7 @@ struct BlobAddress {
   std::string as;  // empty: the blob's own name
 };
 
-class CheckpointDirectory {
+class EPOCHRUN_API CheckpointDirectory {
  public:
   explicit CheckpointDirectory(std::filesystem::path directory);
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "epochrun/checkpoint_format.hpp"
+#include "epochrun/export.hpp"
 
 namespace epochrun {
 
@@ -18,7 +19,7 @@ namespace epochrun {
 inline constexpr std::chrono::seconds kDefaultSaveTimeout{600};
 
 // Serial, read-only access to one checkpoint file.
-class CheckpointReader {
+class EPOCHRUN_API CheckpointReader {
  public:
   // Opens the file (a regular file only, never blocking), verifies its integrity header and
   // every dataset's layout, and reads the header; CorruptCheckpoint when the file is not an
@@ -37,7 +38,7 @@ class CheckpointReader {
   Blob read_blob(const std::string& node, const std::string& blob) const;
 
  private:
-  struct Impl;
+  struct EPOCHRUN_HIDDEN Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "epochrun/blob.hpp"
+#include "epochrun/export.hpp"
 
 namespace epochrun {
 
@@ -25,7 +26,7 @@ struct BlobRecord {
 };
 
 // The root attributes plus every node's blob list.
-struct CheckpointHeader {
+struct EPOCHRUN_API CheckpointHeader {
   std::string format = kCheckpointFormatName;
   std::int64_t format_version = kCheckpointFormatVersion;
   std::int64_t epoch = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "epochrun/blob_handle.hpp"
+#include "epochrun/export.hpp"
 #include "epochrun/task.hpp"
 
 namespace epochrun {
@@ -35,7 +36,7 @@ struct BlobUse {
   bool output = false;
 };
 
-class Job {
+class EPOCHRUN_API Job {
  public:
   explicit Job(std::string name);
 

@@ -28,6 +28,7 @@
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_policy.hpp"
 #include "epochrun/communicator.hpp"
+#include "epochrun/export.hpp"
 #include "epochrun/job.hpp"
 #include "epochrun/retention.hpp"
 #include "epochrun/run_summary.hpp"
@@ -38,7 +39,7 @@ namespace epochrun {
 
 // Where to start: from scratch, from an explicit epoch, or from the newest committed one
 // (from scratch when there is none).
-struct ResumeRequest {
+struct EPOCHRUN_API ResumeRequest {
   enum class Kind { kFromScratch, kEpoch, kLatest };
   Kind kind = Kind::kFromScratch;
   std::int64_t epoch = 0;
@@ -92,7 +93,7 @@ struct RunOptions {
   std::optional<std::uint64_t> async_max_staging_bytes;
 };
 
-class JobRunner {
+class EPOCHRUN_API JobRunner {
  public:
   // The tasks get `comm`; the runner works on a duplicate of it, so that its own collective
   // calls never match the job's.
@@ -114,7 +115,7 @@ class JobRunner {
  private:
   // The runner's state and steps (src/run/job_runner.cpp): the library's own business, so
   // that they change without changing this class's layout.
-  struct Impl;
+  struct EPOCHRUN_HIDDEN Impl;
   std::unique_ptr<Impl> impl_;
 };
 
