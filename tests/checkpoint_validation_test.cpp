@@ -2,8 +2,8 @@
 // or damaged bytes are refused with an error that names what is wrong.
 #include <gtest/gtest.h>
 
+#include "checkpoint_directory_admin.hpp"
 #include "epochrun/blob_file.hpp"
-#include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
 #include "sum_pipeline_fixture.hpp"
 #include "test_support.hpp"
@@ -171,7 +171,8 @@ void expect_latest_skips_damaged_epoch_4(Damage damage, const std::string& expec
       << summary.skipped_corrupt[0].error;
   EXPECT_EQ(total_of(workspace), 145);
   Workspace reloaded;
-  CheckpointDirectory(directory.path()).load(world, sum_pipeline_expectation(world, 4), reloaded);
+  load_checkpoint(CheckpointDirectory(directory.path()), world, sum_pipeline_expectation(world, 4),
+                  reloaded);
   EXPECT_EQ(total_of(reloaded), 145);
 }
 

@@ -12,7 +12,7 @@
 #include <functional>
 #include <thread>
 
-#include "epochrun/checkpoint_directory.hpp"
+#include "checkpoint_directory_admin.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
@@ -293,10 +293,9 @@ void expect_refused_before_reading(const std::filesystem::path& directory,
   }
   // A resume refuses it the same way (`latest` skips a CorruptCheckpoint).
   Workspace workspace;
-  EXPECT_THROW(
-      CheckpointDirectory(directory).load(
-          Communicator::self(), CheckpointExpectation{1, "crafted", {"trainer_0"}}, workspace),
-      CorruptCheckpoint);
+  EXPECT_THROW(load_checkpoint(CheckpointDirectory(directory), Communicator::self(),
+                               CheckpointExpectation{1, "crafted", {"trainer_0"}}, workspace),
+               CorruptCheckpoint);
 }
 
 // External storage makes HDF5 read the data from another file: a FIFO would block the reader

@@ -11,7 +11,7 @@
 #include <functional>
 
 #include "blob_index.hpp"
-#include "epochrun/checkpoint_directory.hpp"
+#include "checkpoint_directory_admin.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "file_descriptor.hpp"
 #include "integrity_header.hpp"
@@ -39,7 +39,8 @@ std::filesystem::path written_checkpoint(const std::filesystem::path& directory)
   header.job = "crafted";
   header.node_names = {"trainer_0"};
   header.config_json = "{}";
-  CheckpointDirectory(directory).save(Communicator::self(), header, workspace, workspace.names());
+  save_checkpoint(CheckpointDirectory(directory), Communicator::self(), header, workspace,
+                  workspace.names());
   return CheckpointDirectory(directory).file_for(1);
 }
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "epochrun/checkpoint_directory.hpp"
+#include "checkpoint_directory_admin.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "test_support.hpp"
 
@@ -97,14 +97,14 @@ TEST(FormatV2, ManySmallBlobsArePackedIntoAFewDatasetsAndLoadBitIdentical) {
   ScratchDir directory(world);
   const CheckpointDirectory checkpoints(directory.path());
   const auto saved = mixed_workspace(world, 1000);
-  checkpoints.save(world, header_for(world, 5), saved, saved.names());
+  save_checkpoint(checkpoints, world, header_for(world, 5), saved, saved.names());
   if (world.is_root()) {
     // Per node: weights, optimizer_state, the index, the pack and the checksum table.
     EXPECT_EQ(dataset_count(checkpoints.file_for(5)), 5u * static_cast<std::size_t>(world.size()));
   }
   Workspace loaded;
-  const auto names =
-      checkpoints.load(world, CheckpointExpectation{5, "format_test", node_names(world)}, loaded);
+  const auto names = load_checkpoint(
+      checkpoints, world, CheckpointExpectation{5, "format_test", node_names(world)}, loaded);
   EXPECT_EQ(names, saved.names());
   EXPECT_EQ(loaded.blobs(), saved.blobs());
   // One blob at a time, from one process, as inspect and partial loads read.
@@ -124,7 +124,7 @@ TEST(FormatV2, AFlippedByteInAPackedBlobIsNamedWithItsNodeAndPack) {
   saved.put("marked",
             Blob::of<std::int64_t>(
                 {4}, std::vector<std::int64_t>{77, 0x0123456789abcdefLL + world.rank(), 3, 4}));
-  checkpoints.save(world, header_for(world, 1), saved, saved.names());
+  save_checkpoint(checkpoints, world, header_for(world, 1), saved, saved.names());
   if (world.rank() == 1) {
     ASSERT_TRUE(flip_bit_in_pattern(checkpoints.file_for(1),
                                     int64_bytes(0x0123456789abcdefLL + 1, 1), 0, 2));
@@ -166,8 +166,8 @@ TEST(FormatV2, AVersion1CheckpointStillLoads) {
   EXPECT_EQ(state.dtype(), DType::kBytes);
   EXPECT_EQ(state.byte_size(), 144u);
   Workspace loaded;
-  const auto names = checkpoints.load(
-      world, CheckpointExpectation{4, "sgd_regression", node_names(world)}, loaded);
+  const auto names = load_checkpoint(
+      checkpoints, world, CheckpointExpectation{4, "sgd_regression", node_names(world)}, loaded);
   EXPECT_EQ(names, (std::vector<std::string>{"bias", "data_cursor", "epochs_remaining", "loss",
                                              "optimizer_state", "weights"}));
   EXPECT_EQ(loaded.get("weights").shape(), Shape{16});
@@ -191,8 +191,8 @@ void run_python(const std::vector<std::string>& argv, const std::filesystem::pat
 class PackedCheckpoint : public ::testing::Test {
  protected:
   void SetUp() override {
-    CheckpointDirectory(directory_ / "checkpoints")
-        .save(world_, header_for(world_, 4), saved_, saved_.names());
+    save_checkpoint(CheckpointDirectory(directory_ / "checkpoints"), world_, header_for(world_, 4),
+                    saved_, saved_.names());
   }
 
   const Communicator world_ = Communicator::world();

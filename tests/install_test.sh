@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The installed package as a user meets it (ctest label "install"):
-#   cmake --install into a temporary prefix; what lands where; every public header compiles
-#   alone with only MPI besides it and pulls in no private dependency; the out-of-tree kmeans
-#   example builds with find_package(epochrun) and with pkg-config; it runs on 3 ranks; a run
-#   SIGKILLed after the commit of epoch 3 resumes from `latest` and ends with centroids
-#   bit-identical to an uninterrupted run's; the same job runs through
-#   `epochrun run --job-library`.
+#   cmake --install into a temporary prefix; what lands where; the library exports its declared
+#   API only (exported_symbols_test.py); every public header compiles alone with only MPI
+#   besides it and pulls in no private dependency; the out-of-tree kmeans example builds with
+#   find_package(epochrun) and with pkg-config; it runs on 3 ranks; a run SIGKILLed after the
+#   commit of epoch 3 resumes from `latest` and ends with centroids bit-identical to an
+#   uninterrupted run's; the same job runs through `epochrun run --job-library`.
 # Every wait is bounded. Usage: install_test.sh BUILD_DIR MPIEXEC
 set -euo pipefail
 
@@ -51,6 +51,10 @@ done
 [[ -x "$prefix/share/epochrun/slurm/epochrun.sbatch" ]] || fail "the batch script lost its x bit"
 soname="$(readelf -d "$libdir/libepochrun.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')"
 [[ "$soname" == libepochrun.so.0 ]] || fail "SONAME is '$soname', not libepochrun.so.0"
+# The installed library exports the declared API only, as the built one does.
+python3 "$(dirname "$0")/exported_symbols_test.py" "$libdir/libepochrun.so" \
+  "$(dirname "$0")/exported_symbols.txt" >"$work/symbols.log" ||
+  { cat "$work/symbols.log"; fail "the installed library exports more than its API"; }
 # The installed program finds its library in the prefix, with no LD_LIBRARY_PATH.
 "$prefix/bin/epochrun" list-jobs | grep -q '^sgd_regression' || fail "installed epochrun list-jobs"
 

@@ -2,7 +2,7 @@
 // parallel HDF5 files.
 #include <gtest/gtest.h>
 
-#include "epochrun/checkpoint_directory.hpp"
+#include "checkpoint_directory_admin.hpp"
 #include "epochrun/errors.hpp"
 #include "sum_pipeline_fixture.hpp"
 #include "test_support.hpp"
@@ -32,7 +32,7 @@ void check_run_resume_and_load(const Communicator& comm, const std::filesystem::
   CheckpointDirectory checkpoints(directory);
   for (std::int64_t epoch = 1; epoch <= 4; ++epoch) {
     Workspace loaded;
-    checkpoints.load(comm, sum_pipeline_expectation(comm, epoch), loaded);
+    load_checkpoint(checkpoints, comm, sum_pipeline_expectation(comm, epoch), loaded);
     EXPECT_EQ(total_of(loaded), kExpectedTotals[static_cast<std::size_t>(epoch - 1)])
         << "epoch " << epoch;
   }

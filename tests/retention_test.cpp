@@ -2,11 +2,11 @@
 // newer checkpoint is committed, and the newest one never is.
 #include <gtest/gtest.h>
 
-#include "epochrun/checkpoint_directory.hpp"
+#include "checkpoint_directory_admin.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/retention.hpp"
-#include "epochrun/run_history.hpp"
 #include "nlohmann/json.hpp"
+#include "run_history_file.hpp"
 #include "run_metrics.hpp"
 #include "sum_pipeline_fixture.hpp"
 #include "test_support.hpp"

@@ -5,6 +5,7 @@
 
 #include "epochrun/run_history.hpp"
 #include "epochrun/run_summary.hpp"
+#include "run_history_file.hpp"
 #include "run_history_json.hpp"
 #include "test_support.hpp"
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <fstream>
 
-#include "epochrun/checkpoint_directory.hpp"
+#include "checkpoint_directory_admin.hpp"
 #include "epochrun/epoch_limiter.hpp"
-#include "epochrun/run_history.hpp"
 #include "nlohmann/json.hpp"
+#include "run_history_file.hpp"
 #include "run_metrics.hpp"
 #include "sum_pipeline_fixture.hpp"
 #include "test_support.hpp"
@@ -95,7 +95,8 @@ TEST(SaveFailure, AFileSizeLimitFailsTheSaveAndLeavesCommittedCheckpointsIntact)
   }
   // And the untouched epoch 4 still loads as the first run left it.
   Workspace loaded;
-  CheckpointDirectory(directory.path()).load(world, sum_pipeline_expectation(world, 4), loaded);
+  load_checkpoint(CheckpointDirectory(directory.path()), world, sum_pipeline_expectation(world, 4),
+                  loaded);
   EXPECT_EQ(total_of(loaded), 145);
 }
 
@@ -164,8 +165,8 @@ TEST(SaveFailure, AFullDiskFailsLaterSavesButTheJobGoesOnAndEarlierOnesStayValid
       continue;
     }
     Workspace loaded;
-    CheckpointDirectory(disk / "checkpoints")
-        .load(world, sum_pipeline_expectation(world, epoch), loaded);
+    load_checkpoint(CheckpointDirectory(disk / "checkpoints"), world,
+                    sum_pipeline_expectation(world, epoch), loaded);
     EXPECT_EQ(total_of(loaded), kExpectedTotals[static_cast<std::size_t>(epoch - 1)]);
   }
 }

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include "checkpoint_directory_admin.hpp"
 #include "epochrun/blob_file.hpp"
-#include "epochrun/checkpoint_directory.hpp"
 #include "sum_pipeline_fixture.hpp"
 #include "test_support.hpp"
 

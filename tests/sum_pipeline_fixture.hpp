@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "checkpoint_file_collective.hpp"
 #include "epochrun/job_runner.hpp"
 #include "sum_pipeline.hpp"
 

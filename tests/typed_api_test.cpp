@@ -118,17 +118,10 @@ TEST(BlobDeclarations, CreateTypedBlobsBeforeTheJobsInitTasksAndListThemForResum
   }
 }
 
-TEST(BlobDeclarations, RefuseARepeatedNameAPartitionedBlobAndAnUndeclaredGather) {
+TEST(BlobDeclarations, RefuseARepeatedNameAndAnUndeclaredGather) {
   Job job("refusals");
   const auto first = job.scalar<double>("loss");
   EXPECT_THROW(job.blob<float>("loss", {3}), UsageError);
-  try {
-    job.blob<double>("global", {100}, {.distribution = Distribution::kPartitioned});
-    FAIL() << "a partitioned blob was accepted";
-  } catch (const UsageError& error) {
-    EXPECT_NE(std::string(error.what()).find("'global'"), std::string::npos) << error.what();
-    EXPECT_NE(std::string(error.what()).find("not supported yet"), std::string::npos);
-  }
   EXPECT_EQ(job.expected_blobs().size(), 1u);
 
   const GatheredBlobs gathered = {{"trainer_0", {{"other", Blob::scalar(1.0)}}}};

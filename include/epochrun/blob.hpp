@@ -1,9 +1,9 @@
 // A Blob: a named workspace value, an n-dimensional array of one DType.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <new>
 #include <span>
 #include <string>
 #include <utility>
@@ -11,52 +11,27 @@
 
 #include "epochrun/dtype.hpp"
 #include "epochrun/errors.hpp"
+#include "epochrun/export.hpp"
 
 namespace epochrun {
 
 using Shape = std::vector<std::uint64_t>;
 
-namespace detail {
-// Zeroed memory that is not touched when it is allocated (calloc: fresh pages from the kernel
-// are zero already); freed with release. No transparent huge pages are asked for: on a virtual
-// machine that reports free memory to its host, they made a load after a pause several times
-// slower (docs/benchmarks.md, "Loads against the h5py peer").
-void* allocate_zeroed(std::size_t bytes);
-void release(void* memory) noexcept;
-
-// A blob's storage allocator: a blob that a load is about to overwrite costs no zero-fill pass
-// over its memory, only the page faults of fresh memory (on a virtual machine they can cost more
-// than reading the bytes from the page cache).
-template <typename T>
-struct ZeroedAllocator {
-  using value_type = T;
-  ZeroedAllocator() = default;
-  template <typename U>
-  explicit ZeroedAllocator(const ZeroedAllocator<U>&) noexcept {}
-  T* allocate(std::size_t count) { return static_cast<T*>(allocate_zeroed(count * sizeof(T))); }
-  void deallocate(T* memory, std::size_t) noexcept { release(memory); }
-  // Default-initialisation: the bytes are zero already.
-  template <typename U>
-  void construct(U* at) noexcept {
-    ::new (static_cast<void*>(at)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* at, Args&&... args) {
-    ::new (static_cast<void*>(at)) U(std::forward<Args>(args)...);
-  }
-  friend bool operator==(const ZeroedAllocator&, const ZeroedAllocator&) = default;
-};
-}  // namespace detail
-
 // Number of elements a shape holds; an empty shape is a scalar (one element).
-std::uint64_t element_count(const Shape& shape);
-std::string shape_to_string(const Shape& shape);
+EPOCHRUN_API std::uint64_t element_count(const Shape& shape);
+EPOCHRUN_API std::string shape_to_string(const Shape& shape);
 
-class Blob {
+class EPOCHRUN_API Blob {
  public:
   Blob() : Blob(DType::kU8, Shape{0}) {}
   // Zero-filled.
   Blob(DType dtype, Shape shape);
+  Blob(const Blob& other);
+  Blob& operator=(const Blob& other);
+  // A moved-from blob holds no bytes.
+  Blob(Blob&& other) noexcept;
+  Blob& operator=(Blob&& other) noexcept;
+  ~Blob();
 
   template <typename T>
   static Blob of(Shape shape, std::span<const T> values) {
@@ -78,21 +53,21 @@ class Blob {
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   std::uint64_t size() const { return element_count(shape_); }
-  std::size_t byte_size() const { return data_.size(); }
+  std::size_t byte_size() const { return byte_size_; }
 
-  std::span<std::byte> raw() { return data_; }
-  std::span<const std::byte> raw() const { return data_; }
+  std::span<std::byte> raw() { return {data_, byte_size_}; }
+  std::span<const std::byte> raw() const { return {data_, byte_size_}; }
 
   // Typed views; throw UsageError when T does not match the blob's dtype.
   template <typename T>
   std::span<T> as() {
     check_dtype(DTypeOf<T>::value);
-    return {reinterpret_cast<T*>(data_.data()), data_.size() / sizeof(T)};
+    return {reinterpret_cast<T*>(data_), byte_size_ / sizeof(T)};
   }
   template <typename T>
   std::span<const T> as() const {
     check_dtype(DTypeOf<T>::value);
-    return {reinterpret_cast<const T*>(data_.data()), data_.size() / sizeof(T)};
+    return {reinterpret_cast<const T*>(data_), byte_size_ / sizeof(T)};
   }
   // The single element of a scalar or one-element blob.
   template <typename T>
@@ -109,7 +84,7 @@ class Blob {
   }
 
   // Same dtype, shape and bytes.
-  friend bool operator==(const Blob& a, const Blob& b) = default;
+  friend bool operator==(const Blob& a, const Blob& b);
 
  private:
   void check_dtype(DType wanted) const;
@@ -118,7 +93,12 @@ class Blob {
   DType dtype_;
   Shape shape_;
   // Raw little-endian element bytes. Stored as bytes so that one Blob type covers every dtype.
-  std::vector<std::byte, detail::ZeroedAllocator<std::byte>> data_;
+  // Owned; allocated zeroed but untouched (src/base/blob.cpp), so that a blob a load is about to
+  // overwrite costs no zero-fill pass over its memory.
+  std::byte* data_ = nullptr;
+  std::size_t byte_size_ = 0;
 };
+
+EPOCHRUN_API bool operator==(const Blob& a, const Blob& b);
 
 }  // namespace epochrun

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "epochrun/blob.hpp"
+#include "epochrun/export.hpp"
 
 namespace epochrun {
 
@@ -14,11 +15,6 @@ inline constexpr const char* kCheckpointFormatName = "epochrun-checkpoint";
 // Bumped on any change a reader of the previous version would misread. Version 1 files still
 // load; version 2 stores `bytes` as uint8, packs small blobs and keeps checksums in a table.
 inline constexpr std::int64_t kCheckpointFormatVersion = 2;
-// Group under which each node's group of datasets lives: /nodes/<node>/<blob>.
-inline constexpr const char* kNodesGroup = "nodes";
-// Group under which each node's blob index, pack and checksum table live (version 2):
-// /index/<node>/{blobs,packed,xxh64}. Apart from /nodes, so that no blob name can clash.
-inline constexpr const char* kIndexGroup = "index";
 
 // One saved blob as recorded in the file.
 struct BlobRecord {
@@ -30,7 +26,7 @@ struct BlobRecord {
 };
 
 // The root attributes plus every node's blob list.
-struct CheckpointHeader {
+struct EPOCHRUN_API CheckpointHeader {
   std::string format = kCheckpointFormatName;
   std::int64_t format_version = kCheckpointFormatVersion;
   std::int64_t epoch = 0;

@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <optional>
 
+#include "epochrun/export.hpp"
+
 namespace epochrun {
 
-struct CheckpointPolicy {
+struct EPOCHRUN_API CheckpointPolicy {
   // --checkpoint-every N: epochs divisible by N. Unset: every epoch, unless an interval is set.
   std::optional<std::int64_t> every;
   // --checkpoint-interval S: an epoch that ends S seconds or more after the last commit.
@@ -22,6 +24,6 @@ struct CheckpointPolicy {
 };
 
 // Throws UsageError unless N is at least 1 and S is finite and more than 0.
-void validate(const CheckpointPolicy& policy);
+EPOCHRUN_API void validate(const CheckpointPolicy& policy);
 
 }  // namespace epochrun

@@ -17,6 +17,7 @@
 
 #include "epochrun/dtype.hpp"
 #include "epochrun/errors.hpp"
+#include "epochrun/export.hpp"
 
 namespace epochrun {
 
@@ -53,7 +54,7 @@ MPI_Datatype mpi_datatype() {
   }
 }
 
-class Communicator {
+class EPOCHRUN_API Communicator {
  public:
   // A neighbour that does not exist (beyond the edge of a domain): sendrecv skips that side.
   static constexpr int kNoRank = MPI_PROC_NULL;

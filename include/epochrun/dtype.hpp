@@ -6,16 +6,18 @@
 #include <string>
 #include <string_view>
 
+#include "epochrun/export.hpp"
+
 namespace epochrun {
 
 // `kBytes` is opaque data (optimizer state, serialized RNG state...): one byte per element,
 // stored in HDF5 as H5T_OPAQUE so readers do not mistake it for numbers.
 enum class DType : std::uint8_t { kF32, kF64, kI32, kI64, kU8, kBytes };
 
-std::size_t element_size(DType dtype);
-std::string_view dtype_name(DType dtype);
+EPOCHRUN_API std::size_t element_size(DType dtype);
+EPOCHRUN_API std::string_view dtype_name(DType dtype);
 // Parses "f32", "f64", "i32", "i64", "u8", "bytes"; throws UsageError otherwise.
-DType parse_dtype(std::string_view name);
+EPOCHRUN_API DType parse_dtype(std::string_view name);
 
 // The DType of a C++ element type, for typed access to blob data.
 template <typename T>

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "epochrun/export.hpp"
 #include "epochrun/job.hpp"
 
 namespace epochrun {
@@ -13,6 +14,6 @@ inline constexpr const char* kEpochsRemainingBlob = "epochs_remaining";
 // Adds to `job`: an init task creating the counter, an epoch task setting it to `num_epochs`
 // minus the epoch number (so a limit changed on resume applies), and a stop condition
 // "epoch_limit" that holds once `num_epochs` epochs have run.
-void add_epoch_limiter(Job& job, std::int64_t num_epochs);
+EPOCHRUN_API void add_epoch_limiter(Job& job, std::int64_t num_epochs);
 
 }  // namespace epochrun

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "epochrun/export.hpp"
+
 namespace epochrun {
 
 enum class ExitCode : int {
@@ -21,14 +23,14 @@ enum class ExitCode : int {
 };
 
 // Base of every epochrun error; `what()` is one line meant for a human.
-class Error : public std::runtime_error {
+class EPOCHRUN_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
   virtual ExitCode exit_code() const { return ExitCode::kJobFailed; }
 };
 
 // Invalid input from the user: flags, config values, job or blob names.
-class UsageError : public Error {
+class EPOCHRUN_API UsageError : public Error {
  public:
   using Error::Error;
   ExitCode exit_code() const override { return ExitCode::kUsageError; }
@@ -36,50 +38,50 @@ class UsageError : public Error {
 
 // A checkpoint cannot be used: it does not exist, it is damaged, or it belongs to another
 // job or topology. Resuming must stop rather than continue from the wrong state.
-class CheckpointError : public Error {
+class EPOCHRUN_API CheckpointError : public Error {
  public:
   using Error::Error;
   ExitCode exit_code() const override { return ExitCode::kCheckpointError; }
 };
 
 // The requested epoch has no committed checkpoint.
-class CheckpointNotFound : public CheckpointError {
+class EPOCHRUN_API CheckpointNotFound : public CheckpointError {
  public:
   using CheckpointError::CheckpointError;
 };
 
 // The file exists but its bytes are not what was committed (checksum, truncation, HDF5
 // structure) -- the "latest" resume skips such epochs.
-class CorruptCheckpoint : public CheckpointError {
+class EPOCHRUN_API CorruptCheckpoint : public CheckpointError {
  public:
   using CheckpointError::CheckpointError;
 };
 
 // The checkpoint is intact but does not fit this run (job, rank count, format version).
-class CheckpointMismatch : public CheckpointError {
+class EPOCHRUN_API CheckpointMismatch : public CheckpointError {
  public:
   using CheckpointError::CheckpointError;
 };
 
 // Writing a checkpoint failed. The runner logs it and goes on; it never escapes a run.
-class SaveError : public Error {
+class EPOCHRUN_API SaveError : public Error {
  public:
   using Error::Error;
 };
 
 // An HDF5 call failed; the message carries HDF5's own error stack.
-class Hdf5Error : public Error {
+class EPOCHRUN_API Hdf5Error : public Error {
  public:
   using Error::Error;
 };
 
 // An MPI call failed.
-class MpiError : public Error {
+class EPOCHRUN_API MpiError : public Error {
  public:
   using Error::Error;
 };
 
 // Maps any exception to the exit code the program should return.
-ExitCode exit_code_for(const std::exception& error);
+EPOCHRUN_API ExitCode exit_code_for(const std::exception& error);
 
 }  // namespace epochrun

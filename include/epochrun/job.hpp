@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "epochrun/blob_handle.hpp"
+#include "epochrun/export.hpp"
 #include "epochrun/task.hpp"
 
 namespace epochrun {
@@ -27,25 +28,15 @@ struct BlobSpec {
   Shape shape;
 };
 
-// How a declared blob is laid out across ranks.
-enum class Distribution {
-  // Every rank (node) holds its own value of the declared shape; checkpointed per node.
-  kPerRank,
-  // One global array of the declared shape, split along its first axis across the ranks, so
-  // that a restart on another number of ranks can redistribute it. Not supported yet:
-  // declaring it throws UsageError.
-  kPartitioned,
-};
-
-// What a job does with a declared blob besides keeping it in the checkpoint.
+// What a job does with a declared blob besides keeping it in the checkpoint. Every rank (node)
+// holds its own value of the declared shape, checkpointed per node.
 struct BlobUse {
   // Gathered from every node to rank 0 for the download group (TaskContext::gathered) and
   // reported per node in the run summary.
   bool output = false;
-  Distribution distribution = Distribution::kPerRank;
 };
 
-class Job {
+class EPOCHRUN_API Job {
  public:
   explicit Job(std::string name);
 
@@ -65,7 +56,7 @@ class Job {
   // node (zero-filled; a scalar with `initial`) before the job's own init tasks run, a loaded
   // checkpoint must hold it with this dtype and shape (else CheckpointMismatch naming it), and
   // tasks reach it typed through the returned handle. Throws UsageError for an invalid or
-  // repeated name or an unsupported BlobUse.
+  // repeated name.
   template <Element T>
   BlobHandle<T> blob(std::string blob_name, Shape shape, BlobUse use = {}) {
     declare(BlobSpec{blob_name, DTypeOf<T>::value, std::move(shape)}, {}, use);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "epochrun/export.hpp"
 #include "epochrun/job.hpp"
 #include "epochrun/job_options.hpp"
 
@@ -32,7 +33,7 @@ struct JobRegistration {
   JobDeclaration declare;
 };
 
-class JobRegistry {
+class EPOCHRUN_API JobRegistry {
  public:
   static JobRegistry& instance();
   // Throws Error for an invalid or repeated name.

@@ -20,14 +20,15 @@
 #include <csignal>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_policy.hpp"
 #include "epochrun/communicator.hpp"
+#include "epochrun/export.hpp"
 #include "epochrun/job.hpp"
 #include "epochrun/retention.hpp"
 #include "epochrun/run_summary.hpp"
@@ -36,14 +37,9 @@
 
 namespace epochrun {
 
-class PreemptionSignals;
-class StopDecider;
-class TimeBudget;
-struct SaveOutcome;
-
 // Where to start: from scratch, from an explicit epoch, or from the newest committed one
 // (from scratch when there is none).
-struct ResumeRequest {
+struct EPOCHRUN_API ResumeRequest {
   enum class Kind { kFromScratch, kEpoch, kLatest };
   Kind kind = Kind::kFromScratch;
   std::int64_t epoch = 0;
@@ -97,12 +93,14 @@ struct RunOptions {
   std::optional<std::uint64_t> async_max_staging_bytes;
 };
 
-class JobRunner {
+class EPOCHRUN_API JobRunner {
  public:
   // The tasks get `comm`; the runner works on a duplicate of it, so that its own collective
   // calls never match the job's.
   JobRunner(Job job, const Communicator& comm, RunOptions options);
   ~JobRunner();
+  JobRunner(const JobRunner&) = delete;
+  JobRunner& operator=(const JobRunner&) = delete;
 
   // Runs the whole job on this rank's `workspace`. Save failures do not throw (they are in
   // the summary); a failing task, a failing load or a bad resume request does.
@@ -112,44 +110,13 @@ class JobRunner {
   bool load_blobs_from_checkpoints(const std::vector<BlobAddress>& wanted, std::int64_t epoch,
                                    Workspace& workspace) const;
 
-  const std::string& node_name() const { return node_name_; }
+  const std::string& node_name() const;
 
  private:
-  // The summary's identity fields, the restart count and history in the log, and (rank 0) the
-  // time limit.
-  RunSummary begin_run();
-  // This run's checkpoint steps (src/job_runner.cpp): the post-commit steps, the saver, the
-  // metrics.
-  struct Steps;
-  // The resume decision and the load, or init and checkpoint 0. Returns the epoch resumed from.
-  std::optional<std::int64_t> start(Steps& steps, TaskContext& context, RunSummary& summary);
-  // The epoch loop, from the epoch after `resumed` (or after init) until the decision to stop;
-  // context.epoch is then the last epoch whose state the workspace holds.
-  StopDecision run_epochs(std::optional<std::int64_t> resumed, const StopDecider& decider,
-                          const PreemptionSignals& signals, Steps& steps, TaskContext& context,
-                          RunSummary& summary);
-  // Saves the epoch that just ran when the checkpoint policy or a stop says so.
-  std::optional<SaveOutcome> checkpoint_epoch(const StopDecision& decision, Steps& steps,
-                                              const TaskContext& context, RunSummary& summary);
-  // Collective: waits for the save in flight (if any) and commits it; logs it and its metrics.
-  void complete_save(Steps& steps, RunSummary& summary);
-  // The steps that belong to a finished job: upload, download, exit, delete-on-success.
-  void finish_job(Steps& steps, TaskContext& context, RunSummary& summary);
-  // Rank 0: appends this run's record to the run history and reads the history back.
-  void record_run(std::chrono::system_clock::time_point started, RunSummary& summary) const;
-  // The summary's closing fields, the same on every rank, and the closing log line.
-  void close_summary(const StopDecision& decision, std::int64_t last_epoch,
-                     std::optional<std::int64_t> newest_committed, RunSummary& summary) const;
-  // Runs a task group on every rank; a failure on any rank fails the group on all of them.
-  void run_group(const TaskGroup& group, TaskContext& context) const;
-
-  Job job_;
-  Communicator job_comm_;  // the tasks'
-  Communicator comm_;      // the runner's private duplicate
-  RunOptions options_;
-  std::string node_name_;
-  std::vector<std::string> node_names_;
-  std::unique_ptr<TimeBudget> time_budget_;  // rank 0's; measured on every rank
+  // The runner's state and steps (src/run/job_runner.cpp): the library's own business, so
+  // that they change without changing this class's layout.
+  struct EPOCHRUN_HIDDEN Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace epochrun

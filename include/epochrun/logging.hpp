@@ -4,13 +4,15 @@
 
 #include <string>
 
+#include "epochrun/export.hpp"
+
 namespace epochrun {
 
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
 // "trace", "debug", "info", "warn", "error", "off"; UsageError otherwise.
-LogLevel parse_log_level(const std::string& text);
+EPOCHRUN_API LogLevel parse_log_level(const std::string& text);
 // Logs to stderr. Ranks other than 0 never log below warn.
-void configure_logging(int rank, LogLevel level);
+EPOCHRUN_API void configure_logging(int rank, LogLevel level);
 
 }  // namespace epochrun

@@ -1,9 +1,11 @@
 // RAII ownership of MPI_Init / MPI_Finalize for a program.
 #pragma once
 
+#include "epochrun/export.hpp"
+
 namespace epochrun {
 
-class MpiSession {
+class EPOCHRUN_API MpiSession {
  public:
   // Initialises MPI at MPI_THREAD_FUNNELED (Error when MPI provides less). Also selects ROMIO as
   // Open MPI's MPI-IO component unless OMPI_MCA_io is already set: Open MPI 4.x's default (OMPIO,
@@ -21,9 +23,6 @@ class MpiSession {
 // Throws Error unless MPI runs at MPI_THREAD_FUNNELED or above: an asynchronous checkpoint's
 // data is written by a background thread that makes no MPI call. MpiSession initialises MPI
 // at that level and checks it; a program that initialises MPI itself is checked by the runner.
-void require_funneled_threads();
-
-// Set OMPI_MCA_io=romio321 when the user has not chosen; call before MPI_Init.
-void prefer_romio_for_mpi_io();
+EPOCHRUN_API void require_funneled_threads();
 
 }  // namespace epochrun

@@ -4,12 +4,14 @@
 
 #include <string_view>
 
+#include "epochrun/export.hpp"
+
 namespace epochrun {
 
 inline constexpr std::size_t kMaxNameLength = 255;
 
 // Throws UsageError naming `what` ("blob name", "node name"...) unless `name` is 1..255
 // characters of printable ASCII other than '/' and '\\', and is neither "." nor "..".
-void validate_name(std::string_view name, std::string_view what);
+EPOCHRUN_API void validate_name(std::string_view name, std::string_view what);
 
 }  // namespace epochrun

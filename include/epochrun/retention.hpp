@@ -5,9 +5,11 @@
 #include <optional>
 #include <vector>
 
+#include "epochrun/export.hpp"
+
 namespace epochrun {
 
-struct RetentionPolicy {
+struct EPOCHRUN_API RetentionPolicy {
   std::optional<std::int64_t> keep_last;   // the K newest epochs up to the one just committed
   std::optional<std::int64_t> keep_every;  // epochs divisible by N, kept as snapshots
 
@@ -22,6 +24,6 @@ struct RetentionPolicy {
 };
 
 // Throws UsageError unless K and N, when set, are at least 1.
-void validate(const RetentionPolicy& policy);
+EPOCHRUN_API void validate(const RetentionPolicy& policy);
 
 }  // namespace epochrun

@@ -10,10 +10,12 @@
 // very call over the jobs in epochrun's jobs/.
 #pragma once
 
+#include "epochrun/export.hpp"
+
 namespace epochrun {
 
 // Runs the command in argv[1] and returns the process exit code. Starts and ends MPI itself
 // (call it before MPI_Init, at most once per process).
-int run_main(int argc, char** argv);
+EPOCHRUN_API int run_main(int argc, char** argv);
 
 }  // namespace epochrun

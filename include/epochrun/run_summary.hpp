@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "epochrun/export.hpp"
 #include "epochrun/run_history.hpp"
 #include "epochrun/stop_decision.hpp"
 #include "epochrun/task.hpp"
@@ -54,6 +55,6 @@ struct RunSummary {
 };
 
 // Written atomically (temporary file, fsync, rename).
-void write_summary_json(const RunSummary& summary, const std::filesystem::path& file);
+EPOCHRUN_API void write_summary_json(const RunSummary& summary, const std::filesystem::path& file);
 
 }  // namespace epochrun

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "epochrun/export.hpp"
+
 namespace epochrun {
 
 enum class StopKind {
@@ -16,7 +18,7 @@ enum class StopKind {
 
 // The summary's `stop_kind`: "stop_condition", "epoch_limit", "preempted", "time_limit",
 // "already_stopped" ("none" for kContinue).
-const char* stop_kind_name(StopKind kind);
+EPOCHRUN_API const char* stop_kind_name(StopKind kind);
 
 struct StopDecision {
   StopKind kind = StopKind::kContinue;

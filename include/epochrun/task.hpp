@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "epochrun/communicator.hpp"
+#include "epochrun/export.hpp"
 #include "epochrun/workspace.hpp"
 
 namespace epochrun {
@@ -16,7 +17,7 @@ namespace epochrun {
 // Blobs gathered to rank 0 by the download group: node name -> blob name -> blob.
 using GatheredBlobs = std::map<std::string, std::map<std::string, Blob>>;
 
-struct TaskContext {
+struct EPOCHRUN_API TaskContext {
   Workspace& workspace;
   const Communicator& comm;
   const std::string& node_name;
@@ -50,7 +51,7 @@ struct Task {
   TaskFunction run;
 };
 
-class TaskGroup {
+class EPOCHRUN_API TaskGroup {
  public:
   explicit TaskGroup(std::string name) : name_(std::move(name)) {}
 

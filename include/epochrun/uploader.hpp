@@ -6,9 +6,11 @@
 #include <memory>
 #include <string>
 
+#include "epochrun/export.hpp"
+
 namespace epochrun {
 
-class Uploader {
+class EPOCHRUN_API Uploader {
  public:
   virtual ~Uploader() = default;
   // Copies the committed checkpoint `file`; returns where it now is. Throws Error on failure.
@@ -18,7 +20,7 @@ class Uploader {
 
 // A local or shared-filesystem directory (created when missing). The copy is written under a
 // temporary name, fsynced and renamed, so the destination never holds a partial checkpoint.
-class DirectoryUploader : public Uploader {
+class EPOCHRUN_API DirectoryUploader : public Uploader {
  public:
   explicit DirectoryUploader(std::filesystem::path directory);
   std::string upload(const std::filesystem::path& file) override;
@@ -29,6 +31,6 @@ class DirectoryUploader : public Uploader {
 };
 
 // "DIR" or "file://DIR"; any other scheme is a UsageError naming the supported ones.
-std::unique_ptr<Uploader> make_uploader(const std::string& destination);
+EPOCHRUN_API std::unique_ptr<Uploader> make_uploader(const std::string& destination);
 
 }  // namespace epochrun

@@ -7,10 +7,11 @@
 #include <vector>
 
 #include "epochrun/blob.hpp"
+#include "epochrun/export.hpp"
 
 namespace epochrun {
 
-class Workspace {
+class EPOCHRUN_API Workspace {
  public:
   bool has(const std::string& name) const { return blobs_.contains(name); }
   // Throws UsageError naming the blob when it is missing.

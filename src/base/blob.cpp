@@ -1,25 +1,33 @@
 #include "epochrun/blob.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <new>
+#include <utility>
 
 namespace epochrun {
 
-namespace detail {
+namespace {
 
-void* allocate_zeroed(std::size_t count) {
+// Zeroed memory that is not touched when it is allocated (calloc: fresh pages from the kernel
+// are zero already): a blob that a load is about to overwrite costs no zero-fill pass over its
+// memory, only the page faults of fresh memory (on a virtual machine they can cost more than
+// reading the bytes from the page cache). No transparent huge pages are asked for: on a virtual
+// machine that reports free memory to its host, they made a load after a pause several times
+// slower (docs/benchmarks.md, "Loads against the h5py peer"). Nothing for zero bytes.
+std::byte* allocate_zeroed(std::size_t count) {
+  if (count == 0) {
+    return nullptr;
+  }
   void* memory = std::calloc(count, 1);
-  if (memory == nullptr && count > 0) {
+  if (memory == nullptr) {
     throw std::bad_alloc();
   }
-  return memory;
+  return static_cast<std::byte*>(memory);
 }
 
-void release(void* memory) noexcept {
-  std::free(memory);
-}
-
-}  // namespace detail
+}  // namespace
 
 std::uint64_t element_count(const Shape& shape) {
   std::uint64_t count = 1;
@@ -40,13 +48,56 @@ std::string shape_to_string(const Shape& shape) {
   return text + "]";
 }
 
-Blob::Blob(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  data_.resize(element_count(shape_) * element_size(dtype_));
+Blob::Blob(DType dtype, Shape shape)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      data_(allocate_zeroed(element_count(shape_) * element_size(dtype_))),
+      byte_size_(element_count(shape_) * element_size(dtype_)) {}
+
+Blob::Blob(const Blob& other)
+    : dtype_(other.dtype_),
+      shape_(other.shape_),
+      data_(allocate_zeroed(other.byte_size_)),
+      byte_size_(other.byte_size_) {
+  std::copy_n(other.data_, byte_size_, data_);
+}
+
+Blob& Blob::operator=(const Blob& other) {
+  if (this != &other) {
+    *this = Blob(other);
+  }
+  return *this;
+}
+
+Blob::Blob(Blob&& other) noexcept
+    : dtype_(other.dtype_),
+      shape_(std::move(other.shape_)),
+      data_(std::exchange(other.data_, nullptr)),
+      byte_size_(std::exchange(other.byte_size_, 0)) {}
+
+Blob& Blob::operator=(Blob&& other) noexcept {
+  if (this != &other) {
+    std::free(data_);
+    dtype_ = other.dtype_;
+    shape_ = std::move(other.shape_);
+    data_ = std::exchange(other.data_, nullptr);
+    byte_size_ = std::exchange(other.byte_size_, 0);
+  }
+  return *this;
+}
+
+Blob::~Blob() {
+  std::free(data_);
+}
+
+bool operator==(const Blob& a, const Blob& b) {
+  return a.dtype_ == b.dtype_ && a.shape_ == b.shape_ &&
+         std::equal(a.data_, a.data_ + a.byte_size_, b.data_, b.data_ + b.byte_size_);
 }
 
 Blob Blob::bytes(std::span<const std::byte> data) {
   Blob blob(DType::kBytes, Shape{data.size()});
-  std::copy(data.begin(), data.end(), blob.data_.begin());
+  std::copy(data.begin(), data.end(), blob.data_);
   return blob;
 }
 

@@ -1,4 +1,4 @@
-#include "epochrun/checkpoint_directory.hpp"
+#include "checkpoint_directory_admin.hpp"
 
 #include <unistd.h>
 
@@ -105,27 +105,6 @@ std::string CheckpointDirectory::describe_missing(std::int64_t epoch) const {
          (epochs.empty() ? " (it holds none)" : " (committed epochs: " + join_epochs(epochs) + ")");
 }
 
-SaveStats CheckpointDirectory::save(const Communicator& comm, const CheckpointHeader& header,
-                                    const Workspace& workspace,
-                                    const std::vector<std::string>& blob_names,
-                                    std::chrono::duration<double> timeout) const {
-  auto save = DirectorySave::begin(*this, comm, header, blob_views(workspace, blob_names), timeout);
-  save.write_data();
-  return save.commit();
-}
-
-std::vector<std::string> CheckpointDirectory::load(const Communicator& comm,
-                                                   const CheckpointExpectation& expected,
-                                                   Workspace& workspace,
-                                                   std::chrono::duration<double> timeout) const {
-  run_on_root_then_agree_within(comm, "load epoch " + std::to_string(expected.epoch), timeout, [&] {
-    if (!has_epoch(expected.epoch)) {
-      throw CheckpointNotFound(describe_missing(expected.epoch));
-    }
-  });
-  return read_checkpoint_file(file_for(expected.epoch), comm, expected, workspace, timeout);
-}
-
 bool CheckpointDirectory::load_blobs(std::int64_t epoch, const std::vector<BlobAddress>& wanted,
                                      Workspace& workspace) const {
   if (!has_epoch(epoch)) {
@@ -144,24 +123,49 @@ bool CheckpointDirectory::load_blobs(std::int64_t epoch, const std::vector<BlobA
   return true;
 }
 
-void CheckpointDirectory::remove(const std::vector<std::int64_t>& epochs) const {
+SaveStats save_checkpoint(const CheckpointDirectory& directory, const Communicator& comm,
+                          const CheckpointHeader& header, const Workspace& workspace,
+                          const std::vector<std::string>& blob_names,
+                          std::chrono::duration<double> timeout) {
+  auto save =
+      DirectorySave::begin(directory, comm, header, blob_views(workspace, blob_names), timeout);
+  save.write_data();
+  return save.commit();
+}
+
+std::vector<std::string> load_checkpoint(const CheckpointDirectory& directory,
+                                         const Communicator& comm,
+                                         const CheckpointExpectation& expected,
+                                         Workspace& workspace,
+                                         std::chrono::duration<double> timeout) {
+  run_on_root_then_agree_within(comm, "load epoch " + std::to_string(expected.epoch), timeout, [&] {
+    if (!directory.has_epoch(expected.epoch)) {
+      throw CheckpointNotFound(directory.describe_missing(expected.epoch));
+    }
+  });
+  return read_checkpoint_file(directory.file_for(expected.epoch), comm, expected, workspace,
+                              timeout);
+}
+
+void remove_checkpoints(const CheckpointDirectory& directory,
+                        const std::vector<std::int64_t>& epochs) {
   std::optional<std::string> first_failure;
   for (auto epoch : epochs) {
-    const auto file = file_for(epoch);
+    const auto file = directory.file_for(epoch);
     if (::unlink(file.c_str()) != 0 && errno != ENOENT && !first_failure) {
       first_failure = errno_message("delete " + file.string());
     }
   }
   if (!epochs.empty()) {
-    fsync_directory(directory_);
+    fsync_directory(directory.path());
   }
   if (first_failure) {
     throw Error(*first_failure);
   }
 }
 
-int CheckpointDirectory::remove_stale_temporaries() const {
-  return epochrun::remove_stale_temporaries(directory_, [](const std::string& name) {
+int remove_stale_checkpoint_temporaries(const CheckpointDirectory& directory) {
+  return remove_stale_temporaries(directory.path(), [](const std::string& name) {
     return parse_checkpoint_file_name(name).has_value() || name == kIndexFileName;
   });
 }

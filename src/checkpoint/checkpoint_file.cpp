@@ -1,4 +1,4 @@
-#include "epochrun/checkpoint_file.hpp"
+#include "checkpoint_file_collective.hpp"
 
 #include <xxhash.h>
 
@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "blob_records.hpp"
+#include "checkpoint_groups.hpp"
 #include "checkpoint_layout.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
@@ -249,15 +250,6 @@ const CheckpointHeader& CheckpointReader::header() const {
 
 std::uint64_t CheckpointReader::file_bytes() const {
   return impl_->file_bytes;
-}
-
-bool CheckpointReader::has_blob(const std::string& node, const std::string& blob) const {
-  auto found = header().blobs.find(node);
-  if (found == header().blobs.end()) {
-    return false;
-  }
-  return std::any_of(found->second.begin(), found->second.end(),
-                     [&](const BlobRecord& record) { return record.name == blob; });
 }
 
 Blob CheckpointReader::read_blob(const std::string& node, const std::string& blob) const {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "epochrun/checkpoint_directory.hpp"
+#include "checkpoint_directory_admin.hpp"
 #include "epochrun/errors.hpp"
 #include "human_bytes.hpp"
 #include "seconds_since.hpp"
@@ -108,8 +108,8 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     return outcome;
   }
   try {
-    committed(CheckpointDirectory(options_.checkpoint_dir)
-                  .save(comm_, header_for(epoch), workspace, blobs_, options_.save_timeout),
+    committed(save_checkpoint(CheckpointDirectory(options_.checkpoint_dir), comm_,
+                              header_for(epoch), workspace, blobs_, options_.save_timeout),
               outcome);
   } catch (const std::exception& error) {
     commit_failed(epoch, error, outcome);

@@ -1,4 +1,4 @@
-// A save into a checkpoint directory in its steps (CheckpointDirectory::save's commit
+// A save into a checkpoint directory in its steps (save_checkpoint's commit
 // protocol): a PendingCheckpoint under a temporary name, then the commit. The synchronous save
 // runs the steps in a row; the asynchronous one runs write_data on a background thread.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "epochrun/checkpoint_directory.hpp"
+#include "checkpoint_directory_admin.hpp"
 #include "pending_checkpoint.hpp"
 
 namespace epochrun {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "checkpoint_directory_admin.hpp"
 #include "collective_errors.hpp"
 #include "disk_space.hpp"
 #include "epochrun/errors.hpp"
@@ -19,7 +20,7 @@ PostCommitSteps::PostCommitSteps(const Communicator& comm, const CheckpointOptio
     }
     CheckpointDirectory directory(options_.checkpoint_dir);
     // A run killed inside a save leaves its temporary file behind: give that space back.
-    if (const int stale = directory.remove_stale_temporaries(); stale > 0) {
+    if (const int stale = remove_stale_checkpoint_temporaries(directory); stale > 0) {
       spdlog::info("removed {} temporary file(s) of an interrupted save", stale);
     }
     removal_.emplace(directory.path());

@@ -2,6 +2,7 @@
 // where a blob's dataset is, and which blobs are packed.
 #include "checkpoint_layout.hpp"
 
+#include "checkpoint_groups.hpp"
 #include "checkpoint_layout_internal.hpp"
 
 namespace epochrun {

@@ -3,6 +3,7 @@
 // attribute.
 #include <algorithm>
 
+#include "checkpoint_groups.hpp"
 #include "checkpoint_layout_readers.hpp"
 #include "epochrun/errors.hpp"
 #include "h5_attributes.hpp"

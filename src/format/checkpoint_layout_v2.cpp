@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "blob_index.hpp"
+#include "checkpoint_groups.hpp"
 #include "checkpoint_layout_readers.hpp"
 #include "epochrun/errors.hpp"
 #include "h5_objects.hpp"

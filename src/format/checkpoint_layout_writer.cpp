@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "blob_index.hpp"
+#include "checkpoint_groups.hpp"
 #include "checkpoint_layout.hpp"
 #include "checkpoint_layout_internal.hpp"
 #include "checkpoint_root_attributes.hpp"

@@ -71,10 +71,6 @@ void Job::declare_run_defining_option(std::string key) {
 
 void Job::declare(BlobSpec spec, std::span<const std::byte> initial, BlobUse use) {
   validate_name(spec.name, "blob name");
-  if (use.distribution == Distribution::kPartitioned) {
-    throw UsageError("blob '" + spec.name +
-                     "': partitioned blobs (Distribution::kPartitioned) are not supported yet");
-  }
   for (const auto& expected : expected_blobs_) {
     if (expected.name == spec.name) {
       throw UsageError("blob '" + spec.name + "' is declared twice");

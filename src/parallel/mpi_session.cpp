@@ -8,11 +8,15 @@
 #include "epochrun/errors.hpp"
 
 namespace epochrun {
+namespace {
 
+// Sets OMPI_MCA_io=romio321 when the user has not chosen; called before MPI_Init.
 void prefer_romio_for_mpi_io() {
   // overwrite = 0: an explicit OMPI_MCA_io (or `mpirun --mca io ...`, which sets it) wins.
   setenv("OMPI_MCA_io", "romio321", 0);
 }
+
+}  // namespace
 
 MpiSession::MpiSession(int& argc, char**& argv) {
   prefer_romio_for_mpi_io();

@@ -11,15 +11,14 @@
 #include "collective_errors.hpp"
 #include "directory_lock.hpp"
 #include "download_gather.hpp"
-#include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/mpi_session.hpp"
-#include "epochrun/run_history.hpp"
 #include "fault_injection.hpp"
 #include "human_bytes.hpp"
 #include "post_commit_steps.hpp"
 #include "preemption_signals.hpp"
 #include "resume.hpp"
+#include "run_history_file.hpp"
 #include "run_metrics.hpp"
 #include "seconds_since.hpp"
 #include "slurm_environment.hpp"
@@ -101,10 +100,58 @@ std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const Ru
 
 }  // namespace
 
-struct JobRunner::Steps {
-  PostCommitSteps& post_commit;
-  CheckpointSaver& saver;
-  const RunMetrics& metrics;
+struct JobRunner::Impl {
+  Impl(Job job_to_run, const Communicator& job_communicator, RunOptions run_options);
+
+  // This run's checkpoint steps: the post-commit steps, the saver, the metrics.
+  struct Steps {
+    PostCommitSteps& post_commit;
+    CheckpointSaver& saver;
+    const RunMetrics& metrics;
+  };
+
+  // The whole run, in order (JobRunner::run).
+  RunSummary run(Workspace& workspace);
+  // The summary's identity fields, the restart count and history in the log, and (rank 0) the
+  // time limit.
+  RunSummary begin_run();
+  // The resume decision and the load, or init and checkpoint 0. Returns the epoch resumed from.
+  std::optional<std::int64_t> start(Steps& steps, TaskContext& context, RunSummary& summary);
+  // The epoch loop, from the epoch after `resumed` (or after init) until the decision to stop;
+  // context.epoch is then the last epoch whose state the workspace holds.
+  StopDecision run_epochs(std::optional<std::int64_t> resumed, const StopDecider& decider,
+                          const PreemptionSignals& signals, Steps& steps, TaskContext& context,
+                          RunSummary& summary);
+  // Before an epoch: a stop that came since the last decision (a signal during init, the load
+  // or the last checkpoint), with the checkpoint of context.epoch when it is not committed yet.
+  std::optional<StopDecision> stop_before_epoch(const StopDecider& decider,
+                                                const PreemptionSignals& signals, Steps& steps,
+                                                TaskContext& context, RunSummary& summary);
+  // The next epoch: its group, the stop decision after it and its checkpoint (when due).
+  StopDecision run_epoch(const StopDecider& decider, const PreemptionSignals& signals, Steps& steps,
+                         TaskContext& context, RunSummary& summary);
+  // Saves the epoch that just ran when the checkpoint policy or a stop says so.
+  std::optional<SaveOutcome> checkpoint_epoch(const StopDecision& decision, Steps& steps,
+                                              const TaskContext& context, RunSummary& summary);
+  // Collective: waits for the save in flight (if any) and commits it; logs it and its metrics.
+  void complete_save(Steps& steps, RunSummary& summary);
+  // The steps that belong to a finished job: upload, download, exit, delete-on-success.
+  void finish_job(Steps& steps, TaskContext& context, RunSummary& summary);
+  // Rank 0: appends this run's record to the run history and reads the history back.
+  void record_run(std::chrono::system_clock::time_point started, RunSummary& summary) const;
+  // The summary's closing fields, the same on every rank, and the closing log line.
+  void close_summary(const StopDecision& decision, std::int64_t last_epoch,
+                     std::optional<std::int64_t> newest_committed, RunSummary& summary) const;
+  // Runs a task group on every rank; a failure on any rank fails the group on all of them.
+  void run_group(const TaskGroup& group, TaskContext& context) const;
+
+  Job job;
+  Communicator job_comm;  // the tasks'
+  Communicator comm;      // the runner's private duplicate
+  RunOptions options;
+  std::string node_name;
+  std::vector<std::string> node_names;
+  std::unique_ptr<TimeBudget> time_budget;  // rank 0's; measured on every rank
 };
 
 ResumeRequest ResumeRequest::parse(const std::string& text) {
@@ -122,23 +169,42 @@ ResumeRequest ResumeRequest::parse(const std::string& text) {
 }
 
 JobRunner::JobRunner(Job job, const Communicator& comm, RunOptions options)
-    : job_(std::move(job)),
-      job_comm_(comm),
-      comm_(comm.duplicate()),
-      options_(std::move(options)),
-      node_name_(Job::node_name(comm_.rank())) {
-  for (int rank = 0; rank < comm_.size(); ++rank) {
-    node_names_.push_back(Job::node_name(rank));
+    : impl_(std::make_unique<Impl>(std::move(job), comm, std::move(options))) {}
+
+JobRunner::~JobRunner() = default;
+
+RunSummary JobRunner::run(Workspace& workspace) {
+  return impl_->run(workspace);
+}
+
+bool JobRunner::load_blobs_from_checkpoints(const std::vector<BlobAddress>& wanted,
+                                            std::int64_t epoch, Workspace& workspace) const {
+  if (impl_->options.checkpoint_dir.empty()) {
+    throw UsageError("partial load needs a checkpoint directory");
+  }
+  return CheckpointDirectory(impl_->options.checkpoint_dir).load_blobs(epoch, wanted, workspace);
+}
+
+const std::string& JobRunner::node_name() const {
+  return impl_->node_name;
+}
+
+JobRunner::Impl::Impl(Job job_to_run, const Communicator& job_communicator, RunOptions run_options)
+    : job(std::move(job_to_run)),
+      job_comm(job_communicator),
+      comm(job_communicator.duplicate()),
+      options(std::move(run_options)),
+      node_name(Job::node_name(comm.rank())) {
+  for (int rank = 0; rank < comm.size(); ++rank) {
+    node_names.push_back(Job::node_name(rank));
   }
   arm_fault_points(Communicator::world().rank());
-  if (options_.async_checkpoint) {
+  if (options.async_checkpoint) {
     require_funneled_threads();
   }
 }
 
-JobRunner::~JobRunner() = default;
-
-void JobRunner::run_group(const TaskGroup& group, TaskContext& context) const {
+void JobRunner::Impl::run_group(const TaskGroup& group, TaskContext& context) const {
   std::exception_ptr error;
   try {
     group.run(context);
@@ -146,33 +212,33 @@ void JobRunner::run_group(const TaskGroup& group, TaskContext& context) const {
     error = std::current_exception();
   }
   try {
-    raise_if_any_failed(comm_, error, group.name() + " group", options_.task_failure_timeout);
+    raise_if_any_failed(comm, error, group.name() + " group", options.task_failure_timeout);
   } catch (const AgreementTimeout& timeout) {
     // The other ranks are stuck where this one will never go. Ending the job is the only way
     // out that does not leave them there until the scheduler's time limit.
     spdlog::critical(
         "{}; the other ranks did not learn of it within {:.0f} s (they are probably blocked in a "
         "collective call of the job): aborting the job",
-        timeout.what(), options_.task_failure_timeout.count());
+        timeout.what(), options.task_failure_timeout.count());
     spdlog::default_logger()->flush();
-    MPI_Abort(comm_.raw(), static_cast<int>(ExitCode::kJobFailed));
+    MPI_Abort(comm.raw(), static_cast<int>(ExitCode::kJobFailed));
   }
 }
 
-RunSummary JobRunner::run(Workspace& workspace) {
+RunSummary JobRunner::Impl::run(Workspace& workspace) {
   const auto started = Clock::now();
   const auto started_at = std::chrono::system_clock::now();
-  const PreemptionSignals signals(options_.preempt_signals);
+  const PreemptionSignals signals(options.preempt_signals);
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
-  auto lock = lock_directory(comm_, options_);
+  auto lock = lock_directory(comm, options);
   auto summary = begin_run();
-  const auto checkpointing = checkpoint_options(options_);
-  PostCommitSteps post_commit(comm_, checkpointing, job_.name());
-  CheckpointSaver saver(job_.name(), comm_, checkpointing, node_names_, post_commit);
-  const RunMetrics metrics(comm_, options_.checkpoint_dir, started_at);
+  const auto checkpointing = checkpoint_options(options);
+  PostCommitSteps post_commit(comm, checkpointing, job.name());
+  CheckpointSaver saver(job.name(), comm, checkpointing, node_names, post_commit);
+  const RunMetrics metrics(comm, options.checkpoint_dir, started_at);
   Steps steps{post_commit, saver, metrics};
-  TaskContext context{workspace, job_comm_, node_name_, 0, nullptr};
-  const StopDecider decider(job_, comm_, node_names_, options_.num_epochs, *time_budget_);
+  TaskContext context{workspace, job_comm, node_name, 0, nullptr};
+  const StopDecider decider(job, comm, node_names, options.num_epochs, *time_budget);
   const auto resumed = start(steps, context, summary);
   const auto decision = run_epochs(resumed, decider, signals, steps, context, summary);
   if (decision.finishes_job()) {
@@ -184,73 +250,74 @@ RunSummary JobRunner::run(Workspace& workspace) {
   // When run() returns on any rank, the directory is in its final state, lock file gone. (On
   // the failure paths every rank throws together and rank 0 drops the lock while unwinding.)
   lock.reset();
-  comm_.barrier();
+  comm.barrier();
   return summary;
 }
 
-RunSummary JobRunner::begin_run() {
+RunSummary JobRunner::Impl::begin_run() {
   const auto slurm = SlurmEnvironment::of_this_process();
   RunSummary summary;
-  summary.job = job_.name();
-  summary.num_ranks = comm_.size();
-  summary.checkpoint_dir = options_.checkpoint_dir;
+  summary.job = job.name();
+  summary.num_ranks = comm.size();
+  summary.checkpoint_dir = options.checkpoint_dir;
   summary.restart_count = slurm.restart_count;
   summary.slurm_job_id = slurm.job_id;
-  time_budget_ = std::make_unique<TimeBudget>();
-  if (!comm_.is_root()) {
+  time_budget = std::make_unique<TimeBudget>();
+  if (!comm.is_root()) {
     return summary;
   }
-  if (!options_.checkpoint_dir.empty()) {
+  if (!options.checkpoint_dir.empty()) {
     spdlog::info("restart count {}{}; {} earlier run(s) in the run history ({})",
                  slurm.restart_count, slurm.job_id ? " (SLURM job " + *slurm.job_id + ")" : "",
-                 read_run_history(options_.checkpoint_dir).size(),
-                 (options_.checkpoint_dir / kRunHistoryFileName).string());
+                 read_run_history(options.checkpoint_dir).size(),
+                 (options.checkpoint_dir / kRunHistoryFileName).string());
   }
-  *time_budget_ = make_time_budget(options_.program_start, options_.time_budget_seconds,
-                                   options_.time_margin_seconds, slurm);
-  if (time_budget_->limited()) {
+  *time_budget = make_time_budget(options.program_start, options.time_budget_seconds,
+                                  options.time_margin_seconds, slurm);
+  if (time_budget->limited()) {
     spdlog::info(
         "time limit: {:.0f} s left ({}); the run stops for a requeue when the next epoch would "
         "not end {:.0f} s before (--time-margin)",
-        time_budget_->seconds_left(Clock::now()), time_budget_->source(),
-        time_budget_->margin_seconds());
+        time_budget->seconds_left(Clock::now()), time_budget->source(),
+        time_budget->margin_seconds());
   }
   return summary;
 }
 
-std::optional<std::int64_t> JobRunner::start(Steps& steps, TaskContext& context,
-                                             RunSummary& summary) {
-  if (auto resumed = resume(job_, comm_, options_, node_names_, steps.post_commit.index(),
+std::optional<std::int64_t> JobRunner::Impl::start(Steps& steps, TaskContext& context,
+                                                   RunSummary& summary) {
+  if (auto resumed = resume(job, comm, options, node_names, steps.post_commit.index(),
                             context.workspace, summary)) {
     summary.resumed_from = resumed->epoch;
     steps.metrics.load(resumed->epoch, resumed->seconds, resumed->bytes);
     steps.saver.set_blobs(std::move(resumed->blobs));
     steps.saver.resumed_from(resumed->epoch);
     // Until this run has saved, a save is taken to cost what the load did.
-    time_budget_->record_save(resumed->seconds);
+    time_budget->record_save(resumed->seconds);
     return resumed->epoch;
   }
   const auto init_started = Clock::now();
-  run_group(job_.init_group, context);
+  run_group(job.init_group, context);
   const double init_seconds = seconds_since(init_started);
   // As in the reference: what init created is what every checkpoint of this run holds.
   steps.saver.set_blobs(context.workspace.names());
-  spdlog::info("job {} initialized on {} ranks ({} blobs, {} on rank 0)", job_.name(), comm_.size(),
+  spdlog::info("job {} initialized on {} ranks ({} blobs, {} on rank 0)", job.name(), comm.size(),
                context.workspace.names().size(),
                human_bytes(double(context.workspace.byte_size())));
   const auto save = steps.saver.save(0, context.workspace, true);
   record_save(save, summary);
   spdlog::info("epoch 0 (init) {}", save.log);
   if (!save.in_background) {
-    time_budget_->record_save(save.seconds);
+    time_budget->record_save(save.seconds);
   }
   steps.metrics.epoch(0, epoch_figures(init_seconds, save));
   return std::nullopt;
 }
 
-StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const StopDecider& decider,
-                                   const PreemptionSignals& signals, Steps& steps,
-                                   TaskContext& context, RunSummary& summary) {
+StopDecision JobRunner::Impl::run_epochs(std::optional<std::int64_t> resumed,
+                                         const StopDecider& decider,
+                                         const PreemptionSignals& signals, Steps& steps,
+                                         TaskContext& context, RunSummary& summary) {
   context.epoch = resumed.value_or(0);
   // A checkpoint whose stop conditions already held is a finished loop (the run was stopped
   // after its last commit, before the exit group): running another epoch would train past
@@ -264,57 +331,75 @@ StopDecision JobRunner::run_epochs(std::optional<std::int64_t> resumed, const St
     }
   }
   while (true) {
-    // A signal that came during init, the load or the last checkpoint: the workspace holds
-    // the state of context.epoch, so stop here rather than run a whole epoch more.
-    if (auto decision = decider.between_epochs(); decision.stops()) {
-      signals.restore_defaults();
-      complete_save(steps, summary);
-      if (steps.saver.last_committed() != context.epoch) {
-        const auto save = steps.saver.save(context.epoch, context.workspace, false);
-        record_save(save, summary);
-        spdlog::info("epoch {} {}", context.epoch, save.log);
-        steps.metrics.save(save);
-      }
-      spdlog::info("stopping before epoch {}: {}", context.epoch + 1, decision.reason);
-      return decision;
+    if (auto stop = stop_before_epoch(decider, signals, steps, context, summary)) {
+      return *stop;
     }
-    ++context.epoch;
-    const auto epoch_started = Clock::now();
-    const auto complete = [&] { complete_save(steps, summary); };
-    completing_on_failure([&] { run_group(job_.epoch_group, context); }, complete);
-    fault_point("epoch", context.epoch);
-    const double epoch_seconds = seconds_since(epoch_started);
-    time_budget_->record_epoch(epoch_seconds);
-    const auto decision = completing_on_failure(
-        [&] { return decider.after_epoch(context.workspace, context.epoch); }, complete);
-    if (decision.kind == StopKind::kPreempted) {
-      signals.restore_defaults();
-    }
-    const auto save = [&] {
-      // The checkpoints an asynchronous save's commit retires here are deleted after the next
-      // save's lay-out, which would otherwise wait for the file system to free them.
-      const auto deletions_wait = steps.post_commit.hold_removals();
-      complete_save(steps, summary);
-      return checkpoint_epoch(decision, steps, context, summary);
-    }();
-    ++summary.epochs_run;
-    steps.metrics.epoch(context.epoch, save ? epoch_figures(epoch_seconds, *save)
-                                            : EpochFigures{epoch_seconds, {}, {}, {}});
-    spdlog::info(
-        "epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds,
-        save ? save->log
-             : std::string("checkpoint skipped (") + options_.checkpoint_policy.skip_reason() + ")",
-        decision.stops() ? "; stopping: " + decision.reason : "");
-    if (decision.stops()) {
+    if (auto decision = run_epoch(decider, signals, steps, context, summary); decision.stops()) {
       return decision;
     }
   }
 }
 
-std::optional<SaveOutcome> JobRunner::checkpoint_epoch(const StopDecision& decision, Steps& steps,
-                                                       const TaskContext& context,
-                                                       RunSummary& summary) {
-  if (!decision.stops() && !options_.checkpoint_policy.due(
+std::optional<StopDecision> JobRunner::Impl::stop_before_epoch(const StopDecider& decider,
+                                                               const PreemptionSignals& signals,
+                                                               Steps& steps, TaskContext& context,
+                                                               RunSummary& summary) {
+  // A signal that came during init, the load or the last checkpoint: the workspace holds
+  // the state of context.epoch, so stop here rather than run a whole epoch more.
+  auto decision = decider.between_epochs();
+  if (!decision.stops()) {
+    return std::nullopt;
+  }
+  signals.restore_defaults();
+  complete_save(steps, summary);
+  if (steps.saver.last_committed() != context.epoch) {
+    const auto save = steps.saver.save(context.epoch, context.workspace, false);
+    record_save(save, summary);
+    spdlog::info("epoch {} {}", context.epoch, save.log);
+    steps.metrics.save(save);
+  }
+  spdlog::info("stopping before epoch {}: {}", context.epoch + 1, decision.reason);
+  return decision;
+}
+
+StopDecision JobRunner::Impl::run_epoch(const StopDecider& decider,
+                                        const PreemptionSignals& signals, Steps& steps,
+                                        TaskContext& context, RunSummary& summary) {
+  ++context.epoch;
+  const auto epoch_started = Clock::now();
+  const auto complete = [&] { complete_save(steps, summary); };
+  completing_on_failure([&] { run_group(job.epoch_group, context); }, complete);
+  fault_point("epoch", context.epoch);
+  const double epoch_seconds = seconds_since(epoch_started);
+  time_budget->record_epoch(epoch_seconds);
+  const auto decision = completing_on_failure(
+      [&] { return decider.after_epoch(context.workspace, context.epoch); }, complete);
+  if (decision.kind == StopKind::kPreempted) {
+    signals.restore_defaults();
+  }
+  const auto save = [&] {
+    // The checkpoints an asynchronous save's commit retires here are deleted after the next
+    // save's lay-out, which would otherwise wait for the file system to free them.
+    const auto deletions_wait = steps.post_commit.hold_removals();
+    complete_save(steps, summary);
+    return checkpoint_epoch(decision, steps, context, summary);
+  }();
+  ++summary.epochs_run;
+  steps.metrics.epoch(context.epoch, save ? epoch_figures(epoch_seconds, *save)
+                                          : EpochFigures{epoch_seconds, {}, {}, {}});
+  spdlog::info(
+      "epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds,
+      save ? save->log
+           : std::string("checkpoint skipped (") + options.checkpoint_policy.skip_reason() + ")",
+      decision.stops() ? "; stopping: " + decision.reason : "");
+  return decision;
+}
+
+std::optional<SaveOutcome> JobRunner::Impl::checkpoint_epoch(const StopDecision& decision,
+                                                             Steps& steps,
+                                                             const TaskContext& context,
+                                                             RunSummary& summary) {
+  if (!decision.stops() && !options.checkpoint_policy.due(
                                context.epoch, seconds_since(steps.saver.last_commit_time()))) {
     return std::nullopt;
   }
@@ -322,22 +407,22 @@ std::optional<SaveOutcome> JobRunner::checkpoint_epoch(const StopDecision& decis
   auto save = steps.saver.save(context.epoch, context.workspace, !decision.stops());
   record_save(save, summary);
   if (!save.in_background) {
-    time_budget_->record_save(save.seconds);
+    time_budget->record_save(save.seconds);
   }
   return save;
 }
 
-void JobRunner::complete_save(Steps& steps, RunSummary& summary) {
+void JobRunner::Impl::complete_save(Steps& steps, RunSummary& summary) {
   if (auto save = steps.saver.complete()) {
     record_save(*save, summary);
-    time_budget_->record_save(save->seconds);
+    time_budget->record_save(save->seconds);
     spdlog::info("epoch {} {} (written in the background; the job waited {:.3f} s for the end)",
                  save->epoch, save->log, save->blocked_seconds);
     steps.metrics.save(*save);
   }
 }
 
-void JobRunner::finish_job(Steps& steps, TaskContext& context, RunSummary& summary) {
+void JobRunner::Impl::finish_job(Steps& steps, TaskContext& context, RunSummary& summary) {
   // The job's final checkpoint: the newest this run committed or, when it committed none (it
   // resumed a loop that had already stopped), the one it resumed from.
   const auto final_epoch =
@@ -346,17 +431,17 @@ void JobRunner::finish_job(Steps& steps, TaskContext& context, RunSummary& summa
     summary.uploaded_to = upload->destination;
     summary.upload_error = upload->error;
   }
-  auto outputs = gather_outputs(job_, comm_, node_names_, context.workspace);
-  context.downloaded = comm_.is_root() ? &outputs : nullptr;
-  run_group(job_.download_group, context);
-  run_group(job_.exit_group, context);
+  auto outputs = gather_outputs(job, comm, node_names, context.workspace);
+  context.downloaded = comm.is_root() ? &outputs : nullptr;
+  run_group(job.download_group, context);
+  run_group(job.exit_group, context);
   context.downloaded = nullptr;
-  if (options_.delete_checkpoints_on_success) {
+  if (options.delete_checkpoints_on_success) {
     if (summary.upload_error) {
       // The final state would then exist nowhere.
-      if (comm_.is_root()) {
+      if (comm.is_root()) {
         spdlog::warn("the upload failed: the checkpoints in {} are kept",
-                     options_.checkpoint_dir.string());
+                     options.checkpoint_dir.string());
       }
     } else {
       const auto deleted = steps.post_commit.delete_all();
@@ -366,23 +451,23 @@ void JobRunner::finish_job(Steps& steps, TaskContext& context, RunSummary& summa
   summary.outputs = std::move(outputs);
 }
 
-void JobRunner::record_run(std::chrono::system_clock::time_point started,
-                           RunSummary& summary) const {
-  if (!comm_.is_root() || options_.checkpoint_dir.empty()) {
+void JobRunner::Impl::record_run(std::chrono::system_clock::time_point started,
+                                 RunSummary& summary) const {
+  if (!comm.is_root() || options.checkpoint_dir.empty()) {
     return;
   }
   try {
-    append_run_record(options_.checkpoint_dir,
+    append_run_record(options.checkpoint_dir,
                       run_record(summary, started, std::chrono::system_clock::now()));
   } catch (const std::exception& error) {
     // The run's work is done and committed; only its record is missing.
     spdlog::warn("run history not recorded: {}", error.what());
   }
-  summary.history = read_run_history(options_.checkpoint_dir);
+  summary.history = read_run_history(options.checkpoint_dir);
 }
 
-void JobRunner::close_summary(const StopDecision& decision, std::int64_t last_epoch,
-                              std::optional<std::int64_t> newest, RunSummary& summary) const {
+void JobRunner::Impl::close_summary(const StopDecision& decision, std::int64_t last_epoch,
+                                    std::optional<std::int64_t> newest, RunSummary& summary) const {
   summary.last_epoch = last_epoch;
   summary.stop_kind = decision.kind;
   summary.stop_reason = decision.reason;
@@ -392,25 +477,17 @@ void JobRunner::close_summary(const StopDecision& decision, std::int64_t last_ep
                                            : ExitCode::kSuccess;
   summary.exit_code = static_cast<int>(code);
   if (!decision.interrupted()) {
-    spdlog::info("job {} finished after epoch {} in {:.3f} s", job_.name(), last_epoch,
+    spdlog::info("job {} finished after epoch {} in {:.3f} s", job.name(), last_epoch,
                  summary.seconds);
     return;
   }
   spdlog::warn(
       "job {} stopped after epoch {}, before it finished, in {:.3f} s ({}); {}; exit code {}: "
       "run it again with --resume-from-epoch latest",
-      job_.name(), last_epoch, summary.seconds, decision.reason,
+      job.name(), last_epoch, summary.seconds, decision.reason,
       newest ? "the newest committed checkpoint is epoch " + std::to_string(*newest)
              : std::string("there is no committed checkpoint"),
       summary.exit_code);
-}
-
-bool JobRunner::load_blobs_from_checkpoints(const std::vector<BlobAddress>& wanted,
-                                            std::int64_t epoch, Workspace& workspace) const {
-  if (options_.checkpoint_dir.empty()) {
-    throw UsageError("partial load needs a checkpoint directory");
-  }
-  return CheckpointDirectory(options_.checkpoint_dir).load_blobs(epoch, wanted, workspace);
 }
 
 }  // namespace epochrun

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "checkpoint_directory_admin.hpp"
 #include "checkpoint_index.hpp"
 #include "collective_errors.hpp"
 #include "config_changes.hpp"
-#include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/errors.hpp"
 #include "seconds_since.hpp"
 
@@ -91,8 +91,9 @@ std::optional<Resumed> resume(const Job& job, const Communicator& comm, const Ru
     Resumed resumed;
     resumed.epoch = epoch;
     try {
-      resumed.blobs = directory.load(comm, CheckpointExpectation{epoch, job.name(), node_names},
-                                     workspace, options.save_timeout);
+      resumed.blobs =
+          load_checkpoint(directory, comm, CheckpointExpectation{epoch, job.name(), node_names},
+                          workspace, options.save_timeout);
     } catch (const CorruptCheckpoint& error) {
       // An explicit epoch must load or fail; `latest` falls back to the previous valid one.
       if (options.resume.kind != ResumeRequest::Kind::kLatest) {

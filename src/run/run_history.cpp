@@ -1,4 +1,4 @@
-#include "epochrun/run_history.hpp"
+#include "run_history_file.hpp"
 
 #include <unistd.h>
 

@@ -14,8 +14,8 @@
 
 #include "checkpoint_saver.hpp"
 #include "durable_file.hpp"
-#include "epochrun/run_history.hpp"
 #include "json_text.hpp"
+#include "run_history_file.hpp"
 
 namespace epochrun {
 

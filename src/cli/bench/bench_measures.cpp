@@ -6,10 +6,10 @@
 
 #include "bench/bench_rounds.hpp"
 #include "bench/peak_memory.hpp"
+#include "checkpoint_directory_admin.hpp"
 #include "checkpoint_index.hpp"
 #include "collective_errors.hpp"
 #include "command_line.hpp"
-#include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/job.hpp"
 
 namespace epochrun::cli {
@@ -48,8 +48,8 @@ nlohmann::json measure_memory(const Communicator& comm, const CheckpointDirector
   };
   PeakMemory saved;
   run_then_agree(comm, "save (memory)", [&] {
-    saved =
-        measure_peak_memory([&] { checkpoints.save(comm, header, workspace, workspace.names()); });
+    saved = measure_peak_memory(
+        [&] { save_checkpoint(checkpoints, comm, header, workspace, workspace.names()); });
   });
   auto rows = nlohmann::json::array();
   rows.push_back(row("save_memory", "peak resident memory of one save, per rank", saved));
@@ -58,12 +58,13 @@ nlohmann::json measure_memory(const Communicator& comm, const CheckpointDirector
     Workspace into;
     run_then_agree(comm, "load (memory)", [&] {
       loaded = measure_peak_memory([&] {
-        checkpoints.load(comm, CheckpointExpectation{epoch, header.job, header.node_names}, into);
+        load_checkpoint(checkpoints, comm,
+                        CheckpointExpectation{epoch, header.job, header.node_names}, into);
       });
     });
   }
   rows.push_back(row("load_memory", "peak resident memory of one load, per rank", loaded));
-  run_on_root_then_agree(comm, "remove", [&] { checkpoints.remove({epoch}); });
+  run_on_root_then_agree(comm, "remove", [&] { remove_checkpoints(checkpoints, {epoch}); });
   return rows;
 }
 
@@ -101,8 +102,8 @@ void measure_disk_round(const Communicator& comm, const fs::path& directory,
   alternate(
       round,
       [&] {
-        series.save.seconds.push_back(
-            timed(comm, "save", [&] { checkpoints.save(comm, header, workspace, names); }));
+        series.save.seconds.push_back(timed(
+            comm, "save", [&] { save_checkpoint(checkpoints, comm, header, workspace, names); }));
       },
       [&] {
         series.write.seconds.push_back(
@@ -114,8 +115,8 @@ void measure_disk_round(const Communicator& comm, const fs::path& directory,
         before_read(comm, settings);
         Workspace loaded;
         series.load.seconds.push_back(timed(comm, "load", [&] {
-          checkpoints.load(comm, CheckpointExpectation{round, header.job, header.node_names},
-                           loaded);
+          load_checkpoint(checkpoints, comm,
+                          CheckpointExpectation{round, header.job, header.node_names}, loaded);
         }));
         same = loaded.blobs() == workspace.blobs();
       },
@@ -134,7 +135,7 @@ void measure_disk_round(const Communicator& comm, const fs::path& directory,
     fs::remove(plain);
   });
   run_on_root_then_agree(comm, "round " + std::to_string(round),
-                         [&] { checkpoints.remove({round}); });
+                         [&] { remove_checkpoints(checkpoints, {round}); });
 }
 
 // A directory of committed tiny checkpoints of `epochs` epochs, and rank 0's index of it.
@@ -149,7 +150,7 @@ struct History {
 void commit_tiny(const Communicator& comm, CheckpointHeader& header, const Workspace& workspace,
                  History& into, std::int64_t epoch) {
   header.epoch = epoch;
-  const auto stats = into.directory.save(comm, header, workspace, {"step"});
+  const auto stats = save_checkpoint(into.directory, comm, header, workspace, {"step"});
   run_on_root_then_agree(comm, "index", [&] {
     into.index->add(epoch, stats.file_bytes);
     into.index->write();
@@ -212,14 +213,16 @@ nlohmann::json measure_small_blobs(const Communicator& comm, const fs::path& dir
   Series load_one{"load_one_blob", "the same bytes as one blob", {}};
   auto save_into = [&](Series& series, const CheckpointDirectory& into,
                        const Workspace& workspace) {
-    series.seconds.push_back(
-        timed(comm, series.name, [&] { into.save(comm, header, workspace, workspace.names()); }));
+    series.seconds.push_back(timed(comm, series.name, [&] {
+      save_checkpoint(into, comm, header, workspace, workspace.names());
+    }));
   };
   auto load_from = [&](Series& series, const CheckpointDirectory& from, const Workspace& expected) {
     before_read(comm, settings);
     Workspace loaded;
     series.seconds.push_back(timed(comm, series.name, [&] {
-      from.load(comm, CheckpointExpectation{header.epoch, header.job, header.node_names}, loaded);
+      load_checkpoint(from, comm,
+                      CheckpointExpectation{header.epoch, header.job, header.node_names}, loaded);
     }));
     run_then_agree(comm, series.name, [&] {
       if (loaded.blobs() != expected.blobs()) {
@@ -236,8 +239,8 @@ nlohmann::json measure_small_blobs(const Communicator& comm, const fs::path& dir
         round, [&] { load_from(load_many, many_directory, many); },
         [&] { load_from(load_one, one_directory, one); });
     run_on_root_then_agree(comm, "round " + std::to_string(round), [&] {
-      many_directory.remove({round});
-      one_directory.remove({round});
+      remove_checkpoints(many_directory, {round});
+      remove_checkpoints(one_directory, {round});
     });
   }
   const double bytes = double(bytes_per_rank) * comm.size();

@@ -17,6 +17,7 @@
 #include "inspect/inspect_source.hpp"
 #include "json_text.hpp"
 #include "report/run_history_report.hpp"
+#include "run_history_file.hpp"
 #include "run_history_json.hpp"
 #include "subcommand_options.hpp"
 
