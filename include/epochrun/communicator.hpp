@@ -20,13 +20,6 @@
 
 namespace epochrun {
 
-// Thrown by the bounded first_error on a rank that failed when the other ranks did not come to
-// the agreement in time.
-class AgreementTimeout : public Error {
- public:
-  using Error::Error;
-};
-
 // An element type, const or not (what a span a collective only reads may hold).
 template <typename T>
 concept ConstElement = Element<std::remove_const_t<T>>;

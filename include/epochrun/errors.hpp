@@ -1,7 +1,9 @@
-// The exceptions epochrun throws, and the process exit code each one maps to.
+// The exceptions epochrun throws, and the process exit codes.
 //
 // The exit codes are part of the user-facing contract (README "Exit codes"): batch scripts
-// branch on them, so a code never changes meaning once published.
+// branch on them, so a code never changes meaning once published. Which code each class maps
+// to is said once, in the library's table of error classes (with the tag that carries the class
+// from one rank to the others).
 #pragma once
 
 #include <stdexcept>
@@ -20,18 +22,21 @@ enum class ExitCode : int {
   kRequeue = 75,
 };
 
+// Maps any exception to the exit code the program should return: its epochrun class's code,
+// kJobFailed for an exception of no epochrun class.
+ExitCode exit_code_for(const std::exception& error);
+
 // Base of every epochrun error; `what()` is one line meant for a human.
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-  virtual ExitCode exit_code() const { return ExitCode::kJobFailed; }
+  ExitCode exit_code() const { return exit_code_for(*this); }
 };
 
 // Invalid input from the user: flags, config values, job or blob names.
 class UsageError : public Error {
  public:
   using Error::Error;
-  ExitCode exit_code() const override { return ExitCode::kUsageError; }
 };
 
 // A checkpoint cannot be used: it does not exist, it is damaged, or it belongs to another
@@ -39,7 +44,6 @@ class UsageError : public Error {
 class CheckpointError : public Error {
  public:
   using Error::Error;
-  ExitCode exit_code() const override { return ExitCode::kCheckpointError; }
 };
 
 // The requested epoch has no committed checkpoint.
@@ -79,7 +83,11 @@ class MpiError : public Error {
   using Error::Error;
 };
 
-// Maps any exception to the exit code the program should return.
-ExitCode exit_code_for(const std::exception& error);
+// A rank that failed gave up waiting for the others to agree on the failure: they are most
+// likely blocked in a collective call it will never make, and the job must end.
+class AgreementTimeout : public Error {
+ public:
+  using Error::Error;
+};
 
 }  // namespace epochrun
