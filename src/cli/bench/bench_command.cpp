@@ -220,7 +220,7 @@ int bench_command(int argc, char** argv) {
     return report_failure(error);
   }
   if (!options) {
-    return 0;
+    return exit_status(ExitCode::kSuccess);
   }
 
   // A restarted process reads its checkpoint into memory it has never touched. glibc would
@@ -264,9 +264,9 @@ int bench_command(int argc, char** argv) {
     });
   } catch (const std::exception& error) {
     print_error(error.what());  // and the directory, not ours, is left alone
-    return static_cast<int>(exit_code_for(error));
+    return exit_status(exit_code_for(error));
   }
-  int status = 0;
+  int status = exit_status(ExitCode::kSuccess);
   try {
     bool cold = options->cold;
     const auto rows = measure(*options, world, directory, history_directory, cold);
@@ -282,7 +282,7 @@ int bench_command(int argc, char** argv) {
     }
   } catch (const std::exception& error) {
     print_error(error.what());
-    status = static_cast<int>(exit_code_for(error));
+    status = exit_status(exit_code_for(error));
   }
   world.barrier();
   if (world.is_root()) {
