@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agreement.hpp"
 #include "epochrun/errors.hpp"
 #include "error_table.hpp"
 
@@ -54,14 +55,14 @@ std::optional<std::string> describe_if_set(std::exception_ptr local_error) {
 
 void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
                          const std::string& context) {
-  raise_agreed(comm.first_error(describe_if_set(local_error)), context);
+  raise_agreed(first_error(comm, describe_if_set(local_error)), context);
 }
 
 void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
                          const std::string& context, std::chrono::duration<double> patience) {
   std::optional<std::string> agreed;
   try {
-    agreed = comm.first_error(describe_if_set(local_error), patience);
+    agreed = first_error(comm, describe_if_set(local_error), patience);
   } catch (const AgreementTimeout& timeout) {
     // Without the class tag describe() put in front.
     throw AgreementTimeout(context + ": " + std::string(timeout.what()).substr(1));
@@ -73,12 +74,12 @@ void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr loc
                                 const std::string& context, std::chrono::duration<double> timeout) {
   std::optional<std::string> agreed;
   try {
-    agreed = comm.first_error_within(describe_if_set(local_error), timeout);
+    agreed = first_error_within(comm, describe_if_set(local_error), timeout);
   } catch (const AgreementTimeout& timeout_error) {
     spdlog::critical("{}: {}; aborting the job rather than letting it hang", context,
                      timeout_error.what());
     spdlog::default_logger()->flush();
-    comm.abort(static_cast<int>(ExitCode::kJobFailed));
+    comm.abort(ExitCode::kJobFailed);
   }
   raise_agreed(agreed, context);
 }
