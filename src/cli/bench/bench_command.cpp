@@ -44,6 +44,35 @@ struct BenchOptions {
   std::string history_directory;  // empty: inside --dir
 };
 
+// UsageError when a value is out of its range or two options do not go together.
+void validate(const BenchOptions& options) {
+  if (!std::isfinite(options.mib_per_rank) || options.mib_per_rank <= 0 ||
+      options.mib_per_rank > 1 << 20) {
+    throw UsageError("--mib-per-rank must be in (0, 1048576]");
+  }
+  if (options.blobs < 1 || options.blobs > 1'000'000) {
+    throw UsageError("--blobs must be in [1, 1000000]");
+  }
+  if (std::llround(options.mib_per_rank * (1 << 20)) < options.blobs) {
+    throw UsageError("--blobs must not exceed the bytes per rank (one byte per blob at least)");
+  }
+  if (options.rounds < 5) {
+    throw UsageError("--rounds must be at least 5: a median of fewer says little");
+  }
+  if (options.directory.empty()) {
+    throw UsageError("--dir must not be empty");
+  }
+  if (options.targets && options.blobs != 1) {
+    throw UsageError("--targets saves one blob per rank; --blobs does not go with it");
+  }
+  if (options.small_blobs < 1 || options.small_blobs > 1'000'000 || options.history < 10 ||
+      options.history > 1'000'000 || options.commits < 1 || options.commits > 10'000) {
+    throw UsageError(
+        "--small-blobs must be in [1, 1000000], --history in [10, 1000000], --commits in [1, "
+        "10000]");
+  }
+}
+
 std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
   BenchOptions o;
   po::options_description options(
@@ -82,30 +111,7 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
     std::cout << options << "\n";
     return std::nullopt;
   }
-  if (!std::isfinite(o.mib_per_rank) || o.mib_per_rank <= 0 || o.mib_per_rank > 1 << 20) {
-    throw UsageError("--mib-per-rank must be in (0, 1048576]");
-  }
-  if (o.blobs < 1 || o.blobs > 1'000'000) {
-    throw UsageError("--blobs must be in [1, 1000000]");
-  }
-  if (std::llround(o.mib_per_rank * (1 << 20)) < o.blobs) {
-    throw UsageError("--blobs must not exceed the bytes per rank (one byte per blob at least)");
-  }
-  if (o.rounds < 5) {
-    throw UsageError("--rounds must be at least 5: a median of fewer says little");
-  }
-  if (o.directory.empty()) {
-    throw UsageError("--dir must not be empty");
-  }
-  if (o.targets && o.blobs != 1) {
-    throw UsageError("--targets saves one blob per rank; --blobs does not go with it");
-  }
-  if (o.small_blobs < 1 || o.small_blobs > 1'000'000 || o.history < 10 || o.history > 1'000'000 ||
-      o.commits < 1 || o.commits > 10'000) {
-    throw UsageError(
-        "--small-blobs must be in [1, 1000000], --history in [10, 1000000], --commits in [1, "
-        "10000]");
-  }
+  validate(o);
   return o;
 }
 
@@ -210,6 +216,65 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
   return rows;
 }
 
+// Where a bench measures: --dir, and the histories of --targets.
+struct BenchPaths {
+  explicit BenchPaths(const BenchOptions& options)
+      : directory(options.directory),
+        history_directory(options.history_directory.empty() ? directory / "history"
+                                                            : fs::path(options.history_directory)),
+        own_history_directory(!options.history_directory.empty() && options.targets) {}
+
+  fs::path directory;
+  fs::path history_directory;
+  bool own_history_directory;  // a --history-dir of its own, made (and removed) by the bench
+};
+
+// Collective: rank 0 prepares the directories and opens --json before anything is measured
+// (a typo in --json must not cost minutes of rounds); on failure, what it made a moment ago is
+// removed again.
+void prepare_outputs(const Communicator& world, const BenchOptions& options,
+                     const BenchPaths& paths, std::ofstream& json_out) {
+  run_on_root_then_agree(world, "bench", [&] {
+    prepare_directory(paths.directory, "--dir");
+    if (paths.own_history_directory) {
+      try {
+        prepare_directory(paths.history_directory, "--history-dir");
+      } catch (const UsageError&) {
+        fs::remove_all(paths.directory);  // new or empty a moment ago
+        throw;
+      }
+    }
+    if (!options.json_file.empty()) {
+      json_out.open(options.json_file);
+      if (!json_out) {
+        const std::string reason = std::strerror(errno);
+        fs::remove_all(paths.directory);  // new or empty a moment ago
+        if (paths.own_history_directory) {
+          fs::remove_all(paths.history_directory);
+        }
+        throw UsageError("cannot write --json " + options.json_file + ": " + reason);
+      }
+    }
+  });
+}
+
+// Collective: every measure; rank 0 prints the table and writes --json.
+void measure_and_report(const Communicator& world, const BenchOptions& options,
+                        const BenchPaths& paths, std::ofstream& json_out) {
+  bool cold = options.cold;
+  const auto rows = measure(options, world, paths.directory, paths.history_directory, cold);
+  if (world.is_root()) {
+    print_table(rows, options, world.size(), cold, paths.directory);
+    if (json_out.is_open()) {
+      json_out << json_text(rows, 2) << "\n";
+      json_out.close();
+      if (!json_out) {
+        throw Error("cannot write " + options.json_file);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int bench_command(int argc, char** argv) {
@@ -232,67 +297,30 @@ int bench_command(int argc, char** argv) {
   MpiSession mpi(argc, argv);
   const auto world = Communicator::world();
   configure_logging(world.rank(), LogLevel::kWarn);
-  const fs::path directory = options->directory;
-  const fs::path history_directory = options->history_directory.empty()
-                                         ? directory / "history"
-                                         : fs::path(options->history_directory);
-  const bool own_history_directory = !options->history_directory.empty() && options->targets;
-  // Opened before anything is measured: a typo in --json must not cost minutes of rounds.
+  const BenchPaths paths(*options);
   std::ofstream json_out;
   try {
-    run_on_root_then_agree(world, "bench", [&] {
-      prepare_directory(directory, "--dir");
-      if (own_history_directory) {
-        try {
-          prepare_directory(history_directory, "--history-dir");
-        } catch (const UsageError&) {
-          fs::remove_all(directory);  // new or empty a moment ago
-          throw;
-        }
-      }
-      if (!options->json_file.empty()) {
-        json_out.open(options->json_file);
-        if (!json_out) {
-          const std::string reason = std::strerror(errno);
-          fs::remove_all(directory);  // new or empty a moment ago
-          if (own_history_directory) {
-            fs::remove_all(history_directory);
-          }
-          throw UsageError("cannot write --json " + options->json_file + ": " + reason);
-        }
-      }
-    });
+    prepare_outputs(world, *options, paths, json_out);
   } catch (const std::exception& error) {
     print_error(error.what());  // and the directory, not ours, is left alone
     return exit_status(exit_code_for(error));
   }
-  int status = exit_status(ExitCode::kSuccess);
+  auto status = ExitCode::kSuccess;
   try {
-    bool cold = options->cold;
-    const auto rows = measure(*options, world, directory, history_directory, cold);
-    if (world.is_root()) {
-      print_table(rows, *options, world.size(), cold, directory);
-      if (json_out.is_open()) {
-        json_out << json_text(rows, 2) << "\n";
-        json_out.close();
-        if (!json_out) {
-          throw Error("cannot write " + options->json_file);
-        }
-      }
-    }
+    measure_and_report(world, *options, paths, json_out);
   } catch (const std::exception& error) {
     print_error(error.what());
-    status = exit_status(exit_code_for(error));
+    status = exit_code_for(error);
   }
   world.barrier();
   if (world.is_root()) {
     std::error_code ignored;
-    fs::remove_all(directory, ignored);
-    if (own_history_directory) {
-      fs::remove_all(history_directory, ignored);
+    fs::remove_all(paths.directory, ignored);
+    if (paths.own_history_directory) {
+      fs::remove_all(paths.history_directory, ignored);
     }
   }
-  return status;
+  return exit_status(status);
 }
 
 }  // namespace epochrun::cli
