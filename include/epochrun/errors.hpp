@@ -1,7 +1,9 @@
-// The exceptions epochrun throws, and the process exit code each one maps to.
+// The exceptions epochrun throws, and the process exit codes.
 //
 // The exit codes are part of the user-facing contract (README "Exit codes"): batch scripts
-// branch on them, so a code never changes meaning once published.
+// branch on them, so a code never changes meaning once published. Which code each class maps
+// to is said once, in the library's table of error classes (with the tag that carries the class
+// from one rank to the others).
 #pragma once
 
 #include <stdexcept>
@@ -22,18 +24,21 @@ enum class ExitCode : int {
   kRequeue = 75,
 };
 
+// Maps any exception to the exit code the program should return: its epochrun class's code,
+// kJobFailed for an exception of no epochrun class.
+EPOCHRUN_API ExitCode exit_code_for(const std::exception& error);
+
 // Base of every epochrun error; `what()` is one line meant for a human.
 class EPOCHRUN_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-  virtual ExitCode exit_code() const { return ExitCode::kJobFailed; }
+  ExitCode exit_code() const { return exit_code_for(*this); }
 };
 
 // Invalid input from the user: flags, config values, job or blob names.
 class EPOCHRUN_API UsageError : public Error {
  public:
   using Error::Error;
-  ExitCode exit_code() const override { return ExitCode::kUsageError; }
 };
 
 // A checkpoint cannot be used: it does not exist, it is damaged, or it belongs to another
@@ -41,7 +46,6 @@ class EPOCHRUN_API UsageError : public Error {
 class EPOCHRUN_API CheckpointError : public Error {
  public:
   using Error::Error;
-  ExitCode exit_code() const override { return ExitCode::kCheckpointError; }
 };
 
 // The requested epoch has no committed checkpoint.
@@ -80,8 +84,5 @@ class EPOCHRUN_API MpiError : public Error {
  public:
   using Error::Error;
 };
-
-// Maps any exception to the exit code the program should return.
-EPOCHRUN_API ExitCode exit_code_for(const std::exception& error);
 
 }  // namespace epochrun

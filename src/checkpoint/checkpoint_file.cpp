@@ -12,6 +12,7 @@
 #include "checkpoint_layout.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
+#include "error_table.hpp"
 #include "fresh_memory.hpp"
 #include "integrity_header.hpp"
 #include "pending_checkpoint.hpp"
@@ -47,18 +48,14 @@ Blob read_blob_at(int fd, const BlobRecord& record, std::uint64_t offset, const 
                                                                    XXH64_freeState);
   XXH64_reset(state.get(), 0);
   auto bytes = blob.raw();
-  try {
+  read_or_corrupt([&] {  // an unreadable checkpoint is not a usable one
     for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
       const auto piece = bytes.subspan(at, std::min(kPiece, bytes.size() - at));
       populate_for_writing(piece);
       read_at(fd, offset + at, piece, what);
       XXH64_update(state.get(), piece.data(), piece.size());
     }
-  } catch (const CheckpointError&) {
-    throw;
-  } catch (const Error& error) {
-    throw CorruptCheckpoint(error.what());  // an unreadable checkpoint is not a usable one
-  }
+  });
   check_checksum(XXH64_digest(state.get()), record, what);
   return blob;
 }
@@ -117,13 +114,8 @@ std::vector<Blob> read_blobs(int fd, const std::vector<BlobRecord>& records,
     for (std::size_t i = first; i < end; ++i) {
       buffers.push_back(blobs.emplace_back(records[i].dtype, records[i].shape).raw());
     }
-    try {
-      read_at(fd, places[first].offset, buffers, what(first));
-    } catch (const CheckpointError&) {
-      throw;
-    } catch (const Error& error) {
-      throw CorruptCheckpoint(error.what());  // an unreadable checkpoint is not a usable one
-    }
+    // An unreadable checkpoint is not a usable one.
+    read_or_corrupt([&] { read_at(fd, places[first].offset, buffers, what(first)); });
     for (; first < end; ++first) {
       const auto actual = checksum(blobs[first].raw());
       if (actual != records[first].xxh64) {  // named only then: thousands of names cost time

@@ -50,7 +50,7 @@ bool launched_as_one_of_several_ranks() {
 
 }  // namespace
 
-int fail_before_mpi(const std::string& message, int exit_code) {
+int fail_before_mpi(const std::string& message, ExitCode exit_code) {
   print_error(message);  // flushed before the barrier, so the launcher already holds it
   if (launched_as_one_of_several_ranks() && !MpiSession::is_initialized()) {
     int argc = 0;
@@ -58,13 +58,12 @@ int fail_before_mpi(const std::string& message, int exit_code) {
     MpiSession meeting(argc, argv);
     MPI_Barrier(MPI_COMM_WORLD);
   }
-  return exit_code;
+  return exit_status(exit_code);
 }
 
 int report_failure(const std::exception& error) {
   const bool option_error = dynamic_cast<const boost::program_options::error*>(&error) != nullptr;
-  return fail_before_mpi(
-      error.what(), static_cast<int>(option_error ? ExitCode::kUsageError : exit_code_for(error)));
+  return fail_before_mpi(error.what(), option_error ? ExitCode::kUsageError : exit_code_for(error));
 }
 
 std::vector<std::string> take_job_library_options(int& argc, char** argv) {

@@ -1,10 +1,18 @@
 // Pieces shared by the epochrun subcommands.
 #pragma once
 
+#include <exception>
 #include <string>
 #include <vector>
 
+#include "epochrun/errors.hpp"
+
 namespace epochrun::cli {
+
+// The process exit status of `code`: what main and the subcommands return.
+constexpr int exit_status(ExitCode code) {
+  return static_cast<int>(code);
+}
 
 // The rank the launcher gave this process (mpirun, srun, or none: 0), known before MPI_Init,
 // so that a usage error is printed once per job, not once per rank.
@@ -18,10 +26,10 @@ void print_error(const std::string& message);
 // parses the same arguments and fails the same way; without this meeting, a rank that exits
 // first makes the launcher kill the others, sometimes before rank 0 has written its line,
 // and the user sees only the launcher's "exited with non-zero status" banner.
-int fail_before_mpi(const std::string& message, int exit_code);
+int fail_before_mpi(const std::string& message, ExitCode exit_code);
 
 // fail_before_mpi for an exception of option parsing or validation: Boost's option errors
-// and UsageError are 2, checkpoint errors 3 (see errors.hpp).
+// are usage errors, an epochrun error exits with its class's code (exit_code_for).
 int report_failure(const std::exception& error);
 
 // Removes every `--job-library FILE` and `--job-library=FILE` from argv[1..argc) (argc shrinks)

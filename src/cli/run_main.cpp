@@ -4,11 +4,14 @@
 
 #include <filesystem>
 #include <iostream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 #include "command_line.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/job_registry.hpp"
+#include "error_table.hpp"
 #include "job_library.hpp"
 
 namespace {
@@ -26,13 +29,39 @@ commands:
 run and list-jobs also take --job-library FILE (repeatable): load more jobs from a shared
 library built against epochrun (see <epochrun/job_library.hpp>).
 
-exit codes: 0 success, 1 job failed, 2 usage or config error, 3 checkpoint error,
-            4 finished but the upload failed, 75 stopped early (preemption signal, time
-            limit): run again with --resume-from-epoch latest
 )";
 
+// "exit codes: 0 success, 1 job failed, ...", from the table the program's exits follow,
+// wrapped at kWidth columns; a code stays on the line of its meaning's first word.
+std::string exit_codes_text() {
+  constexpr std::size_t kWidth = 88;
+  const std::string indent(12, ' ');
+  std::string text;
+  std::string line = "exit codes:";
+  const auto add = [&](const std::string& word) {
+    if (line.size() + 1 + word.size() > kWidth) {
+      text += line + "\n";
+      line = indent + word;
+    } else {
+      line += " " + word;
+    }
+  };
+  for (const auto& [code, meaning] : epochrun::kExitCodeMeanings) {
+    std::istringstream words{std::string(meaning)};
+    std::string word;
+    words >> word;
+    std::string next = std::to_string(static_cast<int>(code)) + " " + word;
+    while (words >> word) {
+      add(next);
+      next = word;
+    }
+    add(next + (code == std::end(epochrun::kExitCodeMeanings)[-1].code ? "" : ","));
+  }
+  return text + line + "\n";
+}
+
 std::string usage(const std::string& program) {
-  std::string text = kUsage;
+  std::string text = kUsage + exit_codes_text();
   const std::string placeholder = "{program}";
   for (auto at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder)) {
     text.replace(at, placeholder.size(), program);
@@ -57,16 +86,16 @@ int run_main(int argc, char** argv) {
   if (argc < 2) {
     return cli::fail_before_mpi(
         "missing command (run, inspect, list-jobs, bench or report); see '" + program + " --help'",
-        static_cast<int>(ExitCode::kUsageError));
+        ExitCode::kUsageError);
   }
   const std::string command = argv[1];
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << usage(program);
-    return 0;
+    return cli::exit_status(ExitCode::kSuccess);
   }
   if (command == "--version") {
     std::cout << "epochrun " EPOCHRUN_VERSION "\n";
-    return 0;
+    return cli::exit_status(ExitCode::kSuccess);
   }
   int command_argc = argc - 1;
   char** command_argv = argv + 1;
@@ -94,7 +123,7 @@ int run_main(int argc, char** argv) {
   }
   return cli::fail_before_mpi(
       "unknown command '" + command + "' (run, inspect, list-jobs, bench or report)",
-      static_cast<int>(ExitCode::kUsageError));
+      ExitCode::kUsageError);
 }
 
 }  // namespace epochrun

@@ -8,6 +8,7 @@
 
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
+#include "error_table.hpp"
 #include "h5_handle.hpp"
 #include "h5_objects.hpp"
 
@@ -165,12 +166,12 @@ RowShape check_columns(hid_t dataset, const std::string& what) {
 IndexRow row_from_bytes(const std::byte* row, const RowShape& shape, const std::string& what) {
   IndexRow out;
   out.name = text(row, shape.offsets[kName], shape.name_width);
-  try {
-    validate_name(out.name, "blob name");
-    out.dtype = parse_dtype(text(row, shape.offsets[kDType], shape.dtype_width));
-  } catch (const UsageError& error) {
-    throw CorruptCheckpoint(what + ": " + error.what());
-  }
+  read_or_corrupt(
+      [&] {
+        validate_name(out.name, "blob name");
+        out.dtype = parse_dtype(text(row, shape.offsets[kDType], shape.dtype_width));
+      },
+      what + ": ");
   const auto ndim = static_cast<std::size_t>(row[shape.offsets[kNdim]]);
   if (ndim > shape.shape_width) {
     throw CorruptCheckpoint(what + ": blob '" + out.name + "' has " + std::to_string(ndim) +

@@ -9,6 +9,7 @@
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
+#include "error_table.hpp"
 #include "regular_file.hpp"
 
 namespace epochrun {
@@ -168,7 +169,8 @@ void seal_checkpoint_file(int fd, const std::string& what, std::uint64_t user_bl
 }
 
 IntegrityHeader verify_checkpoint_file(int fd, const std::string& what) {
-  try {
+  // A short read or an I/O error: the file cannot be what was committed.
+  return read_or_corrupt([&] {
     const auto size_of_file = file_size(fd);
     // The first 512 bytes say how large the whole user block is.
     std::vector<std::byte> bytes(
@@ -186,12 +188,7 @@ IntegrityHeader verify_checkpoint_file(int fd, const std::string& what) {
       throw CorruptCheckpoint("its HDF5 metadata does not match the checksum recorded at commit");
     }
     return header;
-  } catch (const CheckpointMismatch&) {
-    throw;
-  } catch (const Error& error) {
-    // A short read or an I/O error: the file cannot be what was committed.
-    throw CorruptCheckpoint(error.what());
-  }
+  });
 }
 
 }  // namespace epochrun

@@ -4,6 +4,7 @@
 
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
+#include "error_table.hpp"
 #include "fault_injection.hpp"
 #include "preemption_signals.hpp"
 
@@ -25,16 +26,9 @@ void TaskGroup::run(TaskContext& context) const {
       }
       task.run(context);
     } catch (const std::exception& error) {
-      // Keep the exit code of the original error class where it has one.
-      const std::string where =
-          "task '" + task.name + "' of the " + name_ + " group on " + context.node_name + ": ";
-      if (dynamic_cast<const UsageError*>(&error)) {
-        throw UsageError(where + error.what());
-      }
-      if (dynamic_cast<const CheckpointError*>(&error)) {
-        throw CheckpointError(where + error.what());
-      }
-      throw Error(where + error.what());
+      // The same class (so the same exit code), with where it happened.
+      throw_as(error_class_of(error), "task '" + task.name + "' of the " + name_ + " group on " +
+                                          context.node_name + ": " + error.what());
     }
   }
 }

@@ -2,61 +2,30 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agreement.hpp"
 #include "epochrun/errors.hpp"
+#include "error_table.hpp"
 
 namespace epochrun {
 namespace {
 
-// One character tags the class so it survives the trip through MPI as text.
-enum Kind : char {
-  kUsage = 'U',
-  kNotFound = 'N',
-  kCorrupt = 'C',
-  kMismatch = 'M',
-  kCheckpoint = 'K',
-  kSave = 'S',
-  kOther = 'E',
-};
-
+// The failure as it travels between ranks: its class's tag (error_table.hpp), then its message.
 std::string describe(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
-  } catch (const UsageError& e) {
-    return char(kUsage) + std::string(e.what());
-  } catch (const CheckpointNotFound& e) {
-    return char(kNotFound) + std::string(e.what());
-  } catch (const CorruptCheckpoint& e) {
-    return char(kCorrupt) + std::string(e.what());
-  } catch (const CheckpointMismatch& e) {
-    return char(kMismatch) + std::string(e.what());
-  } catch (const CheckpointError& e) {
-    return char(kCheckpoint) + std::string(e.what());
-  } catch (const SaveError& e) {
-    return char(kSave) + std::string(e.what());
   } catch (const std::exception& e) {
-    return char(kOther) + std::string(e.what());
+    return error_class_of(e).tag + std::string(e.what());
   } catch (...) {
-    return char(kOther) + std::string("unknown exception");
+    return plain_error_class().tag + std::string("unknown exception");
   }
 }
 
-[[noreturn]] void raise(char kind, const std::string& message) {
-  switch (kind) {
-    case kUsage:
-      throw UsageError(message);
-    case kNotFound:
-      throw CheckpointNotFound(message);
-    case kCorrupt:
-      throw CorruptCheckpoint(message);
-    case kMismatch:
-      throw CheckpointMismatch(message);
-    case kCheckpoint:
-      throw CheckpointError(message);
-    case kSave:
-      throw SaveError(message);
-    default:
-      throw Error(message);
+// Throws the class `tagged` (a tag, then the message) names, with `context` before the message.
+[[noreturn]] void raise(const std::string& tagged, const std::string& context) {
+  if (tagged.empty()) {
+    throw_as(plain_error_class(), context);
   }
+  throw_as(error_class_tagged(tagged.front()), context + tagged.substr(1));
 }
 
 // Throws the agreed error (as the class its tag names) with `context`; nothing when none.
@@ -72,8 +41,7 @@ void raise_agreed(const std::optional<std::string>& agreed, const std::string& c
     prefix = text.substr(0, colon + 2);
     text = text.substr(colon + 2);
   }
-  char kind = text.empty() ? char(kOther) : text.front();
-  raise(kind, context + ": " + prefix + text.substr(text.empty() ? 0 : 1));
+  raise(text, context + ": " + prefix);
 }
 
 std::optional<std::string> describe_if_set(std::exception_ptr local_error) {
@@ -87,14 +55,14 @@ std::optional<std::string> describe_if_set(std::exception_ptr local_error) {
 
 void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
                          const std::string& context) {
-  raise_agreed(comm.first_error(describe_if_set(local_error)), context);
+  raise_agreed(first_error(comm, describe_if_set(local_error)), context);
 }
 
 void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
                          const std::string& context, std::chrono::duration<double> patience) {
   std::optional<std::string> agreed;
   try {
-    agreed = comm.first_error(describe_if_set(local_error), patience);
+    agreed = first_error(comm, describe_if_set(local_error), patience);
   } catch (const AgreementTimeout& timeout) {
     // Without the class tag describe() put in front.
     throw AgreementTimeout(context + ": " + std::string(timeout.what()).substr(1));
@@ -106,19 +74,18 @@ void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr loc
                                 const std::string& context, std::chrono::duration<double> timeout) {
   std::optional<std::string> agreed;
   try {
-    agreed = comm.first_error_within(describe_if_set(local_error), timeout);
+    agreed = first_error_within(comm, describe_if_set(local_error), timeout);
   } catch (const AgreementTimeout& timeout_error) {
     spdlog::critical("{}: {}; aborting the job rather than letting it hang", context,
                      timeout_error.what());
     spdlog::default_logger()->flush();
-    comm.abort(static_cast<int>(ExitCode::kJobFailed));
+    comm.abort(ExitCode::kJobFailed);
   }
   raise_agreed(agreed, context);
 }
 
 void rethrow_with_context(std::exception_ptr error, const std::string& context) {
-  auto tagged = describe(error);
-  raise(tagged.front(), context + ": " + tagged.substr(1));
+  raise(describe(error), context + ": ");
 }
 
 }  // namespace epochrun

@@ -18,16 +18,17 @@ namespace epochrun {
 // to the message ("save epoch 3: ...").
 void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
                          const std::string& context);
-// The same after running the job's own code: see the bounded Communicator::first_error. On a
+// The same after running the job's own code: see first_error with patience (agreement.hpp). On a
 // failing rank whose peers did not come within `patience`, throws AgreementTimeout with the
 // context and this rank's message.
 void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
                          const std::string& context, std::chrono::duration<double> patience);
 
-// The same, bounded on every rank (Communicator::first_error_within): for the steps of a save
+// The same, bounded on every rank (first_error_within, agreement.hpp): for the steps of a save
 // or a load, where a rank that is stuck (a hung disk, a stopped process) must not hold the
 // others forever. When the ranks do not all arrive within `timeout`, logs one critical line
-// naming `context` and the ranks that did not come, and ends the job (MPI_Abort, exit code 1).
+// naming `context` and the ranks that did not come, and ends the job (MPI_Abort,
+// ExitCode::kJobFailed).
 void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr local_error,
                                 const std::string& context, std::chrono::duration<double> timeout);
 

@@ -6,6 +6,7 @@
 
 #include "epochrun/communicator.hpp"
 #include "epochrun/errors.hpp"
+#include "mpi_check.hpp"
 
 namespace epochrun {
 namespace {

@@ -288,7 +288,7 @@ int bench_command(int argc, char** argv) {
     return report_failure(error);
   }
   if (!options) {
-    return 0;
+    return exit_status(ExitCode::kSuccess);
   }
 
   // A restarted process reads its checkpoint into memory it has never touched. glibc would
@@ -313,14 +313,14 @@ int bench_command(int argc, char** argv) {
     });
   } catch (const std::exception& error) {
     print_error(error.what());  // and the directory, not ours, is left alone
-    return static_cast<int>(exit_code_for(error));
+    return exit_status(exit_code_for(error));
   }
-  int status = 0;
+  auto status = ExitCode::kSuccess;
   try {
     measure_and_report(*options, world, directory, history_directory, json_out);
   } catch (const std::exception& error) {
     print_error(error.what());
-    status = static_cast<int>(exit_code_for(error));
+    status = exit_code_for(error);
   }
   world.barrier();
   if (world.is_root()) {
@@ -330,7 +330,7 @@ int bench_command(int argc, char** argv) {
       fs::remove_all(history_directory, ignored);
     }
   }
-  return status;
+  return exit_status(status);
 }
 
 }  // namespace epochrun::cli

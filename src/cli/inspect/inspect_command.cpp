@@ -123,7 +123,7 @@ int list(const InspectSource& source, const InspectOptions& options) {
       print_run_history(std::cout, history);
     }
   }
-  return static_cast<int>(all_valid ? ExitCode::kSuccess : ExitCode::kCheckpointError);
+  return exit_status(all_valid ? ExitCode::kSuccess : ExitCode::kCheckpointError);
 }
 
 int show(const InspectSource& source, const InspectOptions& options) {
@@ -143,14 +143,14 @@ int show(const InspectSource& source, const InspectOptions& options) {
                  {"shape", blob.shape()},
                  {"bytes", blob.byte_size()}});
     print(json);
-    return 0;
+    return exit_status(ExitCode::kSuccess);
   }
   std::cout << options.show << "  " << dtype_name(blob.dtype()) << shape_to_string(blob.shape())
             << "  " << blob.byte_size() << " bytes  (epoch " << header.epoch << ", "
             << choice.file.string() << ")\n"
             << (blob.dtype() == DType::kBytes ? format_hex(blob, options.full)
                                               : format_values(blob, options.full) + "\n");
-  return 0;
+  return exit_status(ExitCode::kSuccess);
 }
 
 int diff(const InspectSource& source, const InspectOptions& options) {
@@ -166,7 +166,7 @@ int diff(const InspectSource& source, const InspectOptions& options) {
   } else {
     print_diff(std::cout, differences);
   }
-  return 0;
+  return exit_status(ExitCode::kSuccess);
 }
 
 int export_blobs(const InspectSource& source, const InspectOptions& options) {
@@ -182,7 +182,7 @@ int export_blobs(const InspectSource& source, const InspectOptions& options) {
     std::cout << "exported " << files.size() << " blobs of epoch " << reader.header().epoch << " ("
               << choice.file.string() << ") to " << options.export_directory << "\n";
   }
-  return 0;
+  return exit_status(ExitCode::kSuccess);
 }
 
 }  // namespace
@@ -191,7 +191,7 @@ int inspect_command(int argc, char** argv) {
   try {
     const auto options = parse_inspect_options(argc, argv);
     if (!options) {
-      return 0;
+      return exit_status(ExitCode::kSuccess);
     }
     const InspectSource source(options->path);
     if (!options->show.empty()) {
@@ -212,12 +212,12 @@ int inspect_command(int argc, char** argv) {
 int list_jobs_command(int argc, char** argv) {
   (void)argv;
   if (argc > 1) {
-    return fail_before_mpi("list-jobs takes no arguments", static_cast<int>(ExitCode::kUsageError));
+    return fail_before_mpi("list-jobs takes no arguments", ExitCode::kUsageError);
   }
   for (const auto* entry : JobRegistry::instance().all()) {
     std::cout << entry->name << "  " << entry->summary << "\n";
   }
-  return 0;
+  return exit_status(ExitCode::kSuccess);
 }
 
 }  // namespace epochrun::cli

@@ -83,7 +83,7 @@ int report_command(int argc, char** argv) {
   try {
     const auto options = parse_report_options(argc, argv);
     if (!options) {
-      return 0;
+      return exit_status(ExitCode::kSuccess);
     }
     std::error_code error;
     if (!fs::is_directory(options->directory, error)) {
@@ -98,7 +98,7 @@ int report_command(int argc, char** argv) {
     const auto svg = render_timeline_svg(log, "epochrun: " + file.string());
     if (options->output == "-") {
       std::cout << svg;
-      return 0;
+      return exit_status(ExitCode::kSuccess);
     }
     try {
       write_file_atomically(options->output, svg);
@@ -107,7 +107,7 @@ int report_command(int argc, char** argv) {
     }
     print_summary(std::cout, log);
     std::cout << "timeline written to " << options->output << "\n";
-    return 0;
+    return exit_status(ExitCode::kSuccess);
   } catch (const std::exception& error) {
     return report_failure(error);
   }

@@ -20,7 +20,7 @@ int run_command(int argc, char** argv) {
     // Taken out of the arguments by run_main before the options above were parsed.
     std::cout << "  --job-library FILE    load jobs from this shared library (repeatable; command "
                  "line only)\n";
-    return 0;
+    return exit_status(ExitCode::kSuccess);
   }
   invocation->run_options.program_start = program_start;
 
@@ -42,7 +42,7 @@ int run_command(int argc, char** argv) {
     if (world.is_root()) {
       print_error(error.what());
     }
-    return static_cast<int>(exit_code_for(error));
+    return exit_status(exit_code_for(error));
   }
 }
 

@@ -1,0 +1,42 @@
+// The agreement protocols under collective_errors.hpp: each rank passes its own failure (or
+// nothing), every rank learns the failure of the lowest failing rank. Plain text in, plain text
+// out; collective_errors.cpp puts the error's class into that text and takes it back out.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "agreement_timeout.hpp"
+#include "epochrun/communicator.hpp"
+
+namespace epochrun {
+
+// Collective. Every rank gets the message of the lowest failing rank (prefixed "rank N: " unless
+// N is 0), or nothing when all succeeded. Call it at the end of every step that can fail on some
+// ranks only, so that no rank enters the next collective call alone.
+std::optional<std::string> first_error(const Communicator& comm,
+                                       const std::optional<std::string>& local_error);
+
+// first_error after a step that ran the job's own code, which may make collective calls of its
+// own: a rank that failed waits at most `patience` for the others. A rank that does not come is
+// most likely blocked in one of the job's collective calls that the failing rank will never
+// make, and would wait forever; the failing rank then gets AgreementTimeout (its message is
+// `local_error`) and should end the job, while ranks that did not fail wait as long as it
+// takes. Every rank must call the same overload: this one uses a non-blocking reduction.
+std::optional<std::string> first_error(const Communicator& comm,
+                                       const std::optional<std::string>& local_error,
+                                       std::chrono::duration<double> patience);
+
+// first_error bounded on every rank, for the steps of a save or a load: no rank, failing or
+// not, waits much more than `timeout` for the others to arrive (rank 0 `timeout`, the others one
+// second more, so that rank 0 speaks first). Built on point-to-point messages to rank 0, which
+// answers every rank, so that the rank that gives up can name who did not come:
+// AgreementTimeout("ranks 1, 2 did not arrive within 600 s", or "rank 0 did not answer ...").
+// After a timeout, messages of this agreement may still be in flight: the caller must end the
+// job (abort), not go on.
+std::optional<std::string> first_error_within(const Communicator& comm,
+                                              const std::optional<std::string>& local_error,
+                                              std::chrono::duration<double> timeout);
+
+}  // namespace epochrun
