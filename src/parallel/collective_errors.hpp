@@ -10,6 +10,7 @@
 #include <exception>
 #include <string>
 
+#include "agreement_timeout.hpp"
 #include "epochrun/communicator.hpp"
 
 namespace epochrun {

@@ -221,7 +221,7 @@ void JobRunner::Impl::run_group(const TaskGroup& group, TaskContext& context) co
         "collective call of the job): aborting the job",
         timeout.what(), options.task_failure_timeout.count());
     spdlog::default_logger()->flush();
-    MPI_Abort(comm.raw(), static_cast<int>(ExitCode::kJobFailed));
+    comm.abort(ExitCode::kJobFailed);
   }
 }
 
