@@ -255,8 +255,10 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     Clock::time_point pending_since;
     while (Clock::now() < deadline) {
       info = job_info(job_id_);
+      // SIGNALING: SLURM delivers a signal before a requeue or an end (seen while the machine
+      // was loaded): not an end either.
       if (info.state != "PENDING" && info.state != "RUNNING" && info.state != "COMPLETING" &&
-          info.state != "REQUEUED" && info.state != "CONFIGURING") {
+          info.state != "REQUEUED" && info.state != "CONFIGURING" && info.state != "SIGNALING") {
         break;
       }
       if (info.state == "PENDING" && info.restarts > 0) {

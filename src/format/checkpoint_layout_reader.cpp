@@ -9,17 +9,14 @@
 #include "checkpoint_root_attributes.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
+#include "error_table.hpp"
 #include "h5_handle.hpp"
 #include "regular_file.hpp"
 
 namespace epochrun {
 
 void validate_stored_name(const std::string& name, std::string_view what) {
-  try {
-    validate_name(name, what);
-  } catch (const UsageError& error) {
-    throw CorruptCheckpoint(error.what());
-  }
+  read_or_corrupt([&] { validate_name(name, what); });
 }
 
 std::uint64_t checked_byte_size(const BlobRecord& record, std::uint64_t file_bytes,
