@@ -12,7 +12,9 @@ namespace epochrun {
 
 class EPOCHRUN_API Uploader {
  public:
-  virtual ~Uploader() = default;
+  // Defined in the library, so that Uploader's vtable is too: one exported vtable, the same
+  // with and without the sanitizers' instrumentation.
+  virtual ~Uploader();
   // Copies the committed checkpoint `file`; returns where it now is. Throws Error on failure.
   virtual std::string upload(const std::filesystem::path& file) = 0;
   virtual std::string destination() const = 0;

@@ -7,6 +7,8 @@
 
 namespace epochrun {
 
+Uploader::~Uploader() = default;
+
 DirectoryUploader::DirectoryUploader(std::filesystem::path directory)
     : directory_(std::move(directory)) {
   if (directory_.empty()) {
