@@ -21,7 +21,8 @@ set(allowed_run base platform parallel h5 format checkpoint job run)
 set(allowed_cli base platform parallel h5 format checkpoint job run cli)
 
 # The layer of each public header.
-set(public_base blob.hpp dtype.hpp errors.hpp export.hpp logging.hpp names.hpp workspace.hpp)
+set(public_base blob.hpp dtype.hpp errors.hpp export.hpp global_array.hpp logging.hpp names.hpp
+  workspace.hpp)
 set(public_parallel communicator.hpp mpi_session.hpp)
 set(public_format blob_file.hpp checkpoint_format.hpp)
 set(public_checkpoint checkpoint_directory.hpp checkpoint_file.hpp checkpoint_policy.hpp

@@ -1,0 +1,79 @@
+// A file opened collectively with MPI-IO, through which every rank writes or reads its block of
+// a global array stored row-major at a known offset (a contiguous HDF5 dataset's bytes), with
+// one collective call (MPI_File_write_all / read_all over a subarray file view): the MPI library
+// merges the ranks' strided pieces into large contiguous requests (two-phase I/O). Internal to
+// the library.
+//
+// Every call but hints_in_use is collective over the communicator the file was opened with:
+// all ranks must make it, in the same order, or they wait for each other. A caller agrees on
+// every rank's readiness before each call (see agreement.hpp), so one rank's failure never
+// leaves the others inside one.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <string>
+
+#include "epochrun/communicator.hpp"
+#include "epochrun/global_array.hpp"
+
+namespace epochrun {
+
+// MPI-IO hints by name ("romio_cb_write" -> "enable", "cb_nodes" -> "2", "striping_factor"...),
+// passed to MPI_File_open. An implementation ignores the hints it does not know.
+using MpiIoHints = std::map<std::string, std::string>;
+
+// Where a global array lies in a file: its bytes start at `offset`, row-major, each element
+// `element_bytes` long.
+struct StoredArray {
+  std::uint64_t offset = 0;
+  Shape global_shape;
+  std::size_t element_bytes = 1;
+};
+
+class MpiIoFile {
+ public:
+  enum class Access { kRead, kWrite };
+
+  // Collective: opens an existing `file` on every rank of `comm` (never creates it). MpiError
+  // naming the file.
+  MpiIoFile(const Communicator& comm, const std::filesystem::path& file, Access access,
+            const MpiIoHints& hints);
+  // Closes the file when it is still open (collective too: see the header comment).
+  ~MpiIoFile();
+  MpiIoFile(const MpiIoFile&) = delete;
+  MpiIoFile& operator=(const MpiIoFile&) = delete;
+
+  // Collective: each rank writes `data`, its block of `array` (the block's elements, row-major),
+  // into the file. A rank with an empty block takes part and writes nothing.
+  void write_block_all(const StoredArray& array, const Block& block,
+                       std::span<const std::byte> data);
+  // Collective: each rank reads its block of `array` into `data`. Past the end of the file it
+  // reads zeros and reports no error (ROMIO counts a collective read as complete): the caller
+  // checks the file's size first (a checkpoint's integrity header records it) and the bytes'
+  // checksums after.
+  void read_block_all(const StoredArray& array, const Block& block, std::span<std::byte> data);
+
+  // Collective: MPI_File_sync (the written bytes reach the disk), then MPI_File_close.
+  void sync_and_close();
+  // Collective: MPI_File_close.
+  void close();
+
+  // The hints in effect (MPI_File_get_info), which include the implementation's defaults.
+  MpiIoHints hints_in_use() const;
+
+ private:
+  // Sets the view in which this rank's block of `array` is the file's only visible bytes, and
+  // returns the MPI datatype of one element (committed; freed by the caller).
+  MPI_Datatype set_block_view(const StoredArray& array, const Block& block);
+
+  std::string context_;
+  MPI_File file_ = MPI_FILE_NULL;
+};
+
+}  // namespace epochrun
