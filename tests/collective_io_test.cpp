@@ -9,7 +9,9 @@
 #include <cstring>
 #include <vector>
 
+#include "epochrun/errors.hpp"
 #include "epochrun/global_array.hpp"
+#include "global_array_io.hpp"
 #include "h5_collective.hpp"
 #include "h5_handle.hpp"
 #include "h5_objects.hpp"
@@ -169,6 +171,112 @@ TEST_F(CollectiveIo, ARankWithAnEmptyBlockTakesPartAndWritesNothing) {
   world.barrier();
   if (world.rank() == 0) {
     EXPECT_EQ(read_whole(file), expected_whole());
+  }
+}
+
+// A communicator of the first `ranks` ranks of `world` (null on the others), freed with it.
+struct FirstRanks {
+  FirstRanks(const Communicator& world, int ranks) {
+    MPI_Comm_split(world.raw(), world.rank() < ranks ? 0 : MPI_UNDEFINED, world.rank(), &comm);
+  }
+  ~FirstRanks() {
+    if (comm != MPI_COMM_NULL) {
+      MPI_Comm_free(&comm);
+    }
+  }
+  FirstRanks(const FirstRanks&) = delete;
+  FirstRanks& operator=(const FirstRanks&) = delete;
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+constexpr std::chrono::seconds kTimeout{60};
+
+// Writes the field at `writers` ranks (the first of `world`) with write_global_array and returns
+// what a checkpoint records of it, on every rank of `world`.
+StoredGlobalArray write_field(const Communicator& world, const std::filesystem::path& file,
+                              int writers) {
+  StoredGlobalArray stored{"field", {lay_out(world, file), kShape, sizeof(double)}, {}, {}};
+  for (int writer = 0; writer < writers; ++writer) {
+    stored.writer_blocks.push_back(balanced_block(kShape, writers, writer));
+  }
+  std::vector<std::int64_t> hashes(static_cast<std::size_t>(writers));
+  const FirstRanks part(world, writers);
+  if (part.comm != MPI_COMM_NULL) {
+    const Communicator comm(part.comm);
+    const Block& block = stored.writer_blocks[static_cast<std::size_t>(comm.rank())];
+    const auto values = block_values(block);
+    MpiIoFile out(comm, file, MpiIoFile::Access::kWrite, {});
+    const auto hash = static_cast<std::int64_t>(write_global_array(
+        comm, out, stored.where, block, std::as_bytes(std::span(values)), "save", kTimeout));
+    out.sync_and_close();
+    const auto all = comm.gather(std::span<const std::int64_t>(&hash, 1));
+    for (std::size_t writer = 0; writer < all.size(); ++writer) {
+      hashes[writer] = all[writer][0];
+    }
+  }
+  world.broadcast(std::span(hashes));
+  for (const auto hash : hashes) {
+    stored.writer_xxh64.push_back(static_cast<std::uint64_t>(hash));
+  }
+  return stored;
+}
+
+// Reads `stored` at `ranks` ranks (the first of `world`) in their balanced blocks; each reading
+// rank's block, or nullopt on the others. Throws what read_global_array throws.
+std::optional<std::vector<double>> read_field(const Communicator& world,
+                                              const std::filesystem::path& file,
+                                              const StoredGlobalArray& stored, int ranks) {
+  const FirstRanks part(world, ranks);
+  if (part.comm == MPI_COMM_NULL) {
+    return std::nullopt;
+  }
+  const Communicator comm(part.comm);
+  std::vector<Block> wanted_by;
+  for (int rank = 0; rank < ranks; ++rank) {
+    wanted_by.push_back(balanced_block(kShape, ranks, rank));
+  }
+  std::vector<double> values(wanted_by[static_cast<std::size_t>(comm.rank())].element_count());
+  MpiIoFile in(comm, file, MpiIoFile::Access::kRead, {});
+  read_global_array(comm, in, stored, wanted_by, std::as_writable_bytes(std::span(values)), "load",
+                    kTimeout);
+  in.close();
+  return values;
+}
+
+TEST_F(CollectiveIo, AGlobalArrayWrittenAtOneRankCountLoadsVerifiedAtAnyOther) {
+  for (const int writers : {3, 2, 1}) {
+    const auto stored = write_field(world, file, writers);
+    for (const int readers : {3, 2, 1}) {
+      const auto read = read_field(world, file, stored, readers);
+      if (read) {
+        EXPECT_EQ(*read, block_values(balanced_block(kShape, readers, world.rank())))
+            << "written at " << writers << ", read at " << readers;
+      }
+    }
+  }
+}
+
+TEST_F(CollectiveIo, ADamagedByteOfAGlobalArrayFailsTheLoadOnEveryRankAtAnyRankCount) {
+  const auto stored = write_field(world, file, 3);
+  if (world.rank() == 0) {
+    // One byte of rank 1's block (rows 10 to 19): its first element's lowest byte.
+    const auto offset = stored.where.offset + 10 * kShape[1] * sizeof(double);
+    std::string bytes = read_file(file);
+    bytes[offset] = static_cast<char>(bytes[offset] ^ 1);
+    write_file(file, bytes);
+  }
+  world.barrier();
+  for (const int readers : {3, 2}) {
+    try {
+      read_field(world, file, stored, readers);
+      EXPECT_GE(world.rank(), readers) << "the damaged load succeeded at " << readers;
+    } catch (const CorruptCheckpoint& error) {
+      EXPECT_NE(std::string(error.what())
+                    .find("global array 'field': the block [10:20, 0:20] written by rank 1 does "
+                          "not match its checksum"),
+                std::string::npos)
+          << error.what();
+    }
   }
 }
 

@@ -1,0 +1,47 @@
+// A global array's bytes in a checkpoint: written by every rank with one collective MPI-IO call,
+// each writer's block hashed as it is written; read back at any rank count with every writer
+// block's hash checked before the bytes are redistributed into the ranks' new blocks
+// (docs/FORMAT-v3-design.md, "Checksums at any rank count"). Internal to the library.
+//
+// Both are collective over the communicator the file was opened with, and agree (bounded by
+// `timeout`) after each collective step, so a rank that fails never leaves the others inside
+// the next one.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "epochrun/communicator.hpp"
+#include "epochrun/global_array.hpp"
+#include "mpi_io_file.hpp"
+
+namespace epochrun {
+
+// A global array as a checkpoint records it.
+struct StoredGlobalArray {
+  std::string name;
+  StoredArray where;
+  std::vector<Block> writer_blocks;         // index = the rank that wrote it
+  std::vector<std::uint64_t> writer_xxh64;  // of each writer block's elements, row-major
+};
+
+// Collective: this rank writes `data`, its `block` of the array at `where`, and returns the
+// xxh64 of those bytes. Every rank throws when any rank failed.
+std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
+                                 const StoredArray& where, const Block& block,
+                                 std::span<const std::byte> data, const std::string& context,
+                                 std::chrono::duration<double> timeout);
+
+// Collective at any rank count: reads `stored` into `mine`, this rank's block of `wanted_by`
+// (index = rank). Writer block j is read and verified by rank j mod ranks; then the verified
+// blocks are redistributed. When the array is read in the blocks it was written in, each rank
+// reads its own block straight into `mine`. CorruptCheckpoint on every rank, naming the array
+// and the writer block, when a hash does not match.
+void read_global_array(const Communicator& comm, MpiIoFile& file, const StoredGlobalArray& stored,
+                       const std::vector<Block>& wanted_by, std::span<std::byte> mine,
+                       const std::string& context, std::chrono::duration<double> timeout);
+
+}  // namespace epochrun
