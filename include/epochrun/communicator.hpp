@@ -89,6 +89,14 @@ class EPOCHRUN_API Communicator {
   }
   double allreduce_max(double value) const { return allreduce(value, Reduction::kMax); }
 
+  // Element-wise sum over the ranks below this one, in place (MPI_Exscan): where this rank's
+  // part starts when every rank's parts lie back to back in rank order. Zeros on rank 0.
+  template <Element T, std::size_t N>
+  void exclusive_scan_sum(std::span<T, N> values) const {
+    static_assert(!std::is_same_v<T, std::byte>, "opaque bytes cannot be summed");
+    exclusive_scan_sum_in_place(values.data(), values.size(), mpi_datatype<T>());
+  }
+
   // Root's elements into `values` on every rank.
   template <Element T, std::size_t N>
   void broadcast(std::span<T, N> values, int root = 0) const {
@@ -143,6 +151,7 @@ class EPOCHRUN_API Communicator {
  private:
   void allreduce_in_place(void* values, std::size_t count, MPI_Datatype type, Reduction op) const;
   void broadcast_in_place(void* values, std::size_t count, MPI_Datatype type, int root) const;
+  void exclusive_scan_sum_in_place(void* values, std::size_t count, MPI_Datatype type) const;
   void sendrecv_bytes(const void* send, std::size_t send_count, int destination, void* receive,
                       std::size_t receive_count, int source, int tag, MPI_Datatype type) const;
   // Byte buffers as element vectors (a trailing partial element is an error).

@@ -3,7 +3,6 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <memory>
 
@@ -13,52 +12,13 @@
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
 #include "error_table.hpp"
-#include "fresh_memory.hpp"
 #include "integrity_header.hpp"
 #include "pending_checkpoint.hpp"
 #include "regular_file.hpp"
+#include "verified_read.hpp"
 
 namespace epochrun {
 namespace {
-
-// Blobs come from the file as their raw bytes, and the format stores them little-endian
-// (docs/FORMAT.md).
-static_assert(std::endian::native == std::endian::little,
-              "checkpoint data is read as raw little-endian bytes");
-
-std::uint64_t checksum(std::span<const std::byte> data) {
-  return XXH64(data.data(), data.size(), 0);
-}
-
-void check_checksum(std::uint64_t actual, const BlobRecord& record, const std::string& what) {
-  if (actual != record.xxh64) {
-    throw CorruptCheckpoint(what + ": checksum mismatch (stored xxh64 " +
-                            std::to_string(record.xxh64) + ", data hashes to " +
-                            std::to_string(actual) + ")");
-  }
-}
-
-// Reads one blob's bytes at its offset and verifies them. Piece by piece, the fresh memory is
-// made resident, read into and hashed, each while it is still in the CPU cache (a second pass
-// over a large blob would read it from memory again).
-Blob read_blob_at(int fd, const BlobRecord& record, std::uint64_t offset, const std::string& what) {
-  constexpr std::size_t kPiece = 4 << 20;
-  Blob blob(record.dtype, record.shape);
-  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
-                                                                   XXH64_freeState);
-  XXH64_reset(state.get(), 0);
-  auto bytes = blob.raw();
-  read_or_corrupt([&] {  // an unreadable checkpoint is not a usable one
-    for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
-      const auto piece = bytes.subspan(at, std::min(kPiece, bytes.size() - at));
-      populate_for_writing(piece);
-      read_at(fd, offset + at, piece, what);
-      XXH64_update(state.get(), piece.data(), piece.size());
-    }
-  });
-  check_checksum(XXH64_digest(state.get()), record, what);
-  return blob;
-}
 
 // Where a node's blob `i` (in save order) is, as the layout says.
 BlobPlace place_of(const CheckpointLayout& layout, const std::string& node, std::size_t i) {
@@ -99,7 +59,7 @@ std::vector<Blob> read_blobs(int fd, const std::vector<BlobRecord>& records,
       return blob_what(node, records[i].name, places[i].packed);
     };
     if (records[first].byte_size() >= kRun) {
-      blobs.push_back(read_blob_at(fd, records[first], places[first].offset, what(first)));
+      blobs.push_back(read_verified_blob(fd, records[first], places[first].offset, what(first)));
       ++first;
       continue;
     }
@@ -117,7 +77,8 @@ std::vector<Blob> read_blobs(int fd, const std::vector<BlobRecord>& records,
     // An unreadable checkpoint is not a usable one.
     read_or_corrupt([&] { read_at(fd, places[first].offset, buffers, what(first)); });
     for (; first < end; ++first) {
-      const auto actual = checksum(blobs[first].raw());
+      const auto raw = blobs[first].raw();
+      const auto actual = XXH64(raw.data(), raw.size(), 0);
       if (actual != records[first].xxh64) {  // named only then: thousands of names cost time
         check_checksum(actual, records[first], what(first));
       }
@@ -258,8 +219,8 @@ Blob CheckpointReader::read_blob(const std::string& node, const std::string& blo
   const auto place =
       place_of(impl_->layout, node, static_cast<std::size_t>(record - found->second.begin()));
   try {
-    return read_blob_at(impl_->fd.get(), *record, place.offset,
-                        blob_what(node, blob, place.packed));
+    return read_verified_blob(impl_->fd.get(), *record, place.offset,
+                              blob_what(node, blob, place.packed));
   } catch (...) {
     rethrow_with_context(std::current_exception(), context);
   }

@@ -23,14 +23,30 @@ static_assert(std::endian::native == std::endian::little,
 
 // Only fixed-size columns: a variable-length string or shape is one object in HDF5's global
 // heap per row, which made 10,000 rows cost more than the blobs' own bytes.
-enum Column : std::size_t { kName, kDType, kNdim, kShape, kPacked, kOffset, kSize, kColumnCount };
+// Version 3 adds `kind` as the last column.
+enum Column : std::size_t {
+  kName,
+  kDType,
+  kNdim,
+  kShape,
+  kPacked,
+  kOffset,
+  kSize,
+  kKind,
+  kColumnCount
+};
 constexpr std::array<const char*, kColumnCount> kColumns = {"name",   "dtype",  "ndim", "shape",
-                                                            "packed", "offset", "size"};
+                                                            "packed", "offset", "size", "kind"};
+
+std::size_t column_count(IndexColumns columns) {
+  return columns == IndexColumns::kWithKind ? kColumnCount : kColumnCount - 1;
+}
 // "bytes", the longest dtype name.
 constexpr std::size_t kDTypeWidth = 5;
 
 // The widths of a table's variable columns and where each column lies in a row.
 struct RowShape {
+  IndexColumns columns = IndexColumns::kVersion2;
   std::size_t name_width = 1;  // bytes of the name column: the longest name, NUL-padded
   std::size_t dtype_width = kDTypeWidth;
   std::size_t shape_width = 1;  // dimensions in the shape column: the most any row has
@@ -45,9 +61,9 @@ struct RowShape {
 
   void place_columns() {
     const std::array<std::size_t, kColumnCount> sizes = {
-        name_width, dtype_width, 1, 8 * shape_width, 1, 8, 8};
+        name_width, dtype_width, 1, 8 * shape_width, 1, 8, 8, 1};
     size = 0;
-    for (std::size_t i = 0; i < kColumnCount; ++i) {
+    for (std::size_t i = 0; i < column_count(columns); ++i) {
       offsets[i] = size;
       size += sizes[i];
     }
@@ -66,10 +82,10 @@ Handle string_type(std::size_t width) {
 Handle row_type(const RowShape& shape, hid_t name, hid_t dtype, hid_t uint64, hid_t uint8) {
   const hsize_t dimensions = shape.shape_width;
   Handle dims(H5Tarray_create2(uint64, 1, &dimensions), "create shape type");
-  const std::array<hid_t, kColumnCount> members = {name,  dtype,  uint8, dims.get(),
-                                                   uint8, uint64, uint64};
+  const std::array<hid_t, kColumnCount> members = {name,  dtype,  uint8,  dims.get(),
+                                                   uint8, uint64, uint64, uint8};
   Handle type(H5Tcreate(H5T_COMPOUND, shape.size), "create index row type");
-  for (std::size_t i = 0; i < kColumnCount; ++i) {
+  for (std::size_t i = 0; i < column_count(shape.columns); ++i) {
     h5::check(H5Tinsert(type.get(), kColumns[i], shape.offsets[i], members[i]),
               "build index row type");
   }
@@ -94,7 +110,7 @@ std::string_view text(const std::byte* row, std::size_t offset, std::size_t widt
 
 std::string not_an_index(const std::string& what, const std::string& why) {
   return what + " is not a blob index (a table of the columns name, dtype, ndim, shape, " +
-         "packed, offset, size): " + why;
+         "packed, offset, size" + "[, kind]): " + why;
 }
 
 // The member `column` of a compound `type`, which must exist.
@@ -129,13 +145,14 @@ std::size_t string_width(hid_t type, Column column, std::size_t max_width,
 
 // The table's row shape, from its type: exactly the columns write_blob_index writes, of its
 // types (strings: any width up to the limits, NUL-padded; the shape: 1 to kMaxDimensions).
-RowShape check_columns(hid_t dataset, const std::string& what) {
+RowShape check_columns(hid_t dataset, IndexColumns columns, const std::string& what) {
   Handle type(H5Dget_type(dataset), "get type of " + what);
   if (H5Tget_class(type.get()) != H5T_COMPOUND ||
-      H5Tget_nmembers(type.get()) != static_cast<int>(kColumnCount)) {
+      H5Tget_nmembers(type.get()) != static_cast<int>(column_count(columns))) {
     throw CorruptCheckpoint(not_an_index(what, "not a table of exactly these columns"));
   }
   RowShape shape;
+  shape.columns = columns;
   shape.name_width =
       string_width(member(type.get(), kName, what).get(), kName, kMaxNameLength, what);
   shape.dtype_width =
@@ -152,7 +169,11 @@ RowShape check_columns(hid_t dataset, const std::string& what) {
                                                    std::to_string(h5::kMaxDimensions) + " uint64"));
   }
   shape.shape_width = static_cast<std::size_t>(width);
-  for (auto column : {kNdim, kPacked, kOffset, kSize}) {
+  std::vector<Column> integers = {kNdim, kPacked, kOffset, kSize};
+  if (columns == IndexColumns::kWithKind) {
+    integers.push_back(kKind);
+  }
+  for (auto column : integers) {
     if (!is_uint(member(type.get(), column, what).get(),
                  column == kOffset || column == kSize ? 8 : 1)) {
       throw CorruptCheckpoint(not_an_index(what, std::string("its column '") + kColumns[column] +
@@ -185,6 +206,14 @@ IndexRow row_from_bytes(const std::byte* row, const RowShape& shape, const std::
   out.packed = row[shape.offsets[kPacked]] != std::byte{0};
   out.offset = get(row, shape.offsets[kOffset]);
   out.size = get(row, shape.offsets[kSize]);
+  if (shape.columns == IndexColumns::kWithKind) {
+    const auto kind = static_cast<std::uint8_t>(row[shape.offsets[kKind]]);
+    if (kind > static_cast<std::uint8_t>(StorageKind::kRagged)) {
+      throw CorruptCheckpoint(what + ": blob '" + out.name + "' is of no known kind (" +
+                              std::to_string(kind) + ")");
+    }
+    out.kind = static_cast<StorageKind>(kind);
+  }
   return out;
 }
 
@@ -220,9 +249,10 @@ std::uint64_t blob_index_bytes(const std::vector<BlobRecord>& records) {
 }
 
 void write_blob_index(hid_t group, const char* name, std::size_t count,
-                      const std::function<IndexRowView(std::size_t)>& row) {
+                      const std::function<IndexRowView(std::size_t)>& row, IndexColumns columns) {
   const std::string what = std::string("blob index ") + name;
   RowShape shape;
+  shape.columns = columns;
   for (std::size_t i = 0; i < count; ++i) {
     const auto view = row(i);
     shape.widen_to(view.name, view.shape);
@@ -242,6 +272,9 @@ void write_blob_index(hid_t group, const char* name, std::size_t count,
     at[shape.offsets[kPacked]] = static_cast<std::byte>(view.packed ? 1 : 0);
     put(at, shape.offsets[kOffset], view.offset);
     put(at, shape.offsets[kSize], view.size);
+    if (columns == IndexColumns::kWithKind) {
+      at[shape.offsets[kKind]] = static_cast<std::byte>(view.kind);
+    }
   }
   auto name_type = string_type(shape.name_width);
   auto dtype_type = string_type(shape.dtype_width);
@@ -259,9 +292,9 @@ void write_blob_index(hid_t group, const char* name, std::size_t count,
 }
 
 std::vector<IndexRow> read_blob_index(hid_t dataset, const std::string& what,
-                                      std::uint64_t file_bytes) {
+                                      std::uint64_t file_bytes, IndexColumns columns) {
   h5::check_storage(dataset, what);
-  const auto shape = check_columns(dataset, what);
+  const auto shape = check_columns(dataset, columns, what);
   const auto dimensions = h5::shape_of(dataset, what);
   if (dimensions.size() != 1) {
     throw CorruptCheckpoint(what + " is not a one-dimensional table");

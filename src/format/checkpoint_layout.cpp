@@ -4,11 +4,45 @@
 
 #include "checkpoint_groups.hpp"
 #include "checkpoint_layout_internal.hpp"
+#include "h5_objects.hpp"
+#include "h5_types.hpp"
 
 namespace epochrun {
 
 // Serial (sec2) access. HDF5 opens the file by name: the caller passes descriptor_path() of the
 // descriptor it checked, so this is the very file it created or verified.
+h5::Handle create_group(hid_t parent, const std::string& name) {
+  return h5::Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                    "create group " + name);
+}
+
+// The creation properties of every dataset: contiguous, allocated at creation (so that its
+// offset is known before any byte is written) and never filled (that would write every byte
+// twice).
+h5::Handle dataset_creation() {
+  h5::Handle list(H5Pcreate(H5P_DATASET_CREATE), "create dataset list");
+  h5::check(H5Pset_alloc_time(list.get(), H5D_ALLOC_TIME_EARLY), "allocate at creation");
+  h5::check(H5Pset_fill_time(list.get(), H5D_FILL_TIME_NEVER), "disable fill values");
+  return list;
+}
+
+// Creates a dataset with `dcpl` and returns it and the offset of its bytes (0 when it holds
+// none).
+std::pair<h5::Handle, std::uint64_t> create_dataset(hid_t parent, const std::string& name,
+                                                    const h5::Handle& type, const Shape& shape,
+                                                    hid_t dcpl, const std::string& what) {
+  auto space = h5::dataspace_for(shape);
+  h5::Handle dataset(
+      H5Dcreate2(parent, name.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl, H5P_DEFAULT),
+      "create " + what);
+  std::uint64_t offset = 0;
+  if (element_count(shape) > 0) {
+    // Contiguous and allocated at creation: the offset is final (and counts the user block).
+    offset = h5::offset_of(dataset.get(), what);
+  }
+  return {std::move(dataset), offset};
+}
+
 h5::Handle checkpoint_file_access() {
   h5::Handle fapl(H5Pcreate(H5P_FILE_ACCESS), "create file access list");
   // The 1.8 format: dense attribute storage (node lists of large jobs exceed the 64 KiB of

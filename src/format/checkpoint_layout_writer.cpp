@@ -18,38 +18,6 @@ namespace {
 
 using h5::Handle;
 
-Handle create_group(hid_t parent, const std::string& name) {
-  return Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                "create group " + name);
-}
-
-// The creation properties of every dataset: contiguous, allocated at creation (so that its
-// offset is known before any byte is written) and never filled (that would write every byte
-// twice).
-Handle dataset_creation() {
-  Handle list(H5Pcreate(H5P_DATASET_CREATE), "create dataset list");
-  h5::check(H5Pset_alloc_time(list.get(), H5D_ALLOC_TIME_EARLY), "allocate at creation");
-  h5::check(H5Pset_fill_time(list.get(), H5D_FILL_TIME_NEVER), "disable fill values");
-  return list;
-}
-
-// Creates a dataset with `dcpl` and returns it and the offset of its bytes (0 when it holds
-// none).
-std::pair<Handle, std::uint64_t> create_dataset(hid_t parent, const std::string& name,
-                                                const Handle& type, const Shape& shape, hid_t dcpl,
-                                                const std::string& what) {
-  auto space = h5::dataspace_for(shape);
-  Handle dataset(
-      H5Dcreate2(parent, name.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl, H5P_DEFAULT),
-      "create " + what);
-  std::uint64_t offset = 0;
-  if (element_count(shape) > 0) {
-    // Contiguous and allocated at creation: the offset is final (and counts the user block).
-    offset = h5::offset_of(dataset.get(), what);
-  }
-  return {std::move(dataset), offset};
-}
-
 // One node: its pack (packed blobs in save order, back to back), its own datasets, its index
 // and its checksum table.
 void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,

@@ -25,7 +25,7 @@ constexpr std::int64_t kOldestReadableVersion = 1;
 
 void write_root_attributes(hid_t file, const CheckpointHeader& header) {
   h5::write_string_attribute(file, kFormatAttr, header.format);
-  h5::write_int_attribute(file, kFormatVersionAttr, kCheckpointFormatVersion);
+  h5::write_int_attribute(file, kFormatVersionAttr, header.format_version);
   h5::write_int_attribute(file, kEpochAttr, header.epoch);
   h5::write_string_attribute(file, kJobAttr, header.job);
   h5::write_int_attribute(file, kNumRanksAttr, header.num_ranks());
@@ -33,19 +33,19 @@ void write_root_attributes(hid_t file, const CheckpointHeader& header) {
   h5::write_string_attribute(file, kConfigAttr, header.config_json);
 }
 
-void read_root_attributes(hid_t file, CheckpointHeader& header, std::uint64_t file_bytes) {
+void read_root_attributes(hid_t file, CheckpointHeader& header, std::uint64_t file_bytes,
+                          std::int64_t newest_version) {
   header.format = h5::read_string_attribute(file, kFormatAttr, file_bytes);
   if (header.format != kCheckpointFormatName) {
     throw CorruptCheckpoint("not an epochrun checkpoint (format '" + header.format + "')");
   }
   header.format_version = h5::read_int_attribute(file, kFormatVersionAttr);
-  if (header.format_version < kOldestReadableVersion ||
-      header.format_version > kCheckpointFormatVersion) {
+  if (header.format_version < kOldestReadableVersion || header.format_version > newest_version) {
     throw CheckpointMismatch("format version " + std::to_string(header.format_version) +
                              " is not one this epochrun reads (" +
                              std::to_string(kOldestReadableVersion) + " to " +
-                             std::to_string(kCheckpointFormatVersion) + "): " +
-                             (header.format_version > kCheckpointFormatVersion
+                             std::to_string(newest_version) + "): " +
+                             (header.format_version > newest_version
                                   ? "it was written by a newer epochrun; load it with that version"
                                   : "it is not a version epochrun ever wrote"));
   }

@@ -1,5 +1,7 @@
 #include "h5_attributes.hpp"
 
+#include <array>
+
 #include "epochrun/errors.hpp"
 #include "h5_handle.hpp"
 
@@ -139,6 +141,18 @@ void write_string_list_attribute(hid_t object, const std::string& name,
   write_attribute(object, name, type.get(), type.get(), space.get(), pointers.data());
 }
 
+void write_uint_table_attribute(hid_t object, const std::string& name, std::uint64_t rows,
+                                std::uint64_t columns, const std::vector<std::uint64_t>& values) {
+  if (values.size() != rows * columns) {
+    throw Hdf5Error("attribute " + name + ": " + std::to_string(values.size()) +
+                    " values for a table of " + std::to_string(rows) + " x " +
+                    std::to_string(columns));
+  }
+  const std::array<hsize_t, 2> extent = {rows, columns};
+  Handle space(H5Screate_simple(2, extent.data(), nullptr), "create table space");
+  write_attribute(object, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, space.get(), values.data());
+}
+
 std::string read_string_attribute(hid_t object, const std::string& name, std::uint64_t max_bytes) {
   auto attribute = open_attribute(object, name);
   if (attribute_elements(attribute.get(), name, false) != 1) {
@@ -160,6 +174,26 @@ std::vector<std::string> read_string_list_attribute(hid_t object, const std::str
   auto attribute = open_attribute(object, name);
   auto count = attribute_elements(attribute.get(), name, true);
   return read_strings(attribute.get(), name, count, max_bytes);
+}
+
+std::vector<std::uint64_t> read_uint_table_attribute(hid_t object, const std::string& name,
+                                                     std::uint64_t rows, std::uint64_t columns) {
+  auto attribute = open_attribute(object, name);
+  Handle type(H5Aget_type(attribute.get()), "get type of attribute " + name);
+  Handle space(H5Aget_space(attribute.get()), "get space of attribute " + name);
+  std::array<hsize_t, 2> extent = {0, 0};
+  const bool fits = H5Tget_class(type.get()) == H5T_INTEGER &&
+                    H5Tget_sign(type.get()) == H5T_SGN_NONE && H5Tget_size(type.get()) == 8 &&
+                    H5Sget_simple_extent_ndims(space.get()) == 2 &&
+                    H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr) == 2 &&
+                    extent[0] == rows && extent[1] == columns;
+  if (!fits) {
+    throw CorruptCheckpoint("attribute '" + name + "' is not a table of " + std::to_string(rows) +
+                            " x " + std::to_string(columns) + " uint64");
+  }
+  std::vector<std::uint64_t> values(rows * columns);
+  check(H5Aread(attribute.get(), H5T_NATIVE_UINT64, values.data()), "read attribute " + name);
+  return values;
 }
 
 }  // namespace epochrun::h5

@@ -17,6 +17,9 @@ void write_string_attribute(hid_t object, const std::string& name, const std::st
 void write_int_attribute(hid_t object, const std::string& name, std::int64_t value);
 void write_string_list_attribute(hid_t object, const std::string& name,
                                  const std::vector<std::string>& values);
+// A table of unsigned integers (uint64, `rows` x `columns`, row-major `values`).
+void write_uint_table_attribute(hid_t object, const std::string& name, std::uint64_t rows,
+                                std::uint64_t columns, const std::vector<std::uint64_t>& values);
 
 // Readers; `max_bytes` bounds what a crafted file can make us allocate.
 std::string read_string_attribute(hid_t object, const std::string& name, std::uint64_t max_bytes);
@@ -24,5 +27,9 @@ std::int64_t read_int_attribute(hid_t object, const std::string& name);
 std::uint64_t read_uint_attribute(hid_t object, const std::string& name);
 std::vector<std::string> read_string_list_attribute(hid_t object, const std::string& name,
                                                     std::uint64_t max_bytes);
+// A table write_uint_table_attribute wrote, of exactly `rows` x `columns` unsigned integers
+// (CorruptCheckpoint for any other shape or type), row-major.
+std::vector<std::uint64_t> read_uint_table_attribute(hid_t object, const std::string& name,
+                                                     std::uint64_t rows, std::uint64_t columns);
 
 }  // namespace epochrun::h5

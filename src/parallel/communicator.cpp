@@ -1,6 +1,9 @@
 #include "epochrun/communicator.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "epochrun/errors.hpp"
 #include "mpi_check.hpp"
@@ -85,6 +88,20 @@ void Communicator::allreduce_in_place(void* values, std::size_t count, MPI_Datat
   check_mpi(
       MPI_Allreduce(MPI_IN_PLACE, values, to_count(count, "MPI_Allreduce"), type, mpi_op, comm_),
       "MPI_Allreduce");
+}
+
+void Communicator::exclusive_scan_sum_in_place(void* values, std::size_t count,
+                                               MPI_Datatype type) const {
+  int element_bytes = 0;
+  check_mpi(MPI_Type_size(type, &element_bytes), "MPI_Type_size");
+  std::vector<std::byte> below(count * static_cast<std::size_t>(element_bytes));
+  check_mpi(MPI_Exscan(values, below.data(), to_count(count, "MPI_Exscan"), type, MPI_SUM, comm_),
+            "MPI_Exscan");
+  // MPI leaves rank 0's result undefined.
+  if (rank() == 0) {
+    std::fill(below.begin(), below.end(), std::byte{0});
+  }
+  std::memcpy(values, below.data(), below.size());
 }
 
 void Communicator::broadcast_in_place(void* values, std::size_t count, MPI_Datatype type,

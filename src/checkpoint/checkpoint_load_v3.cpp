@@ -1,0 +1,163 @@
+#include "checkpoint_load_v3.hpp"
+
+#include <optional>
+
+#include "checkpoint_layout_v3.hpp"
+#include "collective_errors.hpp"
+#include "epochrun/errors.hpp"
+#include "global_array_io.hpp"
+#include "integrity_header.hpp"
+#include "regular_file.hpp"
+#include "verified_read.hpp"
+
+namespace epochrun {
+namespace {
+
+bool is_per_node(StorageKind kind) {
+  return kind == StorageKind::kPerNode || kind == StorageKind::kRagged;
+}
+
+// CheckpointMismatch when the file is not the one the run asks for, or when the rank count
+// changed and a per-node blob has no rule (all such blobs named in one line).
+void check_request(const StoredFileV3& stored, const LoadRequest& request, int ranks) {
+  const auto& file = stored.description;
+  if (file.epoch != request.epoch) {
+    throw CorruptCheckpoint("the file is named for epoch " + std::to_string(request.epoch) +
+                            " but records epoch " + std::to_string(file.epoch));
+  }
+  if (file.job != request.job) {
+    throw CheckpointMismatch("it belongs to job '" + file.job + "', this run is job '" +
+                             request.job + "'");
+  }
+  if (file.ranks() == static_cast<std::uint64_t>(ranks)) {
+    return;
+  }
+  std::string refused;
+  for (const auto& blob : file.blobs) {
+    if (is_per_node(blob.kind) && !request.per_node_rules.contains(blob.name)) {
+      refused += (refused.empty() ? "'" : ", '") + blob.name + "'";
+    }
+  }
+  if (!refused.empty()) {
+    throw CheckpointMismatch("it was written by " + std::to_string(file.ranks()) +
+                             " ranks, this run has " + std::to_string(ranks) +
+                             ", and the job gives no rule for a rank change to its per-node "
+                             "blobs " +
+                             refused +
+                             " (declare them with a RankChange: redistribute_with or recreate)");
+  }
+}
+
+// One rank's per-node, ragged and replicated values, read with pread and verified.
+std::vector<std::pair<std::string, Blob>> read_values(int fd, const StoredFileV3& stored,
+                                                      const LoadRequest& request,
+                                                      const Communicator& comm,
+                                                      const std::string& context,
+                                                      std::vector<std::string>& recreated) {
+  const auto& blobs = stored.description.blobs;
+  const bool same_ranks = stored.description.ranks() == static_cast<std::uint64_t>(comm.size());
+  std::vector<std::pair<std::string, Blob>> values;
+  const auto read = [&](std::size_t i, std::uint64_t rank) {
+    const auto value = stored_value(stored, i, rank);
+    return read_verified_blob(
+        fd, value.record, value.offset,
+        context + ": " + dataset_path(blobs[i]) +
+            (is_per_node(blobs[i].kind) ? " of " + stored.description.node_names.at(rank) : ""));
+  };
+  for (std::size_t i = 0; i < blobs.size(); ++i) {
+    const auto& blob = blobs[i];
+    if (blob.kind == StorageKind::kReplicated) {
+      values.emplace_back(blob.name, read(i, 0));
+    } else if (is_per_node(blob.kind) && same_ranks) {
+      values.emplace_back(blob.name, read(i, static_cast<std::uint64_t>(comm.rank())));
+    } else if (is_per_node(blob.kind)) {
+      const auto& rule = request.per_node_rules.at(blob.name);
+      if (!rule.load) {
+        recreated.push_back(blob.name);
+        continue;
+      }
+      std::vector<Blob> old_values;
+      for (std::uint64_t rank = 0; rank < stored.description.ranks(); ++rank) {
+        old_values.push_back(read(i, rank));
+      }
+      values.emplace_back(blob.name, rule.redistribute(old_values, comm.rank(), comm.size()));
+    }
+  }
+  return values;
+}
+
+// Each global array, collectively: the writer blocks verified, then redistributed into the
+// blocks the loading ranks want.
+void read_arrays(const std::filesystem::path& file, const StoredFileV3& stored,
+                 const LoadRequest& request, const Communicator& comm, const std::string& context,
+                 std::chrono::duration<double> timeout,
+                 std::vector<std::pair<std::string, Blob>>& values) {
+  const auto& blobs = stored.description.blobs;
+  std::optional<MpiIoFile> opened;
+  for (std::size_t i = 0; i < blobs.size(); ++i) {
+    const auto& blob = blobs[i];
+    if (blob.kind != StorageKind::kGlobalArray) {
+      continue;
+    }
+    if (!opened) {
+      run_then_agree_within(comm, context + ": open for collective reads", timeout, [&] {
+        opened.emplace(comm, file, MpiIoFile::Access::kRead, request.hints);
+      });
+    }
+    std::vector<Block> wanted;
+    const auto found = request.array_blocks.find(blob.name);
+    if (found != request.array_blocks.end()) {
+      wanted = found->second;
+    } else {
+      for (int rank = 0; rank < comm.size(); ++rank) {
+        wanted.push_back(balanced_block(blob.shape, comm.size(), rank));
+      }
+    }
+    run_then_agree_within(comm, context + ": global array '" + blob.name + "'", timeout, [&] {
+      if (wanted.size() != static_cast<std::size_t>(comm.size()) ||
+          wanted[static_cast<std::size_t>(comm.rank())].count.size() != blob.shape.size()) {
+        throw CheckpointMismatch("global array '" + blob.name + "' is " +
+                                 shape_to_string(blob.shape) +
+                                 " there; the job's blocks have other dimensions");
+      }
+      check_tiling(blob.name, blob.shape, wanted);
+    });
+    const StoredGlobalArray array{
+        blob.name, StoredArray{stored.layout.offsets[i], blob.shape, element_size(blob.dtype)},
+        blob.writer_blocks, writer_checksums(stored, i)};
+    Blob mine(blob.dtype, wanted[static_cast<std::size_t>(comm.rank())].count);
+    read_global_array(comm, *opened, array, wanted, mine.raw(), context, timeout);
+    values.emplace_back(blob.name, std::move(mine));
+  }
+  if (opened) {
+    opened->close();
+  }
+}
+
+}  // namespace
+
+Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator& comm,
+                          const LoadRequest& request, Workspace& workspace,
+                          std::chrono::duration<double> timeout) {
+  const std::string context = "checkpoint " + file.string();
+  // Every rank verifies the integrity header and the layout before it reads a byte of data: what
+  // it reads next depends on them, and a file system may show ranks on other hosts other bytes.
+  std::optional<StoredFileV3> stored;
+  Loaded loaded;
+  std::vector<std::pair<std::string, Blob>> values;
+  run_then_agree_within(comm, context, timeout, [&] {
+    auto fd = open_regular_file_for_reading(file);
+    stored.emplace(read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), context)));
+    check_request(*stored, request, comm.size());
+    values = read_values(fd.get(), *stored, request, comm, context, loaded.recreated);
+  });
+  read_arrays(file, *stored, request, comm, context, timeout, values);
+  loaded.written_by_ranks = static_cast<std::int64_t>(stored->description.ranks());
+  for (auto& [name, blob] : values) {
+    workspace.put(name, std::move(blob));
+    loaded.blobs.push_back(name);
+  }
+  return loaded;
+}
+
+}  // namespace epochrun

@@ -1,0 +1,60 @@
+// Loading a version 3 checkpoint collectively, at the rank count it was written with or at
+// another (docs/FORMAT.md): global arrays re-partitioned into the loading ranks' blocks with
+// every writer block verified, replicated blobs on every rank, per-node blobs by the job's rule
+// when the rank count changed. Internal to the library.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "epochrun/communicator.hpp"
+#include "epochrun/global_array.hpp"
+#include "epochrun/workspace.hpp"
+#include "mpi_io_file.hpp"
+
+namespace epochrun {
+
+// What a resume at another rank count does with one per-node blob.
+struct PerNodeRule {
+  // False: the blob is not loaded (the job creates it anew).
+  bool load = false;
+  // When loading: this rank's value from every old node's value (index = old rank).
+  std::function<Blob(const std::vector<Blob>& old_values, int rank, int ranks)> redistribute;
+};
+
+// What the loading run expects and wants.
+struct LoadRequest {
+  std::int64_t epoch = 0;
+  std::string job;
+  std::vector<std::string> node_names;  // the loading run's, index = rank
+  // Global arrays by name: the block each loading rank wants (index = rank). An array of the
+  // file this does not name is loaded in balanced blocks.
+  std::map<std::string, std::vector<Block>> array_blocks;
+  // Per-node blobs by name, used only when the rank count changed; a per-node blob without
+  // a rule then refuses the load (CheckpointMismatch naming every such blob).
+  std::map<std::string, PerNodeRule> per_node_rules;
+  MpiIoHints hints;
+};
+
+// What a load did.
+struct Loaded {
+  std::vector<std::string> blobs;  // the names put into the workspace
+  std::int64_t written_by_ranks = 0;
+  std::vector<std::string> recreated;  // per-node blobs the job creates anew
+};
+
+// Collective: loads the version 3 `file` into `workspace`. Every rank verifies the file's
+// integrity header and layout and every byte it reads (a global array's writer blocks before
+// they are redistributed); the workspace changes only when every rank has all of its blobs.
+// CheckpointMismatch (another job, a per-node blob without a rule), CorruptCheckpoint (damaged
+// bytes), the same on every rank; each step bounded by `timeout`.
+Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator& comm,
+                          const LoadRequest& request, Workspace& workspace,
+                          std::chrono::duration<double> timeout);
+
+}  // namespace epochrun

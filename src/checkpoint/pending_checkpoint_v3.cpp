@@ -1,0 +1,424 @@
+#include "pending_checkpoint_v3.hpp"
+
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "collective_errors.hpp"
+#include "disk_space.hpp"
+#include "epochrun/errors.hpp"
+#include "epochrun/names.hpp"
+#include "fault_injection.hpp"
+#include "global_array_io.hpp"
+#include "h5_types.hpp"
+#include "integrity_header.hpp"
+#include "regular_file.hpp"
+#include "streaming_writer.hpp"
+
+namespace epochrun {
+namespace {
+
+std::int64_t hash_of(const std::string& text) {
+  return static_cast<std::int64_t>(XXH64(text.data(), text.size(), 0));
+}
+
+// What every rank must declare alike: names, kinds, dtypes, and the shapes that are not
+// per-node (a replicated value's, a global array's global shape).
+std::int64_t declaration_hash(const std::vector<SavedBlob>& blobs) {
+  std::string text;
+  for (const auto& blob : blobs) {
+    text += blob.view.name + '\0' + std::to_string(static_cast<int>(blob.kind)) + '\0' +
+            std::string(dtype_name(blob.view.dtype)) + '\0';
+    const auto& shape =
+        blob.kind == StorageKind::kGlobalArray ? blob.global_shape : blob.view.shape;
+    text += blob.kind == StorageKind::kPerNode ? "" : shape_to_string(shape);
+    text += '\n';
+  }
+  return hash_of(text);
+}
+
+// Describe step, this rank alone: the blobs are valid and hold the bytes their shapes say.
+void check_blobs(const std::vector<SavedBlob>& blobs, int ranks) {
+  for (std::size_t i = 0; i < blobs.size(); ++i) {
+    const auto& blob = blobs[i];
+    validate_name(blob.view.name, "blob name");
+    if (i > 0 && blobs[i - 1].view.name == blob.view.name) {
+      throw UsageError("blob '" + blob.view.name + "' is saved twice");
+    }
+    const auto& shape =
+        blob.kind == StorageKind::kGlobalArray ? blob.global_shape : blob.view.shape;
+    if (shape.size() > static_cast<std::size_t>(h5::kMaxDimensions)) {
+      throw UsageError("blob '" + blob.view.name + "' has " + std::to_string(shape.size()) +
+                       " dimensions; a checkpoint holds at most " +
+                       std::to_string(h5::kMaxDimensions));
+    }
+    if (element_count(blob.view.shape) * element_size(blob.view.dtype) != blob.view.bytes.size()) {
+      throw UsageError("blob '" + blob.view.name + "' has " +
+                       std::to_string(blob.view.bytes.size()) + " bytes for its shape " +
+                       shape_to_string(blob.view.shape));
+    }
+    if (blob.kind == StorageKind::kGlobalArray &&
+        (!blob.blocks || blob.blocks->size() != static_cast<std::size_t>(ranks))) {
+      throw UsageError("global array '" + blob.view.name + "' has no block for every rank");
+    }
+    if (blob.kind == StorageKind::kRagged) {
+      throw UsageError("blob '" + blob.view.name + "': the ranks decide which blobs are ragged");
+    }
+  }
+}
+
+// An upper bound of the file's size: the data, the index rows counted exactly, and a generous
+// allowance for HDF5's metadata (under 1 KiB per dataset and group, measured; twice that).
+std::uint64_t estimated_file_bytes(const FileDescription& description) {
+  const std::uint64_t ranks = description.ranks();
+  std::uint64_t bytes = 16384 + 2 * description.config_json.size();
+  for (const auto& node : description.node_names) {
+    bytes += 2 * node.size() + 16;
+  }
+  for (const auto& blob : description.blobs) {
+    bytes += 2048 + 4 * blob.name.size() + 64 + 8 * blob.shape.size();
+    switch (blob.kind) {
+      case StorageKind::kPerNode:
+        bytes += ranks * (blob.value_bytes() + 8);
+        break;
+      case StorageKind::kRagged:
+        bytes += blob.value_bytes() + ranks * (8 + 1 + 8 * description.ragged_dimensions + 16);
+        break;
+      case StorageKind::kReplicated:
+        bytes += blob.value_bytes() + 8;
+        break;
+      case StorageKind::kGlobalArray:
+        bytes += blob.value_bytes() + blob.writer_blocks.size() * (8 + 16 * blob.shape.size());
+        break;
+    }
+  }
+  return bytes + user_block_size_for(description.blobs.size() + 1);
+}
+
+// The layout's numbers, flattened for a broadcast and back.
+std::vector<std::int64_t> flatten(const LayoutV3& layout) {
+  std::vector<std::int64_t> flat = {static_cast<std::int64_t>(layout.user_block_size),
+                                    static_cast<std::int64_t>(layout.pack_offset),
+                                    static_cast<std::int64_t>(layout.pack_row_bytes),
+                                    static_cast<std::int64_t>(layout.checksums_offset),
+                                    static_cast<std::int64_t>(layout.per_node_blobs),
+                                    static_cast<std::int64_t>(layout.ragged_index_offset),
+                                    static_cast<std::int64_t>(layout.ragged_row_bytes)};
+  for (std::size_t i = 0; i < layout.offsets.size(); ++i) {
+    flat.push_back(static_cast<std::int64_t>(layout.offsets[i]));
+    flat.push_back(layout.packed[i] ? 1 : 0);
+    flat.push_back(static_cast<std::int64_t>(layout.in_pack[i]));
+  }
+  return flat;
+}
+
+constexpr std::size_t kFlatHead = 7;
+
+LayoutV3 unflatten(const std::vector<std::int64_t>& flat, std::size_t blobs) {
+  if (flat.size() != kFlatHead + 3 * blobs) {
+    throw MpiError("received a layout of " + std::to_string(flat.size()) + " numbers for " +
+                   std::to_string(blobs) + " blobs");
+  }
+  const auto at = [&](std::size_t i) { return static_cast<std::uint64_t>(flat[i]); };
+  LayoutV3 layout;
+  layout.user_block_size = at(0);
+  layout.pack_offset = at(1);
+  layout.pack_row_bytes = at(2);
+  layout.checksums_offset = at(3);
+  layout.per_node_blobs = at(4);
+  layout.ragged_index_offset = at(5);
+  layout.ragged_row_bytes = at(6);
+  for (std::size_t i = 0; i < blobs; ++i) {
+    layout.offsets.push_back(at(kFlatHead + 3 * i));
+    layout.packed.push_back(flat[kFlatHead + 3 * i + 1] != 0);
+    layout.in_pack.push_back(at(kFlatHead + 3 * i + 2));
+  }
+  return layout;
+}
+
+std::vector<std::byte> as_table(const std::vector<std::uint64_t>& sums) {
+  std::vector<std::byte> table(8 * sums.size());
+  std::memcpy(table.data(), sums.data(), table.size());
+  return table;
+}
+
+}  // namespace
+
+template <typename Step>
+void PendingCheckpointV3::agreed_step(const std::string& step, bool root_only, Step&& body) {
+  try {
+    run_then_agree_within(comm_, context_ + ": " + step, timeout_, [&] {
+      if (!root_only || comm_.rank() == 0) {
+        body();
+      }
+    });
+  } catch (...) {
+    created_ = FileDescriptor(-1);
+    unsealed_.reset();  // removes it: gives the space of a failed attempt back
+    throw;
+  }
+}
+
+void PendingCheckpointV3::describe(const SavedFile& root) {
+  const int ranks = comm_.size();
+  agreed_step("describe", false, [&] {
+    if (root.node_names.size() != static_cast<std::size_t>(ranks)) {
+      throw Error("the file names " + std::to_string(root.node_names.size()) + " nodes for " +
+                  std::to_string(ranks) + " ranks");
+    }
+    std::sort(blobs_.begin(), blobs_.end(),
+              [](const SavedBlob& a, const SavedBlob& b) { return a.view.name < b.view.name; });
+    check_blobs(blobs_, ranks);
+  });
+  // The ranks agree on their declarations by the max and min of hashes of them: one reduction
+  // over [count, declarations, each per-node shape, each ndim] and their complements (the max of
+  // ~x is ~min x), whatever the rank count.
+  const std::size_t count = blobs_.size();
+  std::vector<std::int64_t> counts = {static_cast<std::int64_t>(count),
+                                      ~static_cast<std::int64_t>(count)};
+  comm_.allreduce(std::span(counts), Reduction::kMax);
+  if (counts[0] != ~counts[1]) {
+    throw UsageError(context_ + ": the ranks save different numbers of blobs (" +
+                     std::to_string(~counts[1]) + " to " + std::to_string(counts[0]) + ")");
+  }
+  std::vector<std::int64_t> agreed = {declaration_hash(blobs_)};
+  for (const auto& blob : blobs_) {
+    agreed.push_back(blob.kind == StorageKind::kPerNode ? hash_of(shape_to_string(blob.view.shape))
+                                                        : 0);
+  }
+  for (const auto& blob : blobs_) {
+    agreed.push_back(static_cast<std::int64_t>(blob.view.shape.size()));
+  }
+  const std::size_t values = agreed.size();
+  for (std::size_t i = 0; i < values; ++i) {
+    agreed.push_back(~agreed[i]);
+  }
+  comm_.allreduce(std::span(agreed), Reduction::kMax);
+  if (agreed[0] != ~agreed[values]) {
+    throw UsageError(context_ +
+                     ": the ranks do not declare the same blobs (names, kinds, dtypes, and the "
+                     "shapes of replicated blobs and global arrays)");
+  }
+  // Per-node blobs whose shape differs between nodes are ragged: each node's bytes go back to
+  // back in rank order, at the offset a prefix sum gives.
+  std::vector<std::int64_t> ragged_bytes;
+  std::vector<std::size_t> ragged;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (blobs_[i].kind == StorageKind::kPerNode && agreed[1 + i] != ~agreed[values + 1 + i]) {
+      blobs_[i].kind = StorageKind::kRagged;
+      ragged.push_back(i);
+      ragged_bytes.push_back(static_cast<std::int64_t>(blobs_[i].view.bytes.size()));
+    }
+  }
+  std::vector<std::int64_t> totals = ragged_bytes;
+  if (!ragged.empty()) {
+    comm_.exclusive_scan_sum(std::span(ragged_bytes));
+    comm_.allreduce(std::span(totals), Reduction::kSum);
+  }
+  ragged_offsets_.assign(ragged_bytes.begin(), ragged_bytes.end());
+
+  description_ = FileDescription{root.epoch, root.job, root.node_names, root.config_json, {}, 1};
+  for (std::size_t i = 0, r = 0; i < count; ++i) {
+    const auto& blob = blobs_[i];
+    BlobDescription described{blob.view.name, blob.kind, blob.view.dtype, blob.view.shape, 0, {}};
+    if (blob.kind == StorageKind::kRagged) {
+      described.shape.clear();
+      described.ragged_elements =
+          static_cast<std::uint64_t>(totals[r++]) / element_size(blob.view.dtype);
+      description_.ragged_dimensions = std::max<std::size_t>(
+          description_.ragged_dimensions, static_cast<std::size_t>(agreed[1 + count + i]));
+    } else if (blob.kind == StorageKind::kGlobalArray) {
+      described.shape = blob.global_shape;
+      described.writer_blocks = *blob.blocks;
+    }
+    description_.blobs.push_back(std::move(described));
+  }
+}
+
+PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file,
+                                               const Communicator& comm, SavedFile root,
+                                               std::vector<SavedBlob> blobs,
+                                               std::chrono::duration<double> timeout,
+                                               MpiIoHints hints) {
+  PendingCheckpointV3 pending(file, comm, timeout);
+  pending.context_ = "write checkpoint " + file.string();
+  pending.hints_ = std::move(hints);
+  pending.epoch_ = root.epoch;
+  pending.blobs_ = std::move(blobs);
+  pending.describe(root);
+
+  // Lay-out step (rank 0): creates `file` with its final mode, refuses a checkpoint that cannot
+  // fit before anything is written, lays it out with serial HDF5 and reserves its space once
+  // HDF5 has created (truncated) it.
+  pending.agreed_step("lay out", true, [&] {
+    const auto needed = estimated_file_bytes(pending.description_);
+    check_file_size_limit(needed);
+    check_free_space(file.parent_path(), needed);
+    pending.created_ = create_new_file(file);
+    pending.unsealed_.reset(new std::filesystem::path(file));
+    pending.layout_ = lay_out_checkpoint_file_v3(pending.created_.get(), pending.description_, [&] {
+      if (!reserve_space(pending.created_.get(), needed)) {
+        spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
+                      file.string());
+      }
+      fault_point("save-lay-out", pending.epoch_);
+    });
+  });
+  auto flat = comm.rank() == 0 ? flatten(pending.layout_) : std::vector<std::int64_t>{};
+  comm.broadcast(flat);
+  if (comm.rank() != 0) {
+    pending.layout_ = unflatten(flat, pending.description_.blobs.size());
+  }
+  return pending;
+}
+
+void PendingCheckpointV3::write_data() noexcept {
+  try {
+    fault_point("save-create", epoch_);
+    const auto& described = description_.blobs;
+    const std::uint64_t rank = static_cast<std::uint64_t>(comm_.rank());
+    const std::uint64_t ranks = description_.ranks();
+    auto fd = open_regular_file_for_writing(file_);
+    const bool direct = std::any_of(blobs_.begin(), blobs_.end(), [](const SavedBlob& blob) {
+      return blob.view.direct && blob.kind != StorageKind::kGlobalArray;
+    });
+    auto direct_fd = direct ? open_for_direct_writing(file_) : FileDescriptor(-1);
+    StreamingWriter writer(fd.get(), direct_fd.get(), file_.string());
+    std::vector<std::uint64_t> node_sums;
+    std::vector<std::uint64_t> replicated_sums;
+    std::vector<std::byte> ragged_rows;
+    std::size_t ragged = 0;
+    for (std::size_t i = 0; i < described.size(); ++i) {
+      const auto& blob = blobs_[i];
+      const auto& where = described[i];
+      switch (where.kind) {
+        case StorageKind::kPerNode:
+          node_sums.push_back(writer.write(
+              layout_.packed[i]
+                  ? layout_.pack_offset + rank * layout_.pack_row_bytes + layout_.in_pack[i]
+                  : layout_.offsets[i] + rank * where.value_bytes(),
+              blob.view));
+          bytes_written_ += blob.view.bytes.size();
+          break;
+        case StorageKind::kRagged: {
+          const auto offset = ragged_offsets_[ragged];
+          node_sums.push_back(writer.write(layout_.offsets[i] + offset, blob.view));
+          bytes_written_ += blob.view.bytes.size();
+          const auto row = ragged_index_row(blob.view.shape, description_.ragged_dimensions, offset,
+                                            blob.view.bytes.size());
+          write_at(fd.get(),
+                   layout_.ragged_index_offset + (ragged * ranks + rank) * layout_.ragged_row_bytes,
+                   row, file_.string());
+          ++ragged;
+          break;
+        }
+        case StorageKind::kReplicated:
+          if (rank == 0) {
+            replicated_sums.push_back(writer.write(layout_.offsets[i], blob.view));
+            bytes_written_ += blob.view.bytes.size();
+          }
+          break;
+        case StorageKind::kGlobalArray:
+          break;  // write_arrays
+      }
+    }
+    writer.flush();
+    if (!node_sums.empty()) {
+      write_at(fd.get(), layout_.node_checksum_offset(rank, 0), as_table(node_sums),
+               file_.string());
+    }
+    if (!replicated_sums.empty()) {
+      write_at(fd.get(), layout_.checksums_offset + 8 * ranks * layout_.per_node_blobs,
+               as_table(replicated_sums), file_.string());
+    }
+    fault_point("save-write", epoch_);
+    // Made durable from this rank: on a parallel file system one client's fsync does not flush
+    // another's cache.
+    sync_file(fd.get(), file_.string());
+    fd.close(file_.string());
+  } catch (...) {
+    write_error_ = std::current_exception();
+  }
+}
+
+void PendingCheckpointV3::write_arrays() {
+  const auto& described = description_.blobs;
+  if (std::none_of(described.begin(), described.end(), [](const BlobDescription& blob) {
+        return blob.kind == StorageKind::kGlobalArray;
+      })) {
+    return;
+  }
+  // A rank whose data step failed still takes part: every rank makes the same collective calls,
+  // and the failure is agreed on in finish().
+  std::uint64_t checksum_at =
+      layout_.checksums_offset +
+      8 * (description_.ranks() * layout_.per_node_blobs +
+           static_cast<std::uint64_t>(std::count_if(
+               described.begin(), described.end(),
+               [](const BlobDescription& blob) { return blob.kind == StorageKind::kReplicated; })));
+  std::vector<std::uint64_t> sums;
+  std::vector<std::uint64_t> sums_at;
+  std::optional<MpiIoFile> file;
+  agreed_step("open for collective writes", false,
+              [&] { file.emplace(comm_, file_, MpiIoFile::Access::kWrite, hints_); });
+  try {
+    for (std::size_t i = 0; i < described.size(); ++i) {
+      const auto& where = described[i];
+      if (where.kind != StorageKind::kGlobalArray) {
+        continue;
+      }
+      const auto rank = static_cast<std::size_t>(comm_.rank());
+      const StoredArray stored{layout_.offsets[i], where.shape, element_size(where.dtype)};
+      // Agreed before the collective call: a rank that cannot take part says so, and no rank
+      // enters a collective write another will never join.
+      agreed_step("global array '" + where.name + "'", false,
+                  [&] { fault_point("save-write-array", epoch_); });
+      sums.push_back(
+          write_global_array(comm_, *file, stored, where.writer_blocks[rank], blobs_[i].view.bytes,
+                             context_ + ": global array '" + where.name + "'", timeout_));
+      sums_at.push_back(checksum_at + 8 * rank);
+      checksum_at += 8 * where.writer_blocks.size();
+      bytes_written_ += blobs_[i].view.bytes.size();
+    }
+    agreed_step("sync the global arrays", false, [&] { file->sync_and_close(); });
+  } catch (...) {
+    created_ = FileDescriptor(-1);
+    unsealed_.reset();
+    throw;
+  }
+  agreed_step("write the global arrays' checksums", false, [&] {
+    auto fd = open_regular_file_for_writing(file_);
+    for (std::size_t k = 0; k < sums.size(); ++k) {
+      write_at(fd.get(), sums_at[k], as_table({sums[k]}), file_.string());
+    }
+    sync_file(fd.get(), file_.string());
+    fd.close(file_.string());
+  });
+}
+
+void PendingCheckpointV3::finish() {
+  agreed_step("write", false, [&] {
+    if (write_error_) {
+      std::rethrow_exception(write_error_);
+    }
+  });
+  agreed_step("seal", true, [&] {
+    seal_checkpoint_file(created_.get(), file_.string(), layout_.user_block_size, layout_.extents);
+    release_space_beyond_end(created_.get());
+    sync_file(created_.get(), file_.string());
+    file_bytes_ = file_size(created_.get());
+    created_.close(file_.string());
+  });
+  delete unsealed_.release();  // sealed: the file stays
+}
+
+void PendingCheckpointV3::Unlinker::operator()(const std::filesystem::path* file) const {
+  ::unlink(file->c_str());
+  delete file;
+}
+
+}  // namespace epochrun

@@ -1,0 +1,108 @@
+// One version 3 checkpoint file being saved (docs/FORMAT-v3-design.md), in steps like
+// PendingCheckpoint's, with a fixed cost that does not grow with ranks x blobs: the ranks agree
+// on their blobs by reductions and a prefix sum, rank 0 lays the file out from one description
+// per blob name, and every rank computes where its bytes go from a few broadcast offsets.
+// Internal to the library; saves write format version 2 until the runner moves to this.
+//
+//   begin         collective, main thread: agree, lay out (rank 0), broadcast the offsets;
+//   write_data    this rank alone, any thread, no MPI call: per-node, ragged and (rank 0)
+//                 replicated bytes with pwrite, checksummed as they stream, its index rows;
+//   write_arrays  collective, main thread: each global array with one collective MPI-IO
+//                 write, each rank's block hashed, then everything made durable;
+//   finish        collective, main thread: agree on every rank's writes, rank 0 seals the file.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "blob_view.hpp"
+#include "checkpoint_layout_v3.hpp"
+#include "epochrun/communicator.hpp"
+#include "file_descriptor.hpp"
+#include "mpi_io_file.hpp"
+
+namespace epochrun {
+
+// One blob this rank saves. For a global array, `view.shape` is this rank's block's count.
+struct SavedBlob {
+  BlobView view;
+  // kPerNode (uniform or ragged: the ranks decide together), kReplicated or kGlobalArray.
+  StorageKind kind = StorageKind::kPerNode;
+  // Global array: its global shape and every rank's block (index = rank), the same on every
+  // rank and checked to tile the array (check_tiling) when it was declared.
+  Shape global_shape;
+  std::shared_ptr<const std::vector<Block>> blocks;
+};
+
+// The root attributes of the file.
+struct SavedFile {
+  std::int64_t epoch = 0;
+  std::string job;
+  std::vector<std::string> node_names;  // index = rank
+  std::string config_json;
+};
+
+class PendingCheckpointV3 {
+ public:
+  // Collective: see the header comment. A failure on any rank throws on every rank (rank 0 then
+  // removes the file it created); each agreement is bounded by `timeout`.
+  static PendingCheckpointV3 begin(const std::filesystem::path& file, const Communicator& comm,
+                                   SavedFile root, std::vector<SavedBlob> blobs,
+                                   std::chrono::duration<double> timeout, MpiIoHints hints = {});
+
+  // Local, never throws: a failure is kept for finish().
+  void write_data() noexcept;
+  // Collective (main thread), after write_data: the global arrays, then fsync.
+  void write_arrays();
+  // Collective (main thread): agree, seal. Throws on every rank when any rank failed.
+  void finish();
+
+  // Bytes of blob data this rank wrote.
+  std::uint64_t bytes_written() const { return bytes_written_; }
+  // The sealed file's size, on rank 0 (0 elsewhere), after finish().
+  std::uint64_t file_bytes() const { return file_bytes_; }
+  const std::filesystem::path& file() const { return file_; }
+
+  PendingCheckpointV3(PendingCheckpointV3&&) noexcept = default;
+  PendingCheckpointV3& operator=(PendingCheckpointV3&&) noexcept = default;
+
+ private:
+  PendingCheckpointV3(std::filesystem::path file, Communicator comm,
+                      std::chrono::duration<double> timeout)
+      : file_(std::move(file)), comm_(std::move(comm)), timeout_(timeout) {}
+
+  template <typename Step>
+  void agreed_step(const std::string& step, bool root_only, Step&& body);
+  // Describe step: checks this rank's blobs, agrees with the others on them, decides which
+  // per-node blobs are ragged and where this rank's ragged bytes go, and builds description_.
+  void describe(const SavedFile& root);
+
+  std::filesystem::path file_;
+  Communicator comm_;
+  std::chrono::duration<double> timeout_;
+  std::string context_;
+  MpiIoHints hints_;
+  std::int64_t epoch_ = 0;
+  std::vector<SavedBlob> blobs_;  // sorted by name
+  // What every rank knows after begin: the description (rank 0's has the writer blocks and
+  // node names; the others' only what computing offsets needs) and the layout's offsets.
+  FileDescription description_;
+  LayoutV3 layout_;
+  // Per ragged blob (description order): this rank's byte offset in its dataset.
+  std::vector<std::uint64_t> ragged_offsets_;
+  FileDescriptor created_{-1};
+  struct Unlinker {
+    void operator()(const std::filesystem::path* file) const;
+  };
+  std::unique_ptr<const std::filesystem::path, Unlinker> unsealed_;
+  std::exception_ptr write_error_;
+  std::uint64_t bytes_written_ = 0;
+  std::uint64_t file_bytes_ = 0;
+};
+
+}  // namespace epochrun

@@ -1,0 +1,51 @@
+#include "verified_read.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <memory>
+
+#include "epochrun/errors.hpp"
+#include "error_table.hpp"
+#include "fresh_memory.hpp"
+#include "regular_file.hpp"
+
+namespace epochrun {
+
+// Blobs come from the file as their raw bytes, and the format stores them little-endian
+// (docs/FORMAT.md).
+static_assert(std::endian::native == std::endian::little,
+              "checkpoint data is read as raw little-endian bytes");
+
+void check_checksum(std::uint64_t actual, const BlobRecord& record, const std::string& what) {
+  if (actual != record.xxh64) {
+    throw CorruptCheckpoint(what + ": checksum mismatch (stored xxh64 " +
+                            std::to_string(record.xxh64) + ", data hashes to " +
+                            std::to_string(actual) + ")");
+  }
+}
+
+// Piece by piece, the fresh memory is made resident, read into and hashed, each while it is
+// still in the CPU cache (a second pass over a large blob would read it from memory again).
+Blob read_verified_blob(int fd, const BlobRecord& record, std::uint64_t offset,
+                        const std::string& what) {
+  constexpr std::size_t kPiece = 4 << 20;
+  Blob blob(record.dtype, record.shape);
+  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
+                                                                   XXH64_freeState);
+  XXH64_reset(state.get(), 0);
+  auto bytes = blob.raw();
+  read_or_corrupt([&] {  // an unreadable checkpoint is not a usable one
+    for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
+      const auto piece = bytes.subspan(at, std::min(kPiece, bytes.size() - at));
+      populate_for_writing(piece);
+      read_at(fd, offset + at, piece, what);
+      XXH64_update(state.get(), piece.data(), piece.size());
+    }
+  });
+  check_checksum(XXH64_digest(state.get()), record, what);
+  return blob;
+}
+
+}  // namespace epochrun

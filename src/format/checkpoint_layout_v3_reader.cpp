@@ -1,0 +1,420 @@
+// Reading version 3 checkpoints (docs/FORMAT-v3-design.md) from an untrusted file: the blob
+// index, then each blob's dataset checked against its row, the global arrays' writer blocks,
+// the pack, the ragged index and the checksum table -- all before any blob byte is read.
+#include <algorithm>
+#include <cstring>
+
+#include "blob_index.hpp"
+#include "checkpoint_layout.hpp"
+#include "checkpoint_layout_internal.hpp"
+#include "checkpoint_layout_readers.hpp"
+#include "checkpoint_layout_v3.hpp"
+#include "checkpoint_root_attributes.hpp"
+#include "epochrun/errors.hpp"
+#include "error_table.hpp"
+#include "h5_attributes.hpp"
+#include "h5_handle.hpp"
+#include "h5_objects.hpp"
+#include "h5_types.hpp"
+#include "regular_file.hpp"
+
+namespace epochrun {
+namespace {
+
+using h5::Handle;
+
+// What the reader walks: the open file, its size, and what it found so far.
+struct Reading {
+  hid_t file;
+  std::uint64_t file_bytes;
+  StoredFileV3& stored;
+};
+
+// The dataset's shape as the blob's row says it must be.
+Shape dataset_shape(const BlobDescription& blob, std::uint64_t ranks) {
+  Shape shape = blob.shape;
+  if (blob.kind == StorageKind::kPerNode) {
+    shape.insert(shape.begin(), ranks);
+  } else if (blob.kind == StorageKind::kRagged) {
+    shape = {blob.ragged_elements};
+  }
+  return shape;
+}
+
+// A global array's writer blocks, from its attributes; they must tile its shape exactly.
+std::vector<Block> read_writer_blocks(hid_t dataset, const BlobDescription& blob,
+                                      const std::string& what) {
+  const std::uint64_t dimensions = blob.shape.size();
+  if (dimensions == 0) {
+    throw CorruptCheckpoint(what + " is a global array of no dimension");
+  }
+  auto space = [&](const char* name) {
+    // The writer count is the attribute's own first extent, bounded by what the file can hold.
+    auto attribute =
+        Handle(H5Aopen(dataset, name, H5P_DEFAULT), "open attribute " + std::string(name));
+    Handle extent(H5Aget_space(attribute.get()), "get space of attribute " + std::string(name));
+    hsize_t dims[2] = {0, 0};
+    if (H5Sget_simple_extent_ndims(extent.get()) != 2) {
+      throw CorruptCheckpoint(what + ": attribute '" + name + "' is not a table");
+    }
+    H5Sget_simple_extent_dims(extent.get(), dims, nullptr);
+    return dims[0];
+  };
+  const std::uint64_t writers =
+      read_or_corrupt([&] { return space("epochrun_block_starts"); }, what + ": ");
+  const auto starts =
+      h5::read_uint_table_attribute(dataset, "epochrun_block_starts", writers, dimensions);
+  const auto counts =
+      h5::read_uint_table_attribute(dataset, "epochrun_block_counts", writers, dimensions);
+  std::vector<Block> blocks;
+  for (std::uint64_t w = 0; w < writers; ++w) {
+    blocks.push_back(
+        Block{Shape(starts.begin() + static_cast<std::ptrdiff_t>(w * dimensions),
+                    starts.begin() + static_cast<std::ptrdiff_t>((w + 1) * dimensions)),
+              Shape(counts.begin() + static_cast<std::ptrdiff_t>(w * dimensions),
+                    counts.begin() + static_cast<std::ptrdiff_t>((w + 1) * dimensions))});
+  }
+  read_or_corrupt([&] { check_tiling(blob.name, blob.shape, blocks); }, what + ": ");
+  return blocks;
+}
+
+// The blob's dataset: checked against its row, its extent added; returns its offset.
+std::uint64_t read_blob_dataset(Reading& reading, BlobDescription& blob) {
+  const std::string what = "dataset " + dataset_path(blob);
+  const auto ranks = reading.stored.description.ranks();
+  auto dataset = h5::open_child(reading.file, dataset_path(blob).substr(1), true, what);
+  h5::check_storage(dataset.get(), what);
+  if (h5::dtype_of(dataset.get(), what) != blob.dtype ||
+      h5::shape_of(dataset.get(), what) != dataset_shape(blob, ranks)) {
+    throw CorruptCheckpoint(what + " does not have the dtype and shape its index row says");
+  }
+  if (blob.kind == StorageKind::kGlobalArray) {
+    blob.writer_blocks = read_writer_blocks(dataset.get(), blob, what);
+  }
+  const std::uint64_t bytes = element_count(dataset_shape(blob, ranks)) * element_size(blob.dtype);
+  if (bytes == 0) {
+    return 0;
+  }
+  const auto offset = h5::offset_of(dataset.get(), what);
+  reading.stored.layout.extents.push_back(DataExtent{offset, bytes});
+  return offset;
+}
+
+// The blob index: one description per row, its size checked against its dtype and shape.
+void read_index(Reading& reading, hid_t index) {
+  const std::string what = "blob index /index/blobs";
+  auto rows = read_blob_index(h5::open_child(index, "blobs", true, what).get(), what,
+                              reading.file_bytes, IndexColumns::kWithKind);
+  const auto ranks = reading.stored.description.ranks();
+  auto& layout = reading.stored.layout;
+  for (auto& row : rows) {
+    BlobDescription blob{std::move(row.name), row.kind, row.dtype, std::move(row.shape), 0, {}};
+    if (blob.kind == StorageKind::kRagged) {
+      if (!blob.shape.empty() || row.size % element_size(blob.dtype) != 0) {
+        throw CorruptCheckpoint(what + ": ragged blob '" + blob.name +
+                                "' has a shape or a size "
+                                "that is not whole elements");
+      }
+      blob.ragged_elements = row.size / element_size(blob.dtype);
+    }
+    const BlobRecord record{blob.name, blob.dtype, dataset_shape(blob, ranks), 0};
+    const auto bytes = checked_byte_size(record, reading.file_bytes, [&] { return what; });
+    const auto per_value =
+        blob.kind == StorageKind::kPerNode ? bytes / std::max<std::uint64_t>(ranks, 1) : bytes;
+    if (row.size != per_value || (row.packed && blob.kind != StorageKind::kPerNode)) {
+      throw CorruptCheckpoint(what + ": blob '" + blob.name + "' says " + std::to_string(row.size) +
+                              " bytes, its dtype and shape " + std::to_string(per_value));
+    }
+    layout.packed.push_back(row.packed);
+    layout.in_pack.push_back(row.packed ? row.offset : 0);
+    layout.per_node_blobs +=
+        blob.kind == StorageKind::kPerNode || blob.kind == StorageKind::kRagged ? 1 : 0;
+    reading.stored.description.blobs.push_back(std::move(blob));
+  }
+}
+
+// A uint64 (or compound) dataset of `rows` rows under /index, outside every data extent;
+// returns its offset (0 when empty).
+std::uint64_t index_table_offset(hid_t dataset, std::uint64_t rows, std::uint64_t row_bytes,
+                                 const std::string& what, const Reading& reading) {
+  h5::check_storage(dataset, what);
+  if (h5::shape_of(dataset, what) != Shape{rows}) {
+    throw CorruptCheckpoint(what + " does not have the " + std::to_string(rows) +
+                            " rows its index needs");
+  }
+  const auto offset = rows > 0 ? h5::offset_of(dataset, what) : 0;
+  const auto bytes = rows * row_bytes;
+  if (bytes > reading.file_bytes || offset > reading.file_bytes - bytes) {
+    throw CorruptCheckpoint(what + " lies outside the file");
+  }
+  return offset;
+}
+
+void read_checksums(Reading& reading, hid_t index) {
+  auto& stored = reading.stored;
+  std::uint64_t rows = stored.description.ranks() * stored.layout.per_node_blobs;
+  for (const auto& blob : stored.description.blobs) {
+    rows += blob.kind == StorageKind::kReplicated    ? 1
+            : blob.kind == StorageKind::kGlobalArray ? blob.writer_blocks.size()
+                                                     : 0;
+  }
+  if (rows == 0) {
+    return;
+  }
+  const std::string what = "checksum table /index/xxh64";
+  auto dataset = h5::open_child(index, "xxh64", true, what);
+  Handle type(H5Dget_type(dataset.get()), "get type of " + what);
+  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_size(type.get()) != 8) {
+    throw CorruptCheckpoint(what + " is not a uint64 table");
+  }
+  stored.layout.checksums_offset = index_table_offset(dataset.get(), rows, 8, what, reading);
+  stored.checksums.resize(rows);
+  h5::check(H5Dread(dataset.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                    stored.checksums.data()),
+            "read " + what);
+}
+
+// The pack, when the index packs any blob: uint8[ranks, row], each packed blob inside a row and
+// none overlapping another.
+void read_pack(Reading& reading, hid_t index) {
+  auto& stored = reading.stored;
+  auto& layout = stored.layout;
+  const auto& blobs = stored.description.blobs;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  for (std::size_t i = 0; i < blobs.size(); ++i) {
+    if (layout.packed[i]) {
+      ranges.emplace_back(layout.in_pack[i], blobs[i].value_bytes());
+    }
+  }
+  if (ranges.empty()) {
+    return;
+  }
+  const std::string what = "pack /index/packed";
+  auto dataset = h5::open_child(index, "packed", true, what);
+  h5::check_storage(dataset.get(), what);
+  const auto shape = h5::shape_of(dataset.get(), what);
+  if (h5::dtype_of(dataset.get(), what) != DType::kU8 || shape.size() != 2 ||
+      shape[0] != stored.description.ranks()) {
+    throw CorruptCheckpoint(what + " is not a uint8 table of one row per node");
+  }
+  layout.pack_row_bytes = shape[1];
+  std::sort(ranges.begin(), ranges.end());
+  std::uint64_t previous_end = 0;
+  for (const auto& [offset, size] : ranges) {
+    if (offset < previous_end || offset > layout.pack_row_bytes ||
+        size > layout.pack_row_bytes - offset) {
+      throw CorruptCheckpoint(what + ": packed blobs overlap or lie outside its rows of " +
+                              std::to_string(layout.pack_row_bytes) + " bytes");
+    }
+    previous_end = offset + size;
+  }
+  const auto bytes = shape[0] * shape[1];
+  if (bytes > 0) {
+    layout.pack_offset = h5::offset_of(dataset.get(), what);
+    layout.extents.push_back(DataExtent{layout.pack_offset, bytes});
+  }
+}
+
+// One ragged index row of an untrusted file: its value lies inside its blob's dataset, with
+// the size its shape says.
+RaggedValue ragged_value(const std::byte* row, std::size_t width, const BlobDescription& blob,
+                         const std::string& what) {
+  RaggedValue value;
+  const auto ndim = static_cast<std::size_t>(row[0]);
+  if (ndim > width) {
+    throw CorruptCheckpoint(what + ": a row of " + std::to_string(ndim) + " dimensions");
+  }
+  value.shape.resize(ndim);
+  std::memcpy(value.shape.data(), row + 1, 8 * ndim);
+  std::memcpy(&value.offset, row + 1 + 8 * width, 8);
+  std::memcpy(&value.size, row + 1 + 8 * width + 8, 8);
+  const auto total = blob.value_bytes();
+  const BlobRecord record{blob.name, blob.dtype, value.shape, 0};
+  if (checked_byte_size(record, total, [&] { return what; }) != value.size ||
+      value.offset > total || value.size > total - value.offset) {
+    throw CorruptCheckpoint(what + ": a value of ragged blob '" + blob.name +
+                            "' lies outside its dataset or does not match its shape");
+  }
+  return value;
+}
+
+// The ragged index: one row per (ragged blob, node), each value inside its blob's dataset.
+void read_ragged_index(Reading& reading, hid_t index) {
+  auto& stored = reading.stored;
+  std::vector<const BlobDescription*> ragged;
+  for (const auto& blob : stored.description.blobs) {
+    if (blob.kind == StorageKind::kRagged) {
+      ragged.push_back(&blob);
+    }
+  }
+  if (ragged.empty()) {
+    return;
+  }
+  const std::string what = "ragged index /index/ragged";
+  auto dataset = h5::open_child(index, "ragged", true, what);
+  Handle type(H5Dget_type(dataset.get()), "get type of " + what);
+  const auto row_bytes = H5Tget_size(type.get());
+  if (H5Tget_class(type.get()) != H5T_COMPOUND || H5Tget_nmembers(type.get()) != 4 ||
+      row_bytes < 1 + 8 + 16 || (row_bytes - 17) % 8 != 0 ||
+      (row_bytes - 17) / 8 > static_cast<std::size_t>(h5::kMaxDimensions)) {
+    throw CorruptCheckpoint(what + " is not a table of ragged rows");
+  }
+  const std::size_t width = (row_bytes - 17) / 8;
+  const auto ranks = stored.description.ranks();
+  const auto rows = ragged.size() * ranks;
+  stored.layout.ragged_row_bytes = row_bytes;
+  stored.layout.ragged_index_offset =
+      index_table_offset(dataset.get(), rows, row_bytes, what, reading);
+  // Read as the file stores them (the writer's own packed little-endian type).
+  std::vector<std::byte> bytes(rows * row_bytes);
+  auto memory = ragged_row_file_type(width);
+  if (H5Tequal(type.get(), memory.get()) <= 0) {
+    throw CorruptCheckpoint(what + " is not a table of ragged rows");
+  }
+  h5::check(H5Dread(dataset.get(), memory.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
+            "read " + what);
+  stored.description.ragged_dimensions = width;
+  for (std::size_t k = 0; k < ragged.size(); ++k) {
+    auto& values = stored.ragged.emplace_back();
+    for (std::uint64_t rank = 0; rank < ranks; ++rank) {
+      values.push_back(
+          ragged_value(bytes.data() + (k * ranks + rank) * row_bytes, width, *ragged[k], what));
+    }
+  }
+}
+
+// The index tables each rank writes (checksums, ragged rows) are metadata, covered by the
+// integrity header's metadata hash: they must lie outside every data extent.
+void check_tables_outside_data(const Reading& reading) {
+  const auto& layout = reading.stored.layout;
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> tables = {
+      {layout.checksums_offset, 8 * reading.stored.checksums.size()},
+      {layout.ragged_index_offset, layout.ragged_row_bytes * reading.stored.ragged.size() *
+                                       reading.stored.description.ranks()}};
+  for (const auto& [offset, size] : tables) {
+    for (const auto& extent : layout.extents) {
+      if (size > 0 && offset < extent.offset + extent.length && extent.offset < offset + size) {
+        throw CorruptCheckpoint("an index table lies inside blob data");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string dataset_path(const BlobDescription& blob) {
+  switch (blob.kind) {
+    case StorageKind::kReplicated:
+      return "/replicated/" + blob.name;
+    case StorageKind::kGlobalArray:
+      return "/arrays/" + blob.name;
+    case StorageKind::kPerNode:
+    case StorageKind::kRagged:
+      break;
+  }
+  return "/nodes/" + blob.name;
+}
+
+StoredValue stored_value(const StoredFileV3& stored, std::size_t blob, std::uint64_t rank) {
+  const auto& blobs = stored.description.blobs;
+  const auto& layout = stored.layout;
+  const auto& described = blobs.at(blob);
+  const auto ranks = stored.description.ranks();
+  // The checksum's place: per-node and ragged blobs node-major, then the replicated ones.
+  std::uint64_t per_node = 0;
+  std::uint64_t replicated = 0;
+  std::size_t ragged = 0;
+  for (std::size_t i = 0; i < blob; ++i) {
+    per_node += blobs[i].kind == StorageKind::kPerNode || blobs[i].kind == StorageKind::kRagged;
+    replicated += blobs[i].kind == StorageKind::kReplicated;
+    ragged += blobs[i].kind == StorageKind::kRagged;
+  }
+  StoredValue value{BlobRecord{described.name, described.dtype, described.shape, 0}, 0, false};
+  std::uint64_t checksum = 0;
+  switch (described.kind) {
+    case StorageKind::kPerNode:
+      value.packed = layout.packed[blob];
+      value.offset = value.packed
+                         ? layout.pack_offset + rank * layout.pack_row_bytes + layout.in_pack[blob]
+                         : layout.offsets[blob] + rank * described.value_bytes();
+      checksum = rank * layout.per_node_blobs + per_node;
+      break;
+    case StorageKind::kRagged: {
+      const auto& node = stored.ragged.at(ragged).at(rank);
+      value.record.shape = node.shape;
+      value.offset = layout.offsets[blob] + node.offset;
+      checksum = rank * layout.per_node_blobs + per_node;
+      break;
+    }
+    case StorageKind::kReplicated:
+      value.offset = layout.offsets[blob];
+      checksum = ranks * layout.per_node_blobs + replicated;
+      break;
+    case StorageKind::kGlobalArray:
+      throw UsageError("global array '" + described.name + "' is read by blocks");
+  }
+  value.record.xxh64 = stored.checksums.at(checksum);
+  return value;
+}
+
+std::vector<std::uint64_t> writer_checksums(const StoredFileV3& stored, std::size_t blob) {
+  const auto& blobs = stored.description.blobs;
+  // After the per-node checksums come every replicated blob's, then each array's writers'.
+  std::uint64_t at = stored.description.ranks() * stored.layout.per_node_blobs;
+  for (std::size_t i = 0; i < blobs.size(); ++i) {
+    at += blobs[i].kind == StorageKind::kReplicated                ? 1
+          : blobs[i].kind == StorageKind::kGlobalArray && i < blob ? blobs[i].writer_blocks.size()
+                                                                   : 0;
+  }
+  const auto writers = blobs.at(blob).writer_blocks.size();
+  const auto first = stored.checksums.begin() + static_cast<std::ptrdiff_t>(at);
+  return {first, first + static_cast<std::ptrdiff_t>(writers)};
+}
+
+StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity) {
+  h5::silence_error_printing();
+  try {
+    auto fapl = checkpoint_file_access();
+    Handle file(H5Fopen(descriptor_path(fd).c_str(), H5F_ACC_RDONLY, fapl.get()), "open");
+    StoredFileV3 stored;
+    CheckpointHeader root;
+    read_root_attributes(file.get(), root, integrity.file_size, 3);
+    if (root.format_version != 3) {
+      throw CheckpointMismatch("format version " + std::to_string(root.format_version) +
+                               " is not version 3");
+    }
+    stored.description =
+        FileDescription{root.epoch, root.job, root.node_names, root.config_json, {}, 1};
+    stored.layout.user_block_size = integrity.user_block_size;
+    Reading reading{file.get(), integrity.file_size, stored};
+    auto index = h5::open_child(file.get(), "index", false, "group /index");
+    read_index(reading, index.get());
+    auto& blobs = stored.description.blobs;
+    stored.layout.offsets.assign(blobs.size(), 0);
+    for (std::size_t i = 0; i < blobs.size(); ++i) {
+      if (!stored.layout.packed[i]) {
+        stored.layout.offsets[i] = read_blob_dataset(reading, blobs[i]);
+      }
+    }
+    read_pack(reading, index.get());
+    read_checksums(reading, index.get());
+    read_ragged_index(reading, index.get());
+    std::sort(stored.layout.extents.begin(), stored.layout.extents.end(),
+              [](const DataExtent& a, const DataExtent& b) { return a.offset < b.offset; });
+    check_tables_outside_data(reading);
+    const auto same = [](const DataExtent& a, const DataExtent& b) {
+      return a.offset == b.offset && a.length == b.length;
+    };
+    if (!std::equal(stored.layout.extents.begin(), stored.layout.extents.end(),
+                    integrity.extents.begin(), integrity.extents.end(), same)) {
+      throw CorruptCheckpoint(
+          "its datasets' storage does not match the data extents recorded at commit");
+    }
+    file.close("close");
+    return stored;
+  } catch (const Hdf5Error& error) {
+    throw CorruptCheckpoint("not a readable HDF5 file (" + std::string(error.what()) + ")");
+  }
+}
+
+}  // namespace epochrun

@@ -1,0 +1,250 @@
+// Version 3 checkpoints saved and loaded collectively on 3 ranks: per-node blobs of one shape
+// and of different shapes, small ones packed, a replicated blob and a 2-D global array, read
+// back bit-identical at 3 ranks and re-partitioned at 2; a resume at another rank count without
+// a rule for a per-node blob is refused naming it; a damaged byte of the array is found at any
+// rank count; a rank failing in the data step or inside the collective write fails the save on
+// every rank and leaves no file. (ctest sets EPOCHRUN_FAULT for epochs 8 and 9.)
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <numeric>
+#include <thread>
+
+#include "checkpoint_load_v3.hpp"
+#include "epochrun/errors.hpp"
+#include "fault_injection.hpp"
+#include "pending_checkpoint_v3.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+constexpr std::chrono::seconds kTimeout{60};
+const Shape kField{7, 5};
+
+// The field's value at a global cell: its row-major index.
+double cell(std::uint64_t row, std::uint64_t column) {
+  return static_cast<double>(row * kField[1] + column);
+}
+
+Blob block_of_field(const Block& block) {
+  std::vector<double> values;
+  for (auto r = block.start[0]; r < block.start[0] + block.count[0]; ++r) {
+    for (auto c = block.start[1]; c < block.start[1] + block.count[1]; ++c) {
+      values.push_back(cell(r, c));
+    }
+  }
+  return Blob::of<double>(block.count, values);
+}
+
+std::vector<Block> blocks_for(int ranks) {
+  std::vector<Block> blocks;
+  for (int rank = 0; rank < ranks; ++rank) {
+    blocks.push_back(balanced_block(kField, ranks, rank));
+  }
+  return blocks;
+}
+
+// What rank `rank` saves: its per-node values, the replicated model, its block of the field.
+Workspace workspace_of(int rank, int ranks) {
+  Workspace workspace;
+  workspace.put("weights", Blob::of<double>({300}, std::vector<double>(300, 1.5 * rank)));
+  std::vector<std::int64_t> samples(static_cast<std::size_t>(rank) + 1);
+  std::iota(samples.begin(), samples.end(), 10 * rank);
+  workspace.put("samples", Blob::of<std::int64_t>({samples.size()}, samples));
+  for (int i = 0; i < 40; ++i) {
+    workspace.put(
+        "small_" + std::to_string(100 + i),
+        Blob::of<std::uint8_t>({3}, std::vector<std::uint8_t>{static_cast<std::uint8_t>(rank),
+                                                              static_cast<std::uint8_t>(i), 7}));
+  }
+  workspace.put("model", Blob::of<float>({2, 2}, std::vector<float>{1, 2, 3, 4}));
+  workspace.put("field", block_of_field(balanced_block(kField, ranks, rank)));
+  return workspace;
+}
+
+std::vector<SavedBlob> saved_blobs(const Workspace& workspace, int ranks) {
+  auto blocks = std::make_shared<const std::vector<Block>>(blocks_for(ranks));
+  std::vector<SavedBlob> saved;
+  for (const auto& [name, blob] : workspace.blobs()) {
+    SavedBlob one{BlobView{name, blob.dtype(), blob.shape(), blob.raw(), {}, false},
+                  StorageKind::kPerNode,
+                  {},
+                  {}};
+    if (name == "model") {
+      one.kind = StorageKind::kReplicated;
+    } else if (name == "field") {
+      one.kind = StorageKind::kGlobalArray;
+      one.global_shape = kField;
+      one.blocks = blocks;
+    }
+    saved.push_back(std::move(one));
+  }
+  return saved;
+}
+
+SavedFile root_for(std::int64_t epoch, int ranks) {
+  SavedFile root{epoch, "v3_job", {}, "{}"};
+  for (int rank = 0; rank < ranks; ++rank) {
+    root.node_names.push_back("trainer_" + std::to_string(rank));
+  }
+  return root;
+}
+
+// A communicator of the first `ranks` ranks of `world` (null on the others), freed with it.
+struct FirstRanks {
+  FirstRanks(const Communicator& world, int ranks) {
+    MPI_Comm_split(world.raw(), world.rank() < ranks ? 0 : MPI_UNDEFINED, world.rank(), &comm);
+  }
+  ~FirstRanks() {
+    if (comm != MPI_COMM_NULL) {
+      MPI_Comm_free(&comm);
+    }
+  }
+  FirstRanks(const FirstRanks&) = delete;
+  FirstRanks& operator=(const FirstRanks&) = delete;
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+class CheckpointV3Test : public ::testing::Test {
+ protected:
+  void SetUp() override { arm_fault_points(world.rank()); }
+
+  // Saves epoch `epoch` from every rank, the data step on another thread as an async save does.
+  void save(std::int64_t epoch) {
+    const auto workspace = workspace_of(world.rank(), world.size());
+    auto pending = PendingCheckpointV3::begin(file, world, root_for(epoch, world.size()),
+                                              saved_blobs(workspace, world.size()), kTimeout);
+    std::thread writer([&] { pending.write_data(); });
+    writer.join();
+    pending.write_arrays();
+    pending.finish();
+  }
+
+  LoadRequest request(std::int64_t epoch, int ranks) const {
+    LoadRequest wanted{epoch, "v3_job", root_for(epoch, ranks).node_names, {}, {}, {}};
+    wanted.array_blocks["field"] = blocks_for(ranks);
+    return wanted;
+  }
+
+  const Communicator world = Communicator::world();
+  ScratchDir directory{world};
+  const std::filesystem::path file = directory / "v3.h5";
+};
+
+TEST_F(CheckpointV3Test, LoadsBitIdenticalAtTheSameRankCount) {
+  ASSERT_EQ(world.size(), 3);
+  save(4);
+  Workspace loaded;
+  const auto result = load_checkpoint_v3(file, world, request(4, 3), loaded, kTimeout);
+  EXPECT_EQ(result.written_by_ranks, 3);
+  const auto expected = workspace_of(world.rank(), 3);
+  EXPECT_EQ(loaded.names(), expected.names());
+  for (const auto& [name, blob] : expected.blobs()) {
+    EXPECT_TRUE(loaded.get(name) == blob) << name;
+  }
+}
+
+TEST_F(CheckpointV3Test, ReplicatedAndGlobalArraysLoadAtTwoRanksWithRulesForPerNodeBlobs) {
+  save(5);
+  FirstRanks two(world, 2);
+  if (two.comm == MPI_COMM_NULL) {
+    return;
+  }
+  const Communicator comm(two.comm);
+  auto wanted = request(5, 2);
+  // weights: every new rank takes the sum of the old values; the rest is created anew.
+  wanted.per_node_rules["weights"] = PerNodeRule{true, [](const std::vector<Blob>& old, int, int) {
+                                                   std::vector<double> sum(300, 0.0);
+                                                   for (const auto& value : old) {
+                                                     for (std::size_t i = 0; i < sum.size(); ++i) {
+                                                       sum[i] += value.as<double>()[i];
+                                                     }
+                                                   }
+                                                   return Blob::of<double>({300}, sum);
+                                                 }};
+  wanted.per_node_rules["samples"] = PerNodeRule{false, {}};
+  for (int i = 0; i < 40; ++i) {
+    wanted.per_node_rules["small_" + std::to_string(100 + i)] = PerNodeRule{false, {}};
+  }
+  Workspace loaded;
+  const auto result = load_checkpoint_v3(file, comm, wanted, loaded, kTimeout);
+  EXPECT_EQ(result.written_by_ranks, 3);
+  EXPECT_EQ(result.recreated.size(), 41U);
+  EXPECT_TRUE(loaded.get("field") == block_of_field(balanced_block(kField, 2, comm.rank())));
+  EXPECT_TRUE(loaded.get("model") == workspace_of(0, 3).get("model"));
+  EXPECT_EQ(loaded.get("weights").as<double>()[17], 1.5 * (0 + 1 + 2));
+  EXPECT_FALSE(loaded.has("samples"));
+}
+
+TEST_F(CheckpointV3Test, AnotherRankCountWithoutARuleIsRefusedNamingTheBlobs) {
+  save(6);
+  FirstRanks two(world, 2);
+  if (two.comm == MPI_COMM_NULL) {
+    return;
+  }
+  Workspace loaded;
+  try {
+    load_checkpoint_v3(file, Communicator(two.comm), request(6, 2), loaded, kTimeout);
+    FAIL() << "loaded at 2 ranks without rules";
+  } catch (const CheckpointMismatch& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("'samples'"), std::string::npos) << message;
+    EXPECT_NE(message.find("'weights'"), std::string::npos) << message;
+    EXPECT_EQ(message.find("'model'"), std::string::npos) << message;
+    EXPECT_EQ(message.find("'field'"), std::string::npos) << message;
+  }
+  EXPECT_TRUE(loaded.names().empty());
+}
+
+TEST_F(CheckpointV3Test, ADamagedByteOfTheArrayIsFoundAtEveryRankCount) {
+  save(7);
+  if (world.is_root()) {
+    // A byte in the middle of the field's data: found through its dataset's offset.
+    FileDescriptor fd(::open(file.c_str(), O_RDWR));
+    const auto stored = read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), "t"));
+    std::size_t field = 0;
+    while (stored.description.blobs[field].name != "field") {
+      ++field;
+    }
+    const char damaged = 0x5a;
+    ASSERT_EQ(::pwrite(fd.get(), &damaged, 1,
+                       static_cast<off_t>(stored.layout.offsets[field] + 8 * 17 + 3)),
+              1);
+  }
+  world.barrier();
+  Workspace loaded;
+  EXPECT_THROW(load_checkpoint_v3(file, world, request(7, 3), loaded, kTimeout), CorruptCheckpoint);
+  FirstRanks two(world, 2);
+  if (two.comm != MPI_COMM_NULL) {
+    auto wanted = request(7, 2);
+    wanted.per_node_rules = {{"weights", {false, {}}}, {"samples", {false, {}}}};
+    for (int i = 0; i < 40; ++i) {
+      wanted.per_node_rules["small_" + std::to_string(100 + i)] = PerNodeRule{false, {}};
+    }
+    EXPECT_THROW(load_checkpoint_v3(file, Communicator(two.comm), wanted, loaded, kTimeout),
+                 CorruptCheckpoint);
+  }
+  EXPECT_TRUE(loaded.names().empty());
+}
+
+// EPOCHRUN_FAULT=save-write@8:2:THROW: rank 2 fails after writing its data.
+TEST_F(CheckpointV3Test, ARankFailingInTheDataStepFailsTheSaveEverywhereAndLeavesNoFile) {
+  EXPECT_THROW(save(8), Error);
+  world.barrier();
+  EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+// EPOCHRUN_FAULT=save-write-array@9:1:THROW: rank 1 fails on its way into the collective write
+// of the global array (the others are in it already): the agreement after the write ends it on
+// every rank within the timeout, not by a hang.
+TEST_F(CheckpointV3Test, ARankFailingAtTheCollectiveWriteFailsTheSaveEverywhere) {
+  EXPECT_THROW(save(9), Error);
+  world.barrier();
+  EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+}  // namespace
+}  // namespace epochrun::testing

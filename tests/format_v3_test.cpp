@@ -1,0 +1,189 @@
+// Version 3 files laid out and read back in one process: one dataset per blob name whatever the
+// rank count, per-node blobs as rows, a replicated blob once, a global array as one dataset of
+// its global shape with its writer blocks, ragged values with their index, small blobs in one
+// pack; the reader refuses a file whose parts do not match, and h5py reads the whole array.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <numeric>
+
+#include "checkpoint_layout_v3.hpp"
+#include "epochrun/errors.hpp"
+#include "file_descriptor.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+constexpr std::uint64_t kRanks = 3;
+const Shape kField{6, 5};
+// Per-node "weights": 64 KiB a node, too large for the pack.
+constexpr std::uint64_t kWeights = 8192;
+
+// Node r's ragged "samples": 2, 3 and 1 values.
+const std::vector<Shape> kSampleShapes = {{2}, {3}, {1}};
+
+FileDescription description() {
+  FileDescription file{7, "v3_test", {"trainer_0", "trainer_1", "trainer_2"}, "{}", {}, 1};
+  BlobDescription field{"field", StorageKind::kGlobalArray, DType::kF64, kField, 0, {}};
+  for (int rank = 0; rank < static_cast<int>(kRanks); ++rank) {
+    field.writer_blocks.push_back(balanced_block(kField, static_cast<int>(kRanks), rank));
+  }
+  file.blobs.push_back(field);
+  file.blobs.push_back({"model", StorageKind::kReplicated, DType::kF32, {2, 2}, 0, {}});
+  // 40 small per-node blobs: they share the pack.
+  for (int i = 0; i < 40; ++i) {
+    file.blobs.push_back({"s" + std::string(i < 10 ? "0" : "") + std::to_string(i),
+                          StorageKind::kPerNode,
+                          DType::kU8,
+                          {3},
+                          0,
+                          {}});
+  }
+  file.blobs.push_back({"samples", StorageKind::kRagged, DType::kI64, {}, 6, {}});
+  file.blobs.push_back({"weights", StorageKind::kPerNode, DType::kF64, {kWeights}, 0, {}});
+  return file;
+}
+
+void pwrite_all(int fd, const void* data, std::size_t size, std::uint64_t offset) {
+  ASSERT_EQ(pwrite(fd, data, size, static_cast<off_t>(offset)), static_cast<ssize_t>(size));
+}
+
+// Lays out `file` and fills every blob's bytes where the layout says, as the ranks would, then
+// seals it; returns the layout.
+LayoutV3 write_file(const std::filesystem::path& path, const FileDescription& file) {
+  FileDescriptor fd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644));
+  const auto layout = lay_out_checkpoint_file_v3(fd.get(), file, [] {});
+  const auto index_of = [&](const std::string& name) {
+    for (std::size_t i = 0; i < file.blobs.size(); ++i) {
+      if (file.blobs[i].name == name) {
+        return i;
+      }
+    }
+    throw std::runtime_error(name);
+  };
+  std::vector<double> field(element_count(kField));
+  std::iota(field.begin(), field.end(), 0.0);
+  pwrite_all(fd.get(), field.data(), 8 * field.size(), layout.offsets[index_of("field")]);
+  const std::vector<float> model = {1, 2, 3, 4};
+  pwrite_all(fd.get(), model.data(), 16, layout.offsets[index_of("model")]);
+  std::uint64_t ragged_at = 0;
+  for (std::uint64_t rank = 0; rank < kRanks; ++rank) {
+    std::vector<double> weights(kWeights, static_cast<double>(rank));
+    pwrite_all(fd.get(), weights.data(), 8 * kWeights,
+               layout.offsets[index_of("weights")] + rank * 8 * kWeights);
+    const std::vector<std::uint8_t> small = {static_cast<std::uint8_t>(rank), 1, 2};
+    pwrite_all(fd.get(), small.data(), 3,
+               layout.pack_offset + rank * layout.pack_row_bytes + layout.in_pack[index_of("s07")]);
+    const auto& shape = kSampleShapes[rank];
+    std::vector<std::int64_t> samples(shape[0], static_cast<std::int64_t>(rank));
+    pwrite_all(fd.get(), samples.data(), 8 * samples.size(),
+               layout.offsets[index_of("samples")] + ragged_at);
+    const auto row = ragged_index_row(shape, file.ragged_dimensions, ragged_at, 8 * shape[0]);
+    pwrite_all(fd.get(), row.data(), row.size(),
+               layout.ragged_index_offset + rank * layout.ragged_row_bytes);
+    ragged_at += 8 * shape[0];
+  }
+  seal_checkpoint_file(fd.get(), path.string(), layout.user_block_size, layout.extents);
+  return layout;
+}
+
+StoredFileV3 read_back(const std::filesystem::path& path) {
+  FileDescriptor fd(open(path.c_str(), O_RDONLY));
+  const auto integrity = verify_checkpoint_file(fd.get(), path.string());
+  return read_checkpoint_layout_v3(fd.get(), integrity);
+}
+
+class FormatV3 : public ::testing::Test {
+ protected:
+  ScratchDir directory;
+  const std::filesystem::path file = directory / "epoch-000007.h5";
+};
+
+TEST_F(FormatV3, ALaidOutFileReadsBackWithEveryBlobWhereItWasPut) {
+  const auto written = write_file(file, description());
+  const auto stored = read_back(file);
+  const auto expected = description();
+  ASSERT_EQ(stored.description.blobs.size(), expected.blobs.size());
+  for (std::size_t i = 0; i < expected.blobs.size(); ++i) {
+    const auto& got = stored.description.blobs[i];
+    EXPECT_EQ(got.name, expected.blobs[i].name);
+    EXPECT_EQ(got.kind, expected.blobs[i].kind) << got.name;
+    EXPECT_EQ(got.dtype, expected.blobs[i].dtype) << got.name;
+    EXPECT_EQ(got.shape, expected.blobs[i].shape) << got.name;
+    EXPECT_EQ(got.writer_blocks, expected.blobs[i].writer_blocks) << got.name;
+  }
+  EXPECT_EQ(stored.description.node_names, expected.node_names);
+  EXPECT_EQ(stored.layout.offsets, written.offsets);
+  EXPECT_EQ(stored.layout.packed, written.packed);
+  EXPECT_EQ(stored.layout.in_pack, written.in_pack);
+  EXPECT_EQ(stored.layout.pack_offset, written.pack_offset);
+  EXPECT_EQ(stored.layout.pack_row_bytes, 40u * 3);
+  EXPECT_EQ(stored.layout.checksums_offset, written.checksums_offset);
+  // 41 per-node blobs and the ragged one on 3 nodes, the replicated one, 3 writer blocks.
+  EXPECT_EQ(stored.checksums.size(), 3u * 42 + 1 + 3);
+  ASSERT_EQ(stored.ragged.size(), 1u);
+  EXPECT_EQ(stored.ragged[0][1].shape, kSampleShapes[1]);
+  EXPECT_EQ(stored.ragged[0][1].offset, 16u);
+  EXPECT_EQ(stored.ragged[0][2].size, 8u);
+}
+
+TEST_F(FormatV3, TheMetadataDoesNotGrowWithTheRankCount) {
+  // The same blobs at 3 and at 300 ranks: the same number of datasets and index rows.
+  auto many = description();
+  many.node_names.clear();
+  for (int rank = 0; rank < 300; ++rank) {
+    many.node_names.push_back("trainer_" + std::to_string(rank));
+  }
+  many.blobs.pop_back();  // no 64 KiB a node: the file stays small
+  for (auto& blob : many.blobs) {
+    if (blob.kind == StorageKind::kRagged) {
+      blob.ragged_elements = 300;
+    }
+  }
+  FileDescriptor fd(open((directory / "many.h5").c_str(), O_RDWR | O_CREAT | O_EXCL, 0644));
+  const auto layout = lay_out_checkpoint_file_v3(fd.get(), many, [] {});
+  // field, model, samples, the pack: four extents at any rank count.
+  EXPECT_EQ(layout.extents.size(), 4u);
+  const auto small = std::filesystem::file_size(directory / "many.h5");
+  // Metadata: the node names and, per node, 41 checksums and a ragged row, under 1 KiB a node.
+  EXPECT_LT(small, 300u * 1024);
+}
+
+TEST_F(FormatV3, AGlobalArrayWhoseWriterBlocksDoNotTileItIsRefused) {
+  auto broken = description();
+  broken.blobs[0].writer_blocks[2].count[0] -= 1;  // a row of rank 2's block is missing
+  write_file(file, broken);
+  try {
+    read_back(file);
+    FAIL() << "a global array with a gap was read";
+  } catch (const CorruptCheckpoint& error) {
+    EXPECT_NE(std::string(error.what()).find("global array 'field' of shape [6, 5]"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+TEST_F(FormatV3, H5pyReadsTheGlobalArrayWholeAndAPerNodeBlobByRow) {
+  write_file(file, description());
+  const std::string script = R"(
+import sys
+import h5py
+import numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["format_version"] == 3
+    field = f["arrays/field"][...]
+    assert field.shape == (6, 5) and (field == np.arange(30).reshape(6, 5)).all(), field
+    assert (f["nodes/weights"][2] == 2).all()
+    assert (f["replicated/model"][...] == [[1, 2], [3, 4]]).all()
+    print(f["arrays/field"].attrs["epochrun_block_starts"].tolist())
+)";
+  const auto result = run_process({SYSTEM_PYTHON, "-c", script, file.string()}, directory.path());
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[[0, 0], [2, 0], [4, 0]]\n");
+}
+
+}  // namespace
+}  // namespace epochrun::testing
