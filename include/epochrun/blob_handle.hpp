@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
 
+#include "epochrun/global_array.hpp"
 #include "epochrun/task.hpp"
 
 namespace epochrun {
@@ -76,5 +78,30 @@ class ScalarHandle : private BlobHandle<T> {
 
 // Opaque bytes (dtype "bytes"): optimizer state, serialized RNG state...
 using BytesHandle = BlobHandle<std::byte>;
+
+// A global array (Job::global_array): the workspace holds this rank's block of it, row-major.
+template <Element T>
+class GlobalArrayHandle : public BlobHandle<T> {
+ public:
+  GlobalArrayHandle(std::string name, Shape global_shape,
+                    std::function<Block(const Shape&, int, int)> rule)
+      : BlobHandle<T>(std::move(name)),
+        global_shape_(std::move(global_shape)),
+        rule_(std::move(rule)) {}
+
+  const Shape& global_shape() const { return global_shape_; }
+  // The block rank `rank` of `ranks` holds.
+  Block block(int rank, int ranks) const {
+    return rule_ ? rule_(global_shape_, rank, ranks) : balanced_block(global_shape_, ranks, rank);
+  }
+  // This rank's block.
+  Block block(const TaskContext& context) const {
+    return block(context.comm.rank(), context.comm.size());
+  }
+
+ private:
+  Shape global_shape_;
+  std::function<Block(const Shape&, int, int)> rule_;
+};
 
 }  // namespace epochrun

@@ -9,6 +9,7 @@
 
 #include "epochrun/blob_handle.hpp"
 #include "epochrun/export.hpp"
+#include "epochrun/global_array.hpp"
 #include "epochrun/task.hpp"
 
 namespace epochrun {
@@ -20,20 +21,60 @@ struct StopCondition {
   std::function<bool(const Workspace&)> holds;
 };
 
+// How a checkpoint stores a declared blob, and what a resume at another rank count does with it.
+enum class BlobKind {
+  kPerNode,      // every rank (node) its own value
+  kReplicated,   // the same value on every rank: stored once, loaded by every rank
+  kGlobalArray,  // one array of a global shape, each rank holding a block of it
+};
+
+// The block of a global array rank `rank` of `ranks` holds. Over all ranks, the blocks must tile
+// the global shape exactly (check_tiling); the default is balanced_block.
+using BlockRule = std::function<Block(const Shape& global_shape, int rank, int ranks)>;
+
+// What a resume at another rank count does with a per-node blob. Without a rule such a resume is
+// refused before any epoch runs (CheckpointMismatch naming the blob).
+struct RankChange {
+  enum class Kind { kRefuse, kRecreate, kRedistribute };
+  Kind kind = Kind::kRefuse;
+  // kRedistribute: this rank's new value from every old node's value (index = old rank), each
+  // read and verified from the checkpoint.
+  std::function<Blob(const std::vector<Blob>& old_values, int rank, int ranks)> redistribute;
+
+  // The blob is created anew as the init group declares it (zeros, or a scalar's initial value).
+  static RankChange recreate() { return {Kind::kRecreate, {}}; }
+  static RankChange redistribute_with(
+      std::function<Blob(const std::vector<Blob>& old_values, int rank, int ranks)> rule) {
+    return {Kind::kRedistribute, std::move(rule)};
+  }
+};
+
 // What a job expects a blob to be after a resume: a checkpoint written with another
 // configuration (a changed shape or dtype) is refused instead of misread.
 struct BlobSpec {
   std::string name;
   DType dtype;
+  // Per-node and replicated: the value's shape; global array: the global shape.
   Shape shape;
+  BlobKind kind = BlobKind::kPerNode;
+  // Global arrays: each rank's block (empty: balanced_block).
+  BlockRule block_rule;
+  // Per-node blobs: a resume at another rank count.
+  RankChange on_rank_change;
+
+  // Global arrays: the block of `rank` of `ranks`.
+  EPOCHRUN_API Block block(int rank, int ranks) const;
+  // The shape rank `rank` of `ranks` holds: the block's count for a global array.
+  EPOCHRUN_API Shape local_shape(int rank, int ranks) const;
 };
 
-// What a job does with a declared blob besides keeping it in the checkpoint. Every rank (node)
-// holds its own value of the declared shape, checkpointed per node.
+// What a job does with a declared blob besides keeping it in the checkpoint.
 struct BlobUse {
   // Gathered from every node to rank 0 for the download group (TaskContext::gathered) and
-  // reported per node in the run summary.
+  // reported per node in the run summary. Per-node blobs only.
   bool output = false;
+  // Per-node blobs: what a resume at another rank count does with it (refused when unset).
+  RankChange on_rank_change = {};
 };
 
 class EPOCHRUN_API Job {
@@ -59,12 +100,13 @@ class EPOCHRUN_API Job {
   // repeated name.
   template <Element T>
   BlobHandle<T> blob(std::string blob_name, Shape shape, BlobUse use = {}) {
-    declare(BlobSpec{blob_name, DTypeOf<T>::value, std::move(shape)}, {}, use);
+    declare(BlobSpec{blob_name, DTypeOf<T>::value, std::move(shape), BlobKind::kPerNode, {}, {}},
+            {}, use);
     return BlobHandle<T>(std::move(blob_name));
   }
   template <Element T>
   ScalarHandle<T> scalar(std::string blob_name, T initial = T{}, BlobUse use = {}) {
-    declare(BlobSpec{blob_name, DTypeOf<T>::value, {}},
+    declare(BlobSpec{blob_name, DTypeOf<T>::value, {}, BlobKind::kPerNode, {}, {}},
             std::as_bytes(std::span<const T>(&initial, 1)), use);
     return ScalarHandle<T>(std::move(blob_name));
   }
@@ -72,6 +114,45 @@ class EPOCHRUN_API Job {
   BytesHandle bytes(std::string blob_name, std::uint64_t size, BlobUse use = {}) {
     return blob<std::byte>(std::move(blob_name), {size}, use);
   }
+
+  // A replicated blob: every rank holds the same value (a model's parameters), which the
+  // checkpoint stores once and a resume at any rank count loads on every rank. The job keeps the
+  // ranks' values equal; --check-replicated verifies it at every save.
+  template <Element T>
+  BlobHandle<T> replicated(std::string blob_name, Shape shape) {
+    declare(BlobSpec{blob_name, DTypeOf<T>::value, std::move(shape), BlobKind::kReplicated, {}, {}},
+            {}, {});
+    return BlobHandle<T>(std::move(blob_name));
+  }
+  template <Element T>
+  ScalarHandle<T> replicated_scalar(std::string blob_name, T initial = T{}) {
+    declare(BlobSpec{blob_name, DTypeOf<T>::value, {}, BlobKind::kReplicated, {}, {}},
+            std::as_bytes(std::span<const T>(&initial, 1)), {});
+    return ScalarHandle<T>(std::move(blob_name));
+  }
+
+  // A global array of `global_shape`, each rank holding the block `rule` gives it (default:
+  // balanced_block, the shape split over the process grid MPI_Dims_create would choose). The
+  // checkpoint stores it as one dataset of the global shape, written collectively; a resume at
+  // another rank count re-partitions it. The runner refuses blocks that do not tile the array
+  // (UsageError naming the ranks) before the first epoch. The workspace holds the rank's block,
+  // row-major, zero-filled by the init group.
+  template <Element T>
+  GlobalArrayHandle<T> global_array(std::string blob_name, Shape global_shape,
+                                    BlockRule rule = {}) {
+    BlobSpec spec{blob_name,
+                  DTypeOf<T>::value,
+                  std::move(global_shape),
+                  BlobKind::kGlobalArray,
+                  std::move(rule),
+                  {}};
+    GlobalArrayHandle<T> handle(std::move(blob_name), spec.shape, spec.block_rule);
+    declare(std::move(spec), {}, {});
+    return handle;
+  }
+
+  // The declared blob named `blob_name`, or nullptr.
+  const BlobSpec* find_blob(const std::string& blob_name) const;
 
   // The declared blobs, in declaration order, as a resume checks them.
   const std::vector<BlobSpec>& expected_blobs() const { return expected_blobs_; }

@@ -63,20 +63,43 @@ void Job::declare_run_defining_option(std::string key) {
   run_defining_options_.push_back(std::move(key));
 }
 
+Block BlobSpec::block(int rank, int ranks) const {
+  return block_rule ? block_rule(shape, rank, ranks) : balanced_block(shape, ranks, rank);
+}
+
+Shape BlobSpec::local_shape(int rank, int ranks) const {
+  return kind == BlobKind::kGlobalArray ? block(rank, ranks).count : shape;
+}
+
+const BlobSpec* Job::find_blob(const std::string& blob_name) const {
+  for (const auto& expected : expected_blobs_) {
+    if (expected.name == blob_name) {
+      return &expected;
+    }
+  }
+  return nullptr;
+}
+
 void Job::declare(BlobSpec spec, std::span<const std::byte> initial, BlobUse use) {
   validate_name(spec.name, "blob name");
-  for (const auto& expected : expected_blobs_) {
-    if (expected.name == spec.name) {
-      throw UsageError("blob '" + spec.name + "' is declared twice");
-    }
+  if (spec.kind == BlobKind::kGlobalArray && spec.shape.empty()) {
+    throw UsageError("global array '" + spec.name + "' needs at least one dimension");
+  }
+  if (spec.kind != BlobKind::kPerNode && use.output) {
+    throw UsageError("blob '" + spec.name + "': only per-node blobs are gathered as outputs");
+  }
+  spec.on_rank_change = use.on_rank_change;
+  if (find_blob(spec.name) != nullptr) {
+    throw UsageError("blob '" + spec.name + "' is declared twice");
   }
   if (!declared_) {
     declared_ = std::make_shared<std::vector<Declared>>();
     // First in the group, so that the job's own init tasks find every declared blob.
     init_group.add_first("create_declared_blobs", [declared = declared_](TaskContext& context) {
       for (const auto& blob : *declared) {
-        auto& created =
-            context.workspace.put(blob.spec.name, Blob(blob.spec.dtype, blob.spec.shape));
+        auto& created = context.workspace.put(
+            blob.spec.name,
+            Blob(blob.spec.dtype, blob.spec.local_shape(context.comm.rank(), context.comm.size())));
         std::copy(blob.initial.begin(), blob.initial.end(), created.raw().begin());
       }
     });
