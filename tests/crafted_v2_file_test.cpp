@@ -39,8 +39,8 @@ std::filesystem::path written_checkpoint(const std::filesystem::path& directory)
   header.job = "crafted";
   header.node_names = {"trainer_0"};
   header.config_json = "{}";
-  save_checkpoint(CheckpointDirectory(directory), Communicator::self(), header, workspace,
-                  workspace.names());
+  save_checkpoint_v2(CheckpointDirectory(directory), Communicator::self(), header, workspace,
+                     workspace.names());
   return CheckpointDirectory(directory).file_for(1);
 }
 
@@ -232,7 +232,8 @@ TEST_F(CraftedV2File, AnIndexWithVariableLengthNamesIsRefused) {
   expect_refused(
       [](hid_t file) { replace_index(file, 0, 1, 1); },
       "blob index /index/trainer_0/blobs is not a blob index (a table of the columns name, "
-      "dtype, ndim, shape, packed, offset, size): its column 'name' is not a NUL-padded string "
+      "dtype, ndim, shape, packed, offset, size, and kind from format version 3): its column "
+      "'name' is not a NUL-padded string "
       "of 1 to 255 bytes");
 }
 

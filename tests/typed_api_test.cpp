@@ -97,7 +97,8 @@ TEST(BlobDeclarations, CreateTypedBlobsBeforeTheJobsInitTasksAndListThemForResum
   });
 
   EXPECT_EQ(job.outputs(), std::vector<std::string>{"weights"});
-  ASSERT_EQ(job.expected_blobs().size(), 3u);
+  // The epoch limiter declares its counter too (replicated).
+  ASSERT_EQ(job.expected_blobs().size(), 4u);
   EXPECT_EQ(job.expected_blobs()[0].name, "weights");
   EXPECT_EQ(job.expected_blobs()[0].dtype, DType::kF64);
   EXPECT_EQ(job.expected_blobs()[0].shape, (Shape{2, 3}));

@@ -12,9 +12,11 @@
 namespace epochrun {
 
 inline constexpr const char* kCheckpointFormatName = "epochrun-checkpoint";
-// Bumped on any change a reader of the previous version would misread. Version 1 files still
-// load; version 2 stores `bytes` as uint8, packs small blobs and keeps checksums in a table.
-inline constexpr std::int64_t kCheckpointFormatVersion = 2;
+// Bumped on any change a reader of the previous version would misread. Version 1 and 2 files
+// still load, at the rank count that wrote them; version 2 stores `bytes` as uint8, packs small
+// blobs and keeps checksums in a table; version 3 stores one dataset per blob name (per-node
+// blobs as rows), replicated blobs and global arrays, and loads at any rank count.
+inline constexpr std::int64_t kCheckpointFormatVersion = 3;
 
 // One saved blob as recorded in the file.
 struct BlobRecord {

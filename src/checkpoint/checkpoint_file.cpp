@@ -13,7 +13,6 @@
 #include "epochrun/errors.hpp"
 #include "error_table.hpp"
 #include "integrity_header.hpp"
-#include "pending_checkpoint.hpp"
 #include "regular_file.hpp"
 #include "verified_read.hpp"
 
@@ -97,9 +96,10 @@ void check_expectation(const CheckpointHeader& header, const CheckpointExpectati
                              expected.job + "'");
   }
   if (header.node_names.size() != expected.node_names.size()) {
-    throw CheckpointMismatch("it was written by " + std::to_string(header.node_names.size()) +
-                             " ranks, this run has " + std::to_string(expected.node_names.size()) +
-                             " (restarting on a different rank count is not supported yet)");
+    throw CheckpointMismatch(
+        "it was written by " + std::to_string(header.node_names.size()) + " ranks, this run has " +
+        std::to_string(expected.node_names.size()) +
+        " (a file of format version 1 or 2 loads only at the rank count that wrote it)");
   }
   if (header.node_names != expected.node_names) {
     throw CheckpointMismatch("its node names differ from this run's");
@@ -116,16 +116,6 @@ std::uint64_t CheckpointHeader::total_blob_bytes() const {
     }
   }
   return total;
-}
-
-void write_checkpoint_file(const std::filesystem::path& file, const Communicator& comm,
-                           CheckpointHeader header, const Workspace& workspace,
-                           const std::vector<std::string>& blob_names,
-                           std::chrono::duration<double> timeout) {
-  auto pending = PendingCheckpoint::begin(file, comm, std::move(header),
-                                          blob_views(workspace, blob_names), timeout);
-  pending.write_data();
-  pending.finish();
 }
 
 std::vector<std::string> read_checkpoint_file(const std::filesystem::path& file,

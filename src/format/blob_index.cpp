@@ -110,7 +110,7 @@ std::string_view text(const std::byte* row, std::size_t offset, std::size_t widt
 
 std::string not_an_index(const std::string& what, const std::string& why) {
   return what + " is not a blob index (a table of the columns name, dtype, ndim, shape, " +
-         "packed, offset, size" + "[, kind]): " + why;
+         "packed, offset, size, and kind from format version 3): " + why;
 }
 
 // The member `column` of a compound `type`, which must exist.

@@ -378,8 +378,8 @@ StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity)
     Handle file(H5Fopen(descriptor_path(fd).c_str(), H5F_ACC_RDONLY, fapl.get()), "open");
     StoredFileV3 stored;
     CheckpointHeader root;
-    read_root_attributes(file.get(), root, integrity.file_size, 3);
-    if (root.format_version != 3) {
+    read_root_attributes(file.get(), root, integrity.file_size);
+    if (root.format_version != kFormatVersion3) {
       throw CheckpointMismatch("format version " + std::to_string(root.format_version) +
                                " is not version 3");
     }

@@ -202,7 +202,7 @@ LayoutV3 lay_out_checkpoint_file_v3(int fd, const FileDescription& description,
               "create file");
   created();
   CheckpointHeader root;
-  root.format_version = 3;
+  root.format_version = kFormatVersion3;
   root.epoch = description.epoch;
   root.job = description.job;
   root.node_names = description.node_names;

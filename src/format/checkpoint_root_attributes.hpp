@@ -16,8 +16,8 @@ void write_root_attributes(hid_t file, const CheckpointHeader& header);
 // Reads them from an untrusted file of `file_bytes` bytes into `header` (its blobs are the
 // node readers'). CorruptCheckpoint for a file that is not an epochrun checkpoint or whose node
 // list is damaged; CheckpointMismatch for a format version this epochrun does not read.
-// `newest_version`: the newest format version the caller reads (the version 3 reader, until
-// saves write it, passes 3).
+// `newest_version`: the newest format version the caller reads (the reader of versions 1 and 2
+// passes 2).
 void read_root_attributes(hid_t file, CheckpointHeader& header, std::uint64_t file_bytes,
                           std::int64_t newest_version = kCheckpointFormatVersion);
 

@@ -10,9 +10,8 @@ void add_epoch_limiter(Job& job, std::int64_t num_epochs) {
   if (num_epochs < 1) {
     throw UsageError("epoch limit must be at least 1, got " + std::to_string(num_epochs));
   }
-  job.init_group.add("epoch_limiter_init", [num_epochs](TaskContext& context) {
-    context.workspace.put(kEpochsRemainingBlob, Blob::scalar<std::int64_t>(num_epochs));
-  });
+  // The same on every rank: stored once, and loaded by a resume at any rank count.
+  job.replicated_scalar<std::int64_t>(kEpochsRemainingBlob, num_epochs);
   // Counted from the epoch number rather than down from the stored value, so that a limit
   // changed on resume (a resubmitted job with more or fewer epochs) applies from the next
   // epoch on; from scratch both give the same values.
