@@ -8,6 +8,7 @@
 
 #include "epochrun/blob.hpp"
 #include "epochrun/export.hpp"
+#include "epochrun/global_array.hpp"
 
 namespace epochrun {
 
@@ -27,6 +28,18 @@ struct BlobRecord {
   std::uint64_t byte_size() const { return element_count(shape) * element_size(dtype); }
 };
 
+// A global array as recorded in a version 3 file: one array of the global shape, written by
+// `writer_blocks.size()` ranks, each its block (index = writer rank), each block's elements
+// hashed in the block's own row-major order.
+struct GlobalArrayRecord {
+  std::string name;
+  DType dtype = DType::kU8;
+  Shape global_shape;
+  std::vector<Block> writer_blocks;
+  std::vector<std::uint64_t> writer_xxh64;  // index = writer rank
+  std::uint64_t byte_size() const { return element_count(global_shape) * element_size(dtype); }
+};
+
 // The root attributes plus every node's blob list.
 struct EPOCHRUN_API CheckpointHeader {
   std::string format = kCheckpointFormatName;
@@ -37,8 +50,13 @@ struct EPOCHRUN_API CheckpointHeader {
   std::string config_json;              // the run's effective configuration
   // node name -> its blobs, in save order
   std::map<std::string, std::vector<BlobRecord>> blobs;
+  // Version 3 only (empty before): the blobs every rank holds the same value of, stored once,
+  // and the global arrays, each stored whole. Both in the file's index order (by name).
+  std::vector<BlobRecord> replicated;
+  std::vector<GlobalArrayRecord> arrays;
 
   std::int64_t num_ranks() const { return static_cast<std::int64_t>(node_names.size()); }
+  // Every per-node value, replicated value and global array.
   std::uint64_t total_blob_bytes() const;
 };
 

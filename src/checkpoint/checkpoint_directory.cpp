@@ -117,8 +117,15 @@ bool CheckpointDirectory::load_blobs(std::int64_t epoch, const std::vector<BlobA
   // Read everything first so that a missing blob leaves the workspace untouched.
   std::vector<std::pair<std::string, Blob>> loaded;
   for (const auto& address : wanted) {
+    // No node: a version 3 file's replicated blob, or global array read whole.
+    const bool replicated =
+        address.node.empty() &&
+        std::any_of(reader.header().replicated.begin(), reader.header().replicated.end(),
+                    [&](const BlobRecord& r) { return r.name == address.blob; });
     loaded.emplace_back(address.as.empty() ? address.blob : address.as,
-                        reader.read_blob(address.node, address.blob));
+                        !address.node.empty() ? reader.read_blob(address.node, address.blob)
+                        : replicated          ? reader.read_replicated(address.blob)
+                                              : reader.read_array(address.blob));
   }
   for (auto& [name, blob] : loaded) {
     workspace.put(name, std::move(blob));

@@ -1,5 +1,5 @@
-// Reading version 3 checkpoints (docs/FORMAT-v3-design.md) from an untrusted file: the blob
-// index, then each blob's dataset checked against its row, the global arrays' writer blocks,
+// Reading version 3 checkpoints (docs/FORMAT.md, "Format version 3") from an untrusted file: the
+// blob index, then each blob's dataset checked against its row, the global arrays' writer blocks,
 // the pack, the ragged index and the checksum table -- all before any blob byte is read.
 #include <algorithm>
 #include <cstring>
