@@ -33,6 +33,7 @@ if ! have_modules; then
   echo "h5py_collective_bench.sh: $PYTHON lacks h5py with MPI or mpi4py; installing them:" >&2
   echo "  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get -y install $packages" >&2
   apt-get update -qq
+  # shellcheck disable=SC2086 # one word per package
   DEBIAN_FRONTEND=noninteractive apt-get -y -qq install $packages >&2
   have_modules || { echo "h5py_collective_bench.sh: still no h5py with MPI after installing $packages" >&2; exit 2; }
 fi
