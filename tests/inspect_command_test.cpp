@@ -40,19 +40,19 @@ std::string load_checkpoint(const fs::path& file) {
          file.string() + "')\n";
 }
 
-// Two real runs shared by every test (read-only): heat_diffusion (a 2-D field of 1 MiB per
+// Two real runs shared by every test (read-only): heat_diffusion (a 1536 x 256 field, 1 MiB per
 // rank, 3 epochs) and sgd_regression (4 epochs, opaque optimizer state), on 3 ranks.
 class Inspect : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     runs_ = new ScratchDir;
-    auto heat = bounded(
-        epochrun_on_ranks(
-            3, {"run", "--job", "heat_diffusion", "--checkpoint-dir", "H", "--log-level", "warn",
-                "--heat_diffusion.mib_per_rank", "1", "--heat_diffusion.columns", "256",
-                "--heat_diffusion.max_epochs", "3", "--heat_diffusion.sweeps_per_epoch", "2",
-                "--heat_diffusion.output_file", ""}),
-        runs_->path(), 300);
+    auto heat =
+        bounded(epochrun_on_ranks(
+                    3, {"run", "--job", "heat_diffusion", "--checkpoint-dir", "H", "--log-level",
+                        "warn", "--heat_diffusion.rows", "1536", "--heat_diffusion.columns", "256",
+                        "--heat_diffusion.max_epochs", "3", "--heat_diffusion.sweeps_per_epoch",
+                        "2", "--heat_diffusion.output_file", ""}),
+                runs_->path(), 300);
     ASSERT_EQ(heat.exit_code, 0) << heat.err;
     auto sgd_options = small_sgd_regression_options(4);
     sgd_options.insert(sgd_options.begin(), {"run", "--checkpoint-dir", "S"});
@@ -83,7 +83,7 @@ TEST_F(Inspect, SummaryListsEveryEpochWithItsCountsAndTheBlobTreeComesWithBlobs)
               std::string::npos)
         << summary.out;
   }
-  EXPECT_NE(summary.out.find("job heat_diffusion  3 ranks  15 blobs  3145872 blob bytes"),
+  EXPECT_NE(summary.out.find("job heat_diffusion  3 ranks  12 blobs  3145800 blob bytes"),
             std::string::npos)
       << summary.out;
   EXPECT_EQ(summary.out.find("field"), std::string::npos) << "no tree without --blobs";
@@ -102,8 +102,8 @@ TEST_F(Inspect, SummaryListsEveryEpochWithItsCountsAndTheBlobTreeComesWithBlobs)
   const auto& last = json["checkpoints"][3];
   EXPECT_EQ(last["epoch"], 3);
   EXPECT_EQ(last["num_nodes"], 3);
-  EXPECT_EQ(last["num_blobs"], 15);
-  EXPECT_EQ(last["blob_bytes"], 3145872);
+  EXPECT_EQ(last["num_blobs"], 12);
+  EXPECT_EQ(last["blob_bytes"], 3145800);
   EXPECT_FALSE(last.contains("nodes"));
   EXPECT_EQ(json["history"].size(), 1u);
 }
@@ -168,7 +168,7 @@ TEST_F(Inspect, ExportWritesOneNpyPerBlobThatNumpyLoads) {
         inspect({run.string(), "--export", out.string(), "--epoch", "2", "--json"}, cwd_.path());
     ASSERT_EQ(exported.exit_code, 0) << exported.err;
     const auto files = nlohmann::json::parse(exported.out)["files"];
-    ASSERT_EQ(files.size(), run == heat() ? 15u : 18u);
+    ASSERT_EQ(files.size(), run == heat() ? 12u : 18u);
     for (const auto& file : files) {
       const auto blob = file["blob"].get<std::string>();
       auto shown = nlohmann::json::parse(
