@@ -4,7 +4,9 @@
     state = load("checkpoints/epoch-000004.h5")   # {"trainer_0/weights": array(...), ...}
 
 `bytes` blobs come back as uint8 arrays (`state["trainer_0/optimizer_state"].tobytes()`).
-Reads format versions 1 and 2 with h5py and numpy alone; it does not verify the checksums
+A version 3 file's replicated blobs come back once, as "replicated/<blob>", and its global
+arrays whole, in their global shape, as "arrays/<array>".
+Reads format versions 1, 2 and 3 with h5py and numpy alone; it does not verify the checksums
 (`epochrun inspect DIR --verify` does).
 """
 import sys
@@ -43,11 +45,50 @@ def _read_v2(f, node):
     return blobs
 
 
+def _view(data, row, shape_row):
+    """Raw bytes as the blob's dtype, in the shape `shape_row` (an index row) gives."""
+    shape = tuple(shape_row["shape"][:shape_row["ndim"]])
+    return data.view(NUMPY[row["dtype"].decode()]).reshape(shape)
+
+
+def _read_v3(f):
+    """Version 3: one dataset per blob name (docs/FORMAT.md); a node's value is its row."""
+    nodes = [str(node) for node in f.attrs["node_names"]]
+    index = f["index/blobs"][()]
+    ragged_rows = f["index/ragged"][()] if "ragged" in f["index"] else None
+    pack = f["index/packed"][()] if "packed" in f["index"] else None
+    state, ragged = {}, 0
+    for row in index:
+        name, kind = row["name"].decode(), int(row["kind"])
+        if kind == 1:
+            state[f"replicated/{name}"] = f[f"replicated/{name}"][()]
+        elif kind == 2:
+            state[f"arrays/{name}"] = f[f"arrays/{name}"][()]
+        elif kind == 3:  # ragged: every node's bytes back to back, placed by /index/ragged
+            data = f[f"nodes/{name}"][()].view(np.uint8)
+            for rank, node in enumerate(nodes):
+                entry = ragged_rows[ragged * len(nodes) + rank]
+                part = data[entry["offset"]:entry["offset"] + entry["size"]]
+                state[f"{node}/{name}"] = _view(part, row, entry)
+            ragged += 1
+        elif row["packed"]:
+            for rank, node in enumerate(nodes):
+                part = pack[rank, row["offset"]:row["offset"] + row["size"]]
+                state[f"{node}/{name}"] = _view(part, row, row)
+        else:
+            values = f[f"nodes/{name}"][()]
+            for rank, node in enumerate(nodes):
+                state[f"{node}/{name}"] = values[rank]
+    return state
+
+
 def load(path):
     with h5py.File(path, "r") as f:
         version = int(f.attrs["format_version"])
-        if version not in (1, 2):
+        if version not in (1, 2, 3):
             raise ValueError(f"{path}: format version {version} is newer than this script reads")
+        if version == 3:
+            return _read_v3(f)
         read = _read_v1 if version == 1 else _read_v2
         return {f"{node}/{name}": value
                 for node in f.attrs["node_names"]

@@ -214,14 +214,14 @@ TEST_F(CraftedFile, HostileNamesInTheFileAreRefused) {
 TEST_F(CraftedFile, ANewerFormatVersionIsAMismatchNamingBothVersions) {
   auto file = crafted_checkpoint(directory_.path(), {.root = [](hid_t h5file) {
                                    write_string(h5file, "format", "epochrun-checkpoint");
-                                   write_int(h5file, "format_version", 3);
+                                   write_int(h5file, "format_version", 4);
                                  }});
   try {
     CheckpointReader reader(file);
     FAIL();
   } catch (const CheckpointMismatch& error) {
     EXPECT_NE(std::string(error.what())
-                  .find("format version 3 is not one this epochrun reads (1 to 2): it was "
+                  .find("format version 4 is not one this epochrun reads (1 to 3): it was "
                         "written by a newer epochrun"),
               std::string::npos)
         << error.what();

@@ -39,8 +39,8 @@ std::filesystem::path written_checkpoint(const std::filesystem::path& directory)
   header.job = "crafted";
   header.node_names = {"trainer_0"};
   header.config_json = "{}";
-  save_checkpoint(CheckpointDirectory(directory), Communicator::self(), header, workspace,
-                  workspace.names());
+  save_checkpoint_v2(CheckpointDirectory(directory), Communicator::self(), header, workspace,
+                     workspace.names());
   return CheckpointDirectory(directory).file_for(1);
 }
 
@@ -304,11 +304,11 @@ TEST_F(CraftedV2File, AChunkedPackIsRefusedBeforeAnyRead) {
       "pack /index/trainer_0/packed is not stored contiguously");
 }
 
-TEST_F(CraftedV2File, AVersion3FileIsAMismatchThatSaysWhatToDo) {
+TEST_F(CraftedV2File, AVersion4FileIsAMismatchThatSaysWhatToDo) {
   recraft(file_, [](hid_t file) {
     hid_t attribute = H5Aopen(file, "format_version", H5P_DEFAULT);
-    const std::int64_t three = 3;
-    H5Awrite(attribute, H5T_NATIVE_INT64, &three);
+    const std::int64_t four = 4;
+    H5Awrite(attribute, H5T_NATIVE_INT64, &four);
     H5Aclose(attribute);
   });
   try {
@@ -316,7 +316,7 @@ TEST_F(CraftedV2File, AVersion3FileIsAMismatchThatSaysWhatToDo) {
     FAIL() << "accepted";
   } catch (const CheckpointMismatch& error) {
     EXPECT_NE(std::string(error.what())
-                  .find("format version 3 is not one this epochrun reads (1 to 2): it was "
+                  .find("format version 4 is not one this epochrun reads (1 to 3): it was "
                         "written by a newer epochrun; load it with that version"),
               std::string::npos)
         << error.what();

@@ -97,7 +97,7 @@ TEST(FormatV2, ManySmallBlobsArePackedIntoAFewDatasetsAndLoadBitIdentical) {
   ScratchDir directory(world);
   const CheckpointDirectory checkpoints(directory.path());
   const auto saved = mixed_workspace(world, 1000);
-  save_checkpoint(checkpoints, world, header_for(world, 5), saved, saved.names());
+  save_checkpoint_v2(checkpoints, world, header_for(world, 5), saved, saved.names());
   if (world.is_root()) {
     // Per node: weights, optimizer_state, the index, the pack and the checksum table.
     EXPECT_EQ(dataset_count(checkpoints.file_for(5)), 5u * static_cast<std::size_t>(world.size()));
@@ -124,7 +124,7 @@ TEST(FormatV2, AFlippedByteInAPackedBlobIsNamedWithItsNodeAndPack) {
   saved.put("marked",
             Blob::of<std::int64_t>(
                 {4}, std::vector<std::int64_t>{77, 0x0123456789abcdefLL + world.rank(), 3, 4}));
-  save_checkpoint(checkpoints, world, header_for(world, 1), saved, saved.names());
+  save_checkpoint_v2(checkpoints, world, header_for(world, 1), saved, saved.names());
   if (world.rank() == 1) {
     ASSERT_TRUE(flip_bit_in_pattern(checkpoints.file_for(1),
                                     int64_bytes(0x0123456789abcdefLL + 1, 1), 0, 2));
@@ -191,8 +191,8 @@ void run_python(const std::vector<std::string>& argv, const std::filesystem::pat
 class PackedCheckpoint : public ::testing::Test {
  protected:
   void SetUp() override {
-    save_checkpoint(CheckpointDirectory(directory_ / "checkpoints"), world_, header_for(world_, 4),
-                    saved_, saved_.names());
+    save_checkpoint_v2(CheckpointDirectory(directory_ / "checkpoints"), world_,
+                       header_for(world_, 4), saved_, saved_.names());
   }
 
   const Communicator world_ = Communicator::world();

@@ -281,8 +281,8 @@ std::string read_file(const std::filesystem::path& file) {
   return content.str();
 }
 
-std::vector<std::string> python_blocks(const std::string& markdown) {
-  const std::string open = "```python\n";
+std::vector<std::string> python_blocks(const std::string& markdown, const std::string& tag) {
+  const std::string open = "```" + tag + "\n";
   std::vector<std::string> blocks;
   for (auto start = markdown.find(open); start != std::string::npos;
        start = markdown.find(open, start)) {

@@ -137,8 +137,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
 
 std::string read_file(const std::filesystem::path& file);
 // The code of every ```python block of a Markdown document, in order; std::runtime_error for an
-// unterminated block.
-std::vector<std::string> python_blocks(const std::string& markdown);
+// unterminated block. `tag`: the blocks whose fence says ```<tag> instead ("python v3": the
+// snippets that read a version 3 file).
+std::vector<std::string> python_blocks(const std::string& markdown,
+                                       const std::string& tag = "python");
 void write_file(const std::filesystem::path& file, const std::string& content);
 
 // The bytes of the int64 values first, first+1, ... (count of them), little-endian: how an

@@ -22,6 +22,7 @@ EPOCHRUN_API std::optional<std::int64_t> parse_checkpoint_file_name(const std::s
 
 // A blob to fetch in a partial load, and the name it gets in the caller's workspace.
 struct BlobAddress {
+  // Empty for a version 3 file's replicated blob or global array (the whole array).
   std::string node;
   std::string blob;
   std::string as;  // empty: the blob's own name
@@ -41,8 +42,9 @@ class EPOCHRUN_API CheckpointDirectory {
   bool has_epoch(std::int64_t epoch) const;
 
   // Any process, any number of ranks, no collective calls: loads the chosen blobs of the
-  // chosen nodes into `workspace`. False when the epoch has no committed checkpoint;
-  // CheckpointError when a requested node or blob is not in it.
+  // chosen nodes (and a version 3 file's replicated blobs and whole global arrays) into
+  // `workspace`. False when the epoch has no committed checkpoint; CheckpointError when a
+  // requested node or blob is not in it.
   bool load_blobs(std::int64_t epoch, const std::vector<BlobAddress>& wanted,
                   Workspace& workspace) const;
 

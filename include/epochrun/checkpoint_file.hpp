@@ -1,16 +1,18 @@
 // Reading one checkpoint file from a single process, with no MPI at all (partial loads,
-// `epochrun inspect`). The runner's saves and resumes write and load the same files
-// collectively; docs/FORMAT.md describes the file.
+// `epochrun inspect`), of any format version 1 to 3. The runner's saves and resumes write and
+// load the same files collectively; docs/FORMAT.md describes the file.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "epochrun/checkpoint_format.hpp"
 #include "epochrun/export.hpp"
+#include "epochrun/global_array.hpp"
 
 namespace epochrun {
 
@@ -34,8 +36,17 @@ class EPOCHRUN_API CheckpointReader {
   const CheckpointHeader& header() const;
   // The file's size when it was opened.
   std::uint64_t file_bytes() const;
-  // Reads and verifies one blob; CheckpointError when the node or blob is not in the file.
+  // Reads and verifies one per-node blob; CheckpointError when the node or blob is not in the
+  // file.
   Blob read_blob(const std::string& node, const std::string& blob) const;
+  // Version 3: reads and verifies the replicated blob `name` (header().replicated);
+  // CheckpointError when the file has none of that name.
+  Blob read_replicated(const std::string& name) const;
+  // Version 3: the global array `name` (header().arrays), whole or the cells of `part` (a
+  // block of the same dimensions inside the global shape), row-major. Every writer block the
+  // part meets is read whole and verified before its cells are copied: every byte returned was
+  // verified. CheckpointError when there is no such array, UsageError for a part outside it.
+  Blob read_array(const std::string& name, std::optional<Block> part = {}) const;
 
  private:
   struct EPOCHRUN_HIDDEN Impl;

@@ -61,11 +61,15 @@ struct BlobSpec {
   BlockRule block_rule;
   // Per-node blobs: a resume at another rank count.
   RankChange on_rank_change;
+  // The value init creates (a scalar's initial value); empty: zeros.
+  std::vector<std::byte> initial;
 
   // Global arrays: the block of `rank` of `ranks`.
   EPOCHRUN_API Block block(int rank, int ranks) const;
   // The shape rank `rank` of `ranks` holds: the block's count for a global array.
   EPOCHRUN_API Shape local_shape(int rank, int ranks) const;
+  // The value the init group creates on rank `rank` of `ranks`.
+  EPOCHRUN_API Blob created(int rank, int ranks) const;
 };
 
 // What a job does with a declared blob besides keeping it in the checkpoint.
@@ -100,13 +104,14 @@ class EPOCHRUN_API Job {
   // repeated name.
   template <Element T>
   BlobHandle<T> blob(std::string blob_name, Shape shape, BlobUse use = {}) {
-    declare(BlobSpec{blob_name, DTypeOf<T>::value, std::move(shape), BlobKind::kPerNode, {}, {}},
-            {}, use);
+    declare(
+        BlobSpec{blob_name, DTypeOf<T>::value, std::move(shape), BlobKind::kPerNode, {}, {}, {}},
+        {}, use);
     return BlobHandle<T>(std::move(blob_name));
   }
   template <Element T>
   ScalarHandle<T> scalar(std::string blob_name, T initial = T{}, BlobUse use = {}) {
-    declare(BlobSpec{blob_name, DTypeOf<T>::value, {}, BlobKind::kPerNode, {}, {}},
+    declare(BlobSpec{blob_name, DTypeOf<T>::value, {}, BlobKind::kPerNode, {}, {}, {}},
             std::as_bytes(std::span<const T>(&initial, 1)), use);
     return ScalarHandle<T>(std::move(blob_name));
   }
@@ -120,13 +125,14 @@ class EPOCHRUN_API Job {
   // ranks' values equal; --check-replicated verifies it at every save.
   template <Element T>
   BlobHandle<T> replicated(std::string blob_name, Shape shape) {
-    declare(BlobSpec{blob_name, DTypeOf<T>::value, std::move(shape), BlobKind::kReplicated, {}, {}},
-            {}, {});
+    declare(
+        BlobSpec{blob_name, DTypeOf<T>::value, std::move(shape), BlobKind::kReplicated, {}, {}, {}},
+        {}, {});
     return BlobHandle<T>(std::move(blob_name));
   }
   template <Element T>
   ScalarHandle<T> replicated_scalar(std::string blob_name, T initial = T{}) {
-    declare(BlobSpec{blob_name, DTypeOf<T>::value, {}, BlobKind::kReplicated, {}, {}},
+    declare(BlobSpec{blob_name, DTypeOf<T>::value, {}, BlobKind::kReplicated, {}, {}, {}},
             std::as_bytes(std::span<const T>(&initial, 1)), {});
     return ScalarHandle<T>(std::move(blob_name));
   }
@@ -155,7 +161,7 @@ class EPOCHRUN_API Job {
   const BlobSpec* find_blob(const std::string& blob_name) const;
 
   // The declared blobs, in declaration order, as a resume checks them.
-  const std::vector<BlobSpec>& expected_blobs() const { return expected_blobs_; }
+  const std::vector<BlobSpec>& expected_blobs() const;
   // The blobs declared with {.output = true}, which the download phase gathers.
   const std::vector<std::string>& outputs() const { return outputs_; }
 
@@ -173,15 +179,10 @@ class EPOCHRUN_API Job {
   std::string name_;
   std::vector<StopCondition> stop_conditions_;
   std::vector<std::string> outputs_;
-  std::vector<BlobSpec> expected_blobs_;
   std::vector<std::string> run_defining_options_;
   // The declared blobs, shared with the init task that creates them (copies of a Job share
   // them: declare every blob before copying a Job).
-  struct Declared {
-    BlobSpec spec;
-    std::vector<std::byte> initial;  // empty: zero-filled
-  };
-  std::shared_ptr<std::vector<Declared>> declared_;
+  std::shared_ptr<std::vector<BlobSpec>> declared_;
 };
 
 }  // namespace epochrun

@@ -21,7 +21,7 @@ namespace epochrun {
 // The job library ABI. It changes whenever a type that crosses the boundary (JobRegistry, Job,
 // Workspace, Communicator, ...) changes incompatibly; a library built against other headers
 // reports another number.
-inline constexpr int kJobLibraryAbi = 3;
+inline constexpr int kJobLibraryAbi = 4;
 
 }  // namespace epochrun
 

@@ -20,6 +20,7 @@
 #include <csignal>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,6 +92,10 @@ struct RunOptions {
   bool async_checkpoint = false;
   // A snapshot beyond this many bytes on any rank makes that save synchronous (unset: none).
   std::optional<std::uint64_t> async_max_staging_bytes;
+  // MPI-IO hints (name -> value) for the collective writes and reads of global arrays.
+  std::map<std::string, std::string> mpi_io_hints;
+  // Every save compares the ranks' replicated blobs and fails when they differ.
+  bool check_replicated = false;
 };
 
 class EPOCHRUN_API JobRunner {

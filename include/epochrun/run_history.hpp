@@ -18,8 +18,9 @@ struct RunRecord {
   int ranks = 0;
   std::optional<std::string> slurm_job_id;
   std::int64_t restart_count = 0;
-  std::optional<std::int64_t> resumed_from;  // nullopt: started from scratch
-  std::string stop_kind;                     // stop_kind_name()
+  std::optional<std::int64_t> resumed_from;        // nullopt: started from scratch
+  std::optional<std::int64_t> resumed_from_ranks;  // the rank count that wrote it
+  std::string stop_kind;                           // stop_kind_name()
   std::string stop_reason;
   std::int64_t epochs_run = 0;
   std::optional<std::int64_t> last_committed_epoch;

@@ -30,8 +30,10 @@ struct RunSummary {
   std::string job;
   int num_ranks = 0;
   std::optional<std::int64_t> resumed_from;  // nullopt: started from scratch
-  std::int64_t last_epoch = 0;               // the reference's return value
-  std::int64_t epochs_run = 0;               // epochs executed by this run
+  // The rank count that wrote the resumed checkpoint (when resumed).
+  std::optional<std::int64_t> resumed_from_ranks;
+  std::int64_t last_epoch = 0;  // the reference's return value
+  std::int64_t epochs_run = 0;  // epochs executed by this run
   StopKind stop_kind = StopKind::kContinue;
   std::string stop_reason;
   std::vector<std::int64_t> committed;  // epochs this run committed, in order

@@ -8,11 +8,14 @@
 #include <chrono>
 #include <cstdio>
 
+#include "checkpoint_layout.hpp"
 #include "collective_errors.hpp"
 #include "directory_save.hpp"
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
+#include "integrity_header.hpp"
+#include "regular_file.hpp"
 
 namespace epochrun {
 namespace {
@@ -114,8 +117,15 @@ bool CheckpointDirectory::load_blobs(std::int64_t epoch, const std::vector<BlobA
   // Read everything first so that a missing blob leaves the workspace untouched.
   std::vector<std::pair<std::string, Blob>> loaded;
   for (const auto& address : wanted) {
+    // No node: a version 3 file's replicated blob, or global array read whole.
+    const bool replicated =
+        address.node.empty() &&
+        std::any_of(reader.header().replicated.begin(), reader.header().replicated.end(),
+                    [&](const BlobRecord& r) { return r.name == address.blob; });
     loaded.emplace_back(address.as.empty() ? address.blob : address.as,
-                        reader.read_blob(address.node, address.blob));
+                        !address.node.empty() ? reader.read_blob(address.node, address.blob)
+                        : replicated          ? reader.read_replicated(address.blob)
+                                              : reader.read_array(address.blob));
   }
   for (auto& [name, blob] : loaded) {
     workspace.put(name, std::move(blob));
@@ -127,10 +137,53 @@ SaveStats save_checkpoint(const CheckpointDirectory& directory, const Communicat
                           const CheckpointHeader& header, const Workspace& workspace,
                           const std::vector<std::string>& blob_names,
                           std::chrono::duration<double> timeout) {
+  std::vector<SavedBlob> blobs;
+  for (auto& view : blob_views(workspace, blob_names)) {
+    blobs.push_back(SavedBlob{std::move(view), StorageKind::kPerNode, {}, {}});
+  }
+  auto save = DirectorySave::begin(
+      directory, comm, SavedFile{header.epoch, header.job, header.node_names, header.config_json},
+      std::move(blobs), timeout, {}, false);
+  save.write_data();
+  return save.commit();
+}
+
+SaveStats save_checkpoint_v2(const CheckpointDirectory& directory, const Communicator& comm,
+                             const CheckpointHeader& header, const Workspace& workspace,
+                             const std::vector<std::string>& blob_names,
+                             std::chrono::duration<double> timeout) {
   auto save =
       DirectorySave::begin(directory, comm, header, blob_views(workspace, blob_names), timeout);
   save.write_data();
   return save.commit();
+}
+
+Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator& comm,
+                       const LoadRequest& request, Workspace& workspace,
+                       std::chrono::duration<double> timeout) {
+  const auto file = directory.file_for(request.epoch);
+  // Rank 0 finds the file and its version; the version's reader verifies it whole.
+  std::int64_t version = 0;
+  run_on_root_then_agree_within(comm, "load epoch " + std::to_string(request.epoch), timeout, [&] {
+    if (!directory.has_epoch(request.epoch)) {
+      throw CheckpointNotFound(directory.describe_missing(request.epoch));
+    }
+    auto fd = open_regular_file_for_reading(file);
+    version = stored_format_version(fd.get(), verify_checkpoint_file(fd.get(), file.string()));
+  });
+  comm.broadcast(version);
+  if (version == kFormatVersion3) {
+    return load_checkpoint_v3(file, comm, request, workspace, timeout);
+  }
+  Loaded loaded;
+  loaded.blobs = read_checkpoint_file(
+      file, comm, CheckpointExpectation{request.epoch, request.job, request.node_names}, workspace,
+      timeout);
+  loaded.written_by_ranks = comm.size();
+  run_on_root_then_agree_within(comm, "load epoch " + std::to_string(request.epoch), timeout, [&] {
+    loaded.config_json = CheckpointReader(file).header().config_json;
+  });
+  return loaded;
 }
 
 std::vector<std::string> load_checkpoint(const CheckpointDirectory& directory,
@@ -138,13 +191,10 @@ std::vector<std::string> load_checkpoint(const CheckpointDirectory& directory,
                                          const CheckpointExpectation& expected,
                                          Workspace& workspace,
                                          std::chrono::duration<double> timeout) {
-  run_on_root_then_agree_within(comm, "load epoch " + std::to_string(expected.epoch), timeout, [&] {
-    if (!directory.has_epoch(expected.epoch)) {
-      throw CheckpointNotFound(directory.describe_missing(expected.epoch));
-    }
-  });
-  return read_checkpoint_file(directory.file_for(expected.epoch), comm, expected, workspace,
-                              timeout);
+  return load_checkpoint(directory, comm,
+                         LoadRequest{expected.epoch, expected.job, expected.node_names, {}, {}, {}},
+                         workspace, timeout)
+      .blobs;
 }
 
 void remove_checkpoints(const CheckpointDirectory& directory,

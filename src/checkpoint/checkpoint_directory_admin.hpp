@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "checkpoint_file_collective.hpp"
+#include "checkpoint_load_v3.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/workspace.hpp"
@@ -30,14 +31,27 @@ struct SaveStats {
 // epoch), fsync the directory. (index.json is the caller's: the runner's post-commit steps.)
 // Creates the directory when missing. On any failure throws SaveError on every rank, removes the
 // temporary file and leaves every committed checkpoint as it was. A rank that waits more than
-// `timeout` for the others at any step aborts the job (see write_checkpoint_file).
+// `timeout` for the others at any step aborts the job (see raise_if_any_failed_within).
+// Writes format version 3, every blob per node (the runner's saves are the same, with the
+// kinds of blob the job declares).
 SaveStats save_checkpoint(const CheckpointDirectory& directory, const Communicator& comm,
                           const CheckpointHeader& header, const Workspace& workspace,
                           const std::vector<std::string>& blob_names,
                           std::chrono::duration<double> timeout = kDefaultSaveTimeout);
+// The same in format version 2, for the tests of that version's readers.
+SaveStats save_checkpoint_v2(const CheckpointDirectory& directory, const Communicator& comm,
+                             const CheckpointHeader& header, const Workspace& workspace,
+                             const std::vector<std::string>& blob_names,
+                             std::chrono::duration<double> timeout = kDefaultSaveTimeout);
 
-// Collective. Loads the epoch into `workspace` (see read_checkpoint_file); returns the loaded
-// blob names. CheckpointNotFound, naming the committed epochs, when it is absent.
+// Collective. Loads the epoch `request` names into `workspace`, of any format version: version 3
+// at any rank count (load_checkpoint_v3), versions 1 and 2 at the rank count that wrote them
+// (read_checkpoint_file). CheckpointNotFound, naming the committed epochs, when it is absent.
+Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator& comm,
+                       const LoadRequest& request, Workspace& workspace,
+                       std::chrono::duration<double> timeout = kDefaultSaveTimeout);
+// The same at the rank count that wrote it, global arrays in balanced blocks; returns the loaded
+// blob names.
 std::vector<std::string> load_checkpoint(
     const CheckpointDirectory& directory, const Communicator& comm,
     const CheckpointExpectation& expected, Workspace& workspace,

@@ -5,15 +5,18 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "blob_records.hpp"
 #include "checkpoint_groups.hpp"
 #include "checkpoint_layout.hpp"
+#include "checkpoint_reader_v3.hpp"
+#include "checkpoint_root_attributes.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
 #include "error_table.hpp"
+#include "global_array_read.hpp"
 #include "integrity_header.hpp"
-#include "pending_checkpoint.hpp"
 #include "regular_file.hpp"
 #include "verified_read.hpp"
 
@@ -97,9 +100,10 @@ void check_expectation(const CheckpointHeader& header, const CheckpointExpectati
                              expected.job + "'");
   }
   if (header.node_names.size() != expected.node_names.size()) {
-    throw CheckpointMismatch("it was written by " + std::to_string(header.node_names.size()) +
-                             " ranks, this run has " + std::to_string(expected.node_names.size()) +
-                             " (restarting on a different rank count is not supported yet)");
+    throw CheckpointMismatch(
+        "it was written by " + std::to_string(header.node_names.size()) + " ranks, this run has " +
+        std::to_string(expected.node_names.size()) +
+        " (a file of format version 1 or 2 loads only at the rank count that wrote it)");
   }
   if (header.node_names != expected.node_names) {
     throw CheckpointMismatch("its node names differ from this run's");
@@ -115,17 +119,13 @@ std::uint64_t CheckpointHeader::total_blob_bytes() const {
       total += record.byte_size();
     }
   }
+  for (const auto& record : replicated) {
+    total += record.byte_size();
+  }
+  for (const auto& array : arrays) {
+    total += array.byte_size();
+  }
   return total;
-}
-
-void write_checkpoint_file(const std::filesystem::path& file, const Communicator& comm,
-                           CheckpointHeader header, const Workspace& workspace,
-                           const std::vector<std::string>& blob_names,
-                           std::chrono::duration<double> timeout) {
-  auto pending = PendingCheckpoint::begin(file, comm, std::move(header),
-                                          blob_views(workspace, blob_names), timeout);
-  pending.write_data();
-  pending.finish();
 }
 
 std::vector<std::string> read_checkpoint_file(const std::filesystem::path& file,
@@ -177,7 +177,23 @@ struct CheckpointReader::Impl {
   std::filesystem::path file;
   FileDescriptor fd{-1};
   std::uint64_t file_bytes = 0;
+  // Versions 1 and 2 as read; version 3 seen the same way for its per-node blobs.
   CheckpointLayout layout;
+  // Version 3 only: the file as read, for its replicated blobs and global arrays.
+  std::optional<StoredFileV3> v3;
+
+  std::string context() const { return "checkpoint " + file.string(); }
+  // The version 3 blob `name` of `kind`; CheckpointError naming what the file lacks.
+  std::size_t v3_blob(const std::string& name, StorageKind kind, const char* what) const {
+    const auto found = v3 ? find_blob_v3(*v3, name, kind) : std::nullopt;
+    if (!found) {
+      throw CheckpointError(
+          context() + ": it has no " + what + " '" + name + "'" +
+          (v3 ? ""
+              : " (format version " + std::to_string(layout.header.format_version) + " has none)"));
+    }
+    return *found;
+  }
 };
 
 CheckpointReader::CheckpointReader(const std::filesystem::path& file)
@@ -187,7 +203,13 @@ CheckpointReader::CheckpointReader(const std::filesystem::path& file)
     impl_->fd = open_regular_file_for_reading(file);
     const auto integrity = verify_checkpoint_file(impl_->fd.get(), file.string());
     impl_->file_bytes = integrity.file_size;
-    impl_->layout = read_checkpoint_layout(impl_->fd.get(), integrity);
+    // Version 3's reader also refuses the versions after it, naming the versions it reads.
+    if (read_format_version(impl_->fd.get(), integrity.file_size) >= 3) {
+      impl_->v3.emplace(read_checkpoint_layout_v3(impl_->fd.get(), integrity));
+      impl_->layout = layout_of_v3(*impl_->v3);
+    } else {
+      impl_->layout = read_checkpoint_layout(impl_->fd.get(), integrity);
+    }
   } catch (...) {
     rethrow_with_context(std::current_exception(), "checkpoint " + file.string());
   }
@@ -218,11 +240,32 @@ Blob CheckpointReader::read_blob(const std::string& node, const std::string& blo
   }
   const auto place =
       place_of(impl_->layout, node, static_cast<std::size_t>(record - found->second.begin()));
+  // Version 3 keeps a node's value as a row of the blob's dataset, or in the one pack.
+  const auto what = !impl_->v3     ? blob_what(node, blob, place.packed)
+                    : place.packed ? "packed blob " + node + "/" + blob + " (in /index/packed)"
+                                   : "dataset /nodes/" + blob + ", the value of node " + node;
   try {
-    return read_verified_blob(impl_->fd.get(), *record, place.offset,
-                              blob_what(node, blob, place.packed));
+    return read_verified_blob(impl_->fd.get(), *record, place.offset, what);
   } catch (...) {
     rethrow_with_context(std::current_exception(), context);
+  }
+}
+
+Blob CheckpointReader::read_replicated(const std::string& name) const {
+  const auto blob = impl_->v3_blob(name, StorageKind::kReplicated, "replicated blob");
+  try {
+    return read_replicated_v3(impl_->fd.get(), *impl_->v3, blob);
+  } catch (...) {
+    rethrow_with_context(std::current_exception(), impl_->context());
+  }
+}
+
+Blob CheckpointReader::read_array(const std::string& name, std::optional<Block> part) const {
+  const auto blob = impl_->v3_blob(name, StorageKind::kGlobalArray, "global array");
+  try {
+    return read_array_v3(impl_->fd.get(), *impl_->v3, blob, part);
+  } catch (...) {
+    rethrow_with_context(std::current_exception(), impl_->context());
   }
 }
 

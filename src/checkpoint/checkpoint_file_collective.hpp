@@ -1,11 +1,9 @@
-// Writing and loading one checkpoint file collectively, as the runner's saves and resumes do.
-//
-// Saves and resumes are collective over a communicator, but make no collective HDF5 or MPI-IO
-// call: rank 0 lays the file out with serial HDF5 (groups, attributes, contiguous datasets) and
-// every rank moves its own node's blobs with pwrite/pread at the datasets' offsets. The ranks
-// meet between steps in an agreement bounded on every rank, so a save or a load that cannot
-// complete ends in bounded time (docs/FORMAT.md). The single-process reader is public
-// (CheckpointReader, <epochrun/checkpoint_file.hpp>).
+// Loading one checkpoint file of format version 1 or 2 collectively, at the rank count that wrote
+// it: rank 0 verifies the file, every rank reads its own node's blobs with pread at the datasets'
+// offsets, and the ranks meet between steps in an agreement bounded on every rank, so a load
+// that cannot complete ends in bounded time (docs/FORMAT.md). Version 3 files load with
+// checkpoint_load_v3. The single-process reader is public (CheckpointReader,
+// <epochrun/checkpoint_file.hpp>).
 #pragma once
 
 #include <chrono>
@@ -20,17 +18,6 @@
 
 namespace epochrun {
 
-// Collective. Creates `file` (must not exist) with mode 0644 and writes `blob_names` of
-// `workspace` as the node `header.node_names[comm.rank()]`; `header.blobs` is filled in here
-// from every rank's blobs. The file is complete, sealed and fsynced on every rank when it
-// returns. A failure on any rank throws on every rank (the caller removes the file); when some
-// rank does not reach a step's agreement within `timeout`, the job is aborted (exit code 1)
-// with a critical log line naming the step and the ranks that did not come.
-void write_checkpoint_file(const std::filesystem::path& file, const Communicator& comm,
-                           CheckpointHeader header, const Workspace& workspace,
-                           const std::vector<std::string>& blob_names,
-                           std::chrono::duration<double> timeout = kDefaultSaveTimeout);
-
 // What a resuming run expects a checkpoint to be.
 struct CheckpointExpectation {
   std::int64_t epoch = 0;
@@ -42,7 +29,7 @@ struct CheckpointExpectation {
 // checks the header against `expected` (CheckpointMismatch naming what differs); then every
 // rank loads its node's blobs into `workspace`, verifying each checksum (CorruptCheckpoint
 // naming file and dataset). Returns the names loaded, in save order. Bounded by `timeout` at
-// each step as write_checkpoint_file is.
+// each step.
 std::vector<std::string> read_checkpoint_file(
     const std::filesystem::path& file, const Communicator& comm,
     const CheckpointExpectation& expected, Workspace& workspace,

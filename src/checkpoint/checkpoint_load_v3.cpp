@@ -52,17 +52,19 @@ void check_request(const StoredFileV3& stored, const LoadRequest& request, int r
 std::vector<std::pair<std::string, Blob>> read_values(int fd, const StoredFileV3& stored,
                                                       const LoadRequest& request,
                                                       const Communicator& comm,
-                                                      const std::string& context,
                                                       std::vector<std::string>& recreated) {
   const auto& blobs = stored.description.blobs;
   const bool same_ranks = stored.description.ranks() == static_cast<std::uint64_t>(comm.size());
   std::vector<std::pair<std::string, Blob>> values;
   const auto read = [&](std::size_t i, std::uint64_t rank) {
     const auto value = stored_value(stored, i, rank);
+    // As h5py addresses it: f["nodes/<blob>"][rank] is node `rank`'s value.
     return read_verified_blob(
         fd, value.record, value.offset,
-        context + ": " + dataset_path(blobs[i]) +
-            (is_per_node(blobs[i].kind) ? " of " + stored.description.node_names.at(rank) : ""));
+        dataset_path(blobs[i]) +
+            (is_per_node(blobs[i].kind)
+                 ? "[" + std::to_string(rank) + "] (" + stored.description.node_names.at(rank) + ")"
+                 : ""));
   };
   for (std::size_t i = 0; i < blobs.size(); ++i) {
     const auto& blob = blobs[i];
@@ -149,10 +151,11 @@ Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator&
     auto fd = open_regular_file_for_reading(file);
     stored.emplace(read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), context)));
     check_request(*stored, request, comm.size());
-    values = read_values(fd.get(), *stored, request, comm, context, loaded.recreated);
+    values = read_values(fd.get(), *stored, request, comm, loaded.recreated);
   });
   read_arrays(file, *stored, request, comm, context, timeout, values);
   loaded.written_by_ranks = static_cast<std::int64_t>(stored->description.ranks());
+  loaded.config_json = stored->description.config_json;
   for (auto& [name, blob] : values) {
     workspace.put(name, std::move(blob));
     loaded.blobs.push_back(name);

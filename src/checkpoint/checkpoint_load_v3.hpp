@@ -46,6 +46,7 @@ struct Loaded {
   std::vector<std::string> blobs;  // the names put into the workspace
   std::int64_t written_by_ranks = 0;
   std::vector<std::string> recreated;  // per-node blobs the job creates anew
+  std::string config_json;             // the configuration the checkpoint records (rank 0)
 };
 
 // Collective: loads the version 3 `file` into `workspace`. Every rank verifies the file's

@@ -12,6 +12,7 @@
 #include "epochrun/checkpoint_file.hpp"
 #include "epochrun/retention.hpp"
 #include "epochrun/uploader.hpp"
+#include "mpi_io_file.hpp"
 
 namespace epochrun {
 
@@ -25,6 +26,10 @@ struct CheckpointOptions {
   bool async_checkpoint = false;
   // A snapshot beyond this many bytes on any rank makes that save synchronous (unset: none).
   std::optional<std::uint64_t> async_max_staging_bytes;
+  // Passed to the collective MPI-IO writes and reads of global arrays.
+  MpiIoHints mpi_io_hints;
+  // Every save compares the ranks' replicated blobs and fails when they differ.
+  bool check_replicated = false;
 };
 
 }  // namespace epochrun

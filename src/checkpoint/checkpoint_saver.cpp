@@ -37,13 +37,26 @@ void CheckpointSaver::resumed_from(std::int64_t epoch) {
   last_commit_time_ = Clock::now();
 }
 
-CheckpointHeader CheckpointSaver::header_for(std::int64_t epoch) const {
-  CheckpointHeader header;
-  header.epoch = epoch;
-  header.job = job_;
-  header.node_names = node_names_;
-  header.config_json = options_.config_json;
-  return header;
+SavedFile CheckpointSaver::root_for(std::int64_t epoch) const {
+  return SavedFile{epoch, job_, node_names_, options_.config_json};
+}
+
+std::vector<SavedBlob> CheckpointSaver::saved_blobs(const Workspace& workspace) const {
+  std::vector<SavedBlob> saved;
+  saved.reserve(blobs_.size());
+  for (const auto& plan : blobs_) {
+    const auto& blob = workspace.get(plan.name);
+    saved.push_back(
+        SavedBlob{BlobView{plan.name, blob.dtype(), blob.shape(), blob.raw(), {}, false}, plan.kind,
+                  plan.global_shape, plan.blocks});
+  }
+  return saved;
+}
+
+DirectorySave CheckpointSaver::begin_save(std::int64_t epoch, std::vector<SavedBlob> blobs) const {
+  return DirectorySave::begin(CheckpointDirectory(options_.checkpoint_dir), comm_, root_for(epoch),
+                              std::move(blobs), options_.save_timeout, options_.mpi_io_hints,
+                              options_.check_replicated);
 }
 
 bool CheckpointSaver::staging_fits(std::uint64_t bytes) const {
@@ -54,17 +67,18 @@ bool CheckpointSaver::staging_fits(std::uint64_t bytes) const {
   return comm_.allreduce_max(fits ? 0.0 : 1.0) == 0.0;
 }
 
-std::vector<BlobView> CheckpointSaver::snapshot(const Workspace& workspace) {
-  auto views = blob_views(workspace, blobs_);
-  staging_.resize(views.size());
-  for (std::size_t i = 0; i < views.size(); ++i) {
-    const auto to = staging_[i].resize(views[i].bytes.size());
+std::vector<SavedBlob> CheckpointSaver::snapshot(const Workspace& workspace) {
+  auto blobs = saved_blobs(workspace);
+  staging_.resize(blobs.size());
+  for (std::size_t i = 0; i < blobs.size(); ++i) {
+    auto& view = blobs[i].view;
+    const auto to = staging_[i].resize(view.bytes.size());
     // Hashed as it is copied: the background write then reads each byte once, for the disk.
-    views[i].xxh64 = copy_and_hash(to, views[i].bytes);
-    views[i].bytes = to;
-    views[i].direct = true;
+    view.xxh64 = copy_and_hash(to, view.bytes);
+    view.bytes = to;
+    view.direct = true;
   }
-  return views;
+  return blobs;
 }
 
 SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace,
@@ -77,8 +91,8 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
   }
   const auto started = Clock::now();
   post_commit_.make_room_for_a_save();
-  for (const auto& name : blobs_) {
-    outcome.bytes += workspace.get(name).byte_size();
+  for (const auto& plan : blobs_) {
+    outcome.bytes += workspace.get(plan.name).byte_size();
   }
   const bool background = options_.async_checkpoint && may_run_in_background;
   if (background && !staging_fits(outcome.bytes)) {
@@ -90,9 +104,7 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     }
   } else if (background) {
     try {
-      in_flight_.emplace(DirectorySave::begin(CheckpointDirectory(options_.checkpoint_dir), comm_,
-                                              header_for(epoch), snapshot(workspace),
-                                              options_.save_timeout));
+      in_flight_.emplace(begin_save(epoch, snapshot(workspace)));
     } catch (const std::exception& error) {
       commit_failed(epoch, error, outcome);
       outcome.seconds = outcome.blocked_seconds = seconds_since(started);
@@ -108,9 +120,9 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     return outcome;
   }
   try {
-    committed(save_checkpoint(CheckpointDirectory(options_.checkpoint_dir), comm_,
-                              header_for(epoch), workspace, blobs_, options_.save_timeout),
-              outcome);
+    auto save = begin_save(epoch, saved_blobs(workspace));
+    save.write_data();
+    committed(save.commit(), outcome);
   } catch (const std::exception& error) {
     commit_failed(epoch, error, outcome);
   }

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "blob_plan.hpp"
 #include "checkpoint_options.hpp"
 #include "directory_save.hpp"
 #include "epochrun/communicator.hpp"
@@ -49,8 +50,9 @@ class CheckpointSaver {
   CheckpointSaver(const CheckpointSaver&) = delete;
   CheckpointSaver& operator=(const CheckpointSaver&) = delete;
 
-  // What every checkpoint of this run holds: the loaded blobs, or what init created.
-  void set_blobs(std::vector<std::string> names) { blobs_ = std::move(names); }
+  // What every checkpoint of this run holds: the loaded blobs, or what init created, each with
+  // its kind of storage.
+  void set_blobs(std::vector<BlobPlan> blobs) { blobs_ = std::move(blobs); }
   // The epoch the run resumed from counts as committed (for the checkpoint policy).
   void resumed_from(std::int64_t epoch);
 
@@ -68,12 +70,16 @@ class CheckpointSaver {
   std::chrono::steady_clock::time_point last_commit_time() const { return last_commit_time_; }
 
  private:
-  CheckpointHeader header_for(std::int64_t epoch) const;
+  SavedFile root_for(std::int64_t epoch) const;
+  // The blobs to save, as views of `workspace` or of the snapshot.
+  std::vector<SavedBlob> saved_blobs(const Workspace& workspace) const;
+  // Collective: begins the save of `blobs` (DirectorySave::begin, version 3).
+  DirectorySave begin_save(std::int64_t epoch, std::vector<SavedBlob> blobs) const;
   // Agreed: whether every rank's snapshot of `bytes` fits --async-max-staging-mib.
   bool staging_fits(std::uint64_t bytes) const;
   // Copies the blobs into staging_, hashing them as they are copied, and returns views of the
   // copies (their xxh64 set, direct I/O allowed).
-  std::vector<BlobView> snapshot(const Workspace& workspace);
+  std::vector<SavedBlob> snapshot(const Workspace& workspace);
   // Records the commit `stats` describe and runs the post-commit steps; fills outcome.
   void committed(const SaveStats& stats, SaveOutcome& outcome);
   // A failed save of `epoch`: logged by rank 0, recorded in outcome.
@@ -84,7 +90,7 @@ class CheckpointSaver {
   const CheckpointOptions& options_;
   std::vector<std::string> node_names_;
   PostCommitSteps& post_commit_;
-  std::vector<std::string> blobs_;
+  std::vector<BlobPlan> blobs_;
   std::optional<std::int64_t> last_committed_;  // by this run, or the epoch it resumed from
   std::chrono::steady_clock::time_point last_commit_time_ = std::chrono::steady_clock::now();
 

@@ -19,20 +19,25 @@ DirectorySave::DirectorySave(std::string context, std::filesystem::path final_pa
       epoch_(epoch),
       timeout_(timeout) {}
 
+std::string DirectorySave::temporary_name(DirectorySave& save,
+                                          const CheckpointDirectory& directory) {
+  std::string temporary;
+  run_on_root_then_agree_within(*save.comm_, save.context_, save.timeout_, [&] {
+    create_private_directories(directory.path());
+    temporary = temporary_sibling(save.final_path_).string();
+  });
+  save.comm_->broadcast(temporary);
+  return temporary;
+}
+
 DirectorySave DirectorySave::begin(const CheckpointDirectory& directory, const Communicator& comm,
                                    const CheckpointHeader& header, std::vector<BlobView> blobs,
                                    std::chrono::duration<double> timeout) {
   DirectorySave save("save epoch " + std::to_string(header.epoch), directory.file_for(header.epoch),
                      comm, header.epoch, timeout);
-  // Rank 0 prepares the directory and picks the temporary name everyone writes to.
-  std::string temporary;
-  run_on_root_then_agree_within(comm, save.context_, timeout, [&] {
-    create_private_directories(directory.path());
-    temporary = temporary_sibling(save.final_path_).string();
-  });
-  comm.broadcast(temporary);
+  const auto temporary = temporary_name(save, directory);
   try {
-    save.pending_.emplace(
+    save.pending_.emplace<PendingCheckpoint>(
         PendingCheckpoint::begin(temporary, comm, header, std::move(blobs), timeout));
   } catch (const std::exception& failure) {
     throw SaveError(save.context_ + ": " + failure.what());
@@ -40,11 +45,51 @@ DirectorySave DirectorySave::begin(const CheckpointDirectory& directory, const C
   return save;
 }
 
+DirectorySave DirectorySave::begin(const CheckpointDirectory& directory, const Communicator& comm,
+                                   SavedFile root, std::vector<SavedBlob> blobs,
+                                   std::chrono::duration<double> timeout, const MpiIoHints& hints,
+                                   bool check_replicated) {
+  const auto epoch = root.epoch;
+  DirectorySave save("save epoch " + std::to_string(epoch), directory.file_for(epoch), comm, epoch,
+                     timeout);
+  const auto temporary = temporary_name(save, directory);
+  try {
+    save.pending_.emplace<PendingCheckpointV3>(PendingCheckpointV3::begin(
+        temporary, comm, std::move(root), std::move(blobs), timeout, hints, check_replicated));
+  } catch (const std::exception& failure) {
+    throw SaveError(save.context_ + ": " + failure.what());
+  }
+  return save;
+}
+
+void DirectorySave::write_data() noexcept {
+  if (auto* v2 = std::get_if<PendingCheckpoint>(&pending_)) {
+    v2->write_data();
+  } else if (auto* v3 = std::get_if<PendingCheckpointV3>(&pending_)) {
+    v3->write_data();
+  }
+}
+
+std::uint64_t DirectorySave::bytes_written() const {
+  if (const auto* v2 = std::get_if<PendingCheckpoint>(&pending_)) {
+    return v2->bytes_written();
+  }
+  const auto* v3 = std::get_if<PendingCheckpointV3>(&pending_);
+  return v3 != nullptr ? v3->bytes_written() : 0;
+}
+
 SaveStats DirectorySave::commit() {
-  const auto temporary = pending_->file();
+  auto* v2 = std::get_if<PendingCheckpoint>(&pending_);
+  auto* v3 = std::get_if<PendingCheckpointV3>(&pending_);
+  const auto temporary = v2 != nullptr ? v2->file() : v3->file();
   try {
     // Complete, sealed and fsynced on every rank when it returns.
-    pending_->finish();
+    if (v2 != nullptr) {
+      v2->finish();
+    } else {
+      v3->write_arrays();
+      v3->finish();
+    }
     fault_point("save-before-rename", epoch_);
     // The commit point: rank 0 renames the complete, durable file to its final name
     // (atomically replacing an older file of the same epoch) and makes the rename durable.

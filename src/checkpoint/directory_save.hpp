@@ -1,15 +1,19 @@
-// A save into a checkpoint directory in its steps (save_checkpoint's commit
-// protocol): a PendingCheckpoint under a temporary name, then the commit. The synchronous save
-// runs the steps in a row; the asynchronous one runs write_data on a background thread.
+// A save into a checkpoint directory in its steps (save_checkpoint's commit protocol): a pending
+// checkpoint under a temporary name, then the commit. Saves write format version 3
+// (PendingCheckpointV3); save_checkpoint_v2 writes version 2 (PendingCheckpoint) for the tests of
+// that version's readers. The synchronous save runs the steps in a row; the
+// asynchronous one runs write_data on a background thread.
 #pragma once
 
 #include <chrono>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "checkpoint_directory_admin.hpp"
 #include "pending_checkpoint.hpp"
+#include "pending_checkpoint_v3.hpp"
 
 namespace epochrun {
 
@@ -21,16 +25,21 @@ class DirectorySave {
   static DirectorySave begin(const CheckpointDirectory& directory, const Communicator& comm,
                              const CheckpointHeader& header, std::vector<BlobView> blobs,
                              std::chrono::duration<double> timeout);
+  // The same for a version 3 file (PendingCheckpointV3::begin).
+  static DirectorySave begin(const CheckpointDirectory& directory, const Communicator& comm,
+                             SavedFile root, std::vector<SavedBlob> blobs,
+                             std::chrono::duration<double> timeout, const MpiIoHints& hints,
+                             bool check_replicated);
 
-  // This rank's data: no MPI call, never throws (PendingCheckpoint::write_data).
-  void write_data() noexcept { pending_->write_data(); }
+  // This rank's data: no MPI call, never throws (the pending checkpoint's write_data).
+  void write_data() noexcept;
 
-  // Collective, main thread: seals the file and commits it (rank 0 renames it to its final
-  // name and fsyncs the directory). SaveError on every rank on failure, the temporary file
-  // removed and every committed checkpoint as it was.
+  // Collective, main thread: writes the global arrays (version 3), seals the file and commits it
+  // (rank 0 renames it to its final name and fsyncs the directory). SaveError on every rank on
+  // failure, the temporary file removed and every committed checkpoint as it was.
   SaveStats commit();
 
-  std::uint64_t bytes_written() const { return pending_->bytes_written(); }
+  std::uint64_t bytes_written() const;
 
  private:
   DirectorySave(std::string context, std::filesystem::path final_path, const Communicator& comm,
@@ -42,7 +51,10 @@ class DirectorySave {
   std::int64_t epoch_;
   std::chrono::duration<double> timeout_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::optional<PendingCheckpoint> pending_;
+  // Rank 0 prepares the directory and picks the temporary name everyone writes to.
+  static std::string temporary_name(DirectorySave& save, const CheckpointDirectory& directory);
+
+  std::variant<std::monostate, PendingCheckpoint, PendingCheckpointV3> pending_;
 };
 
 }  // namespace epochrun

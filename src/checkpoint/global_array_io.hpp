@@ -1,7 +1,7 @@
 // A global array's bytes in a checkpoint: written by every rank with one collective MPI-IO call,
 // each writer's block hashed as it is written; read back at any rank count with every writer
 // block's hash checked before the bytes are redistributed into the ranks' new blocks
-// (docs/FORMAT-v3-design.md, "Checksums at any rank count"). Internal to the library.
+// (docs/FORMAT.md, "Format version 3"). Internal to the library.
 //
 // Both are collective over the communicator the file was opened with, and agree (bounded by
 // `timeout`) after each collective step, so a rank that fails never leaves the others inside

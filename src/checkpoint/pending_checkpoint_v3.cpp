@@ -163,7 +163,7 @@ void PendingCheckpointV3::agreed_step(const std::string& step, bool root_only, S
   }
 }
 
-void PendingCheckpointV3::describe(const SavedFile& root) {
+void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated) {
   const int ranks = comm_.size();
   agreed_step("describe", false, [&] {
     if (root.node_names.size() != static_cast<std::size_t>(ranks)) {
@@ -174,9 +174,10 @@ void PendingCheckpointV3::describe(const SavedFile& root) {
               [](const SavedBlob& a, const SavedBlob& b) { return a.view.name < b.view.name; });
     check_blobs(blobs_, ranks);
   });
-  // The ranks agree on their declarations by the max and min of hashes of them: one reduction
-  // over [count, declarations, each per-node shape, each ndim] and their complements (the max of
-  // ~x is ~min x), whatever the rank count.
+  // The ranks agree on their declarations by the max and min of hashes of them: after one
+  // reduction of the blob count, one over [declarations, each per-node shape, each ndim, each
+  // replicated checksum when checked] and their complements (the max of ~x is ~min x), whatever
+  // the rank count.
   const std::size_t count = blobs_.size();
   std::vector<std::int64_t> counts = {static_cast<std::int64_t>(count),
                                       ~static_cast<std::int64_t>(count)};
@@ -193,6 +194,12 @@ void PendingCheckpointV3::describe(const SavedFile& root) {
   for (const auto& blob : blobs_) {
     agreed.push_back(static_cast<std::int64_t>(blob.view.shape.size()));
   }
+  for (const auto& blob : blobs_) {
+    const bool compared = check_replicated && blob.kind == StorageKind::kReplicated;
+    agreed.push_back(compared ? static_cast<std::int64_t>(
+                                    XXH64(blob.view.bytes.data(), blob.view.bytes.size(), 0))
+                              : 0);
+  }
   const std::size_t values = agreed.size();
   for (std::size_t i = 0; i < values; ++i) {
     agreed.push_back(~agreed[i]);
@@ -202,6 +209,16 @@ void PendingCheckpointV3::describe(const SavedFile& root) {
     throw UsageError(context_ +
                      ": the ranks do not declare the same blobs (names, kinds, dtypes, and the "
                      "shapes of replicated blobs and global arrays)");
+  }
+  std::string differing;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (agreed[1 + 2 * count + i] != ~agreed[values + 1 + 2 * count + i]) {
+      differing += (differing.empty() ? "'" : ", '") + blobs_[i].view.name + "'";
+    }
+  }
+  if (!differing.empty()) {
+    throw UsageError(context_ + ": the replicated blobs " + differing +
+                     " differ between ranks (--check-replicated)");
   }
   // Per-node blobs whose shape differs between nodes are ragged: each node's bytes go back to
   // back in rank order, at the offset a prefix sum gives.
@@ -243,13 +260,13 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
                                                const Communicator& comm, SavedFile root,
                                                std::vector<SavedBlob> blobs,
                                                std::chrono::duration<double> timeout,
-                                               MpiIoHints hints) {
+                                               MpiIoHints hints, bool check_replicated) {
   PendingCheckpointV3 pending(file, comm, timeout);
   pending.context_ = "write checkpoint " + file.string();
   pending.hints_ = std::move(hints);
   pending.epoch_ = root.epoch;
   pending.blobs_ = std::move(blobs);
-  pending.describe(root);
+  pending.describe(root, check_replicated);
 
   // Lay-out step (rank 0): creates `file` with its final mode, refuses a checkpoint that cannot
   // fit before anything is written, lays it out with serial HDF5 and reserves its space once

@@ -51,9 +51,13 @@ class PendingCheckpointV3 {
  public:
   // Collective: see the header comment. A failure on any rank throws on every rank (rank 0 then
   // removes the file it created); each agreement is bounded by `timeout`.
+  // `hints` go to the collective writes of global arrays. With `check_replicated`, the ranks also
+  // compare the checksums of their replicated blobs, and a save where they differ fails naming
+  // the blobs (a debugging aid: it costs hashing every replicated blob on every rank).
   static PendingCheckpointV3 begin(const std::filesystem::path& file, const Communicator& comm,
                                    SavedFile root, std::vector<SavedBlob> blobs,
-                                   std::chrono::duration<double> timeout, MpiIoHints hints = {});
+                                   std::chrono::duration<double> timeout, MpiIoHints hints = {},
+                                   bool check_replicated = false);
 
   // Local, never throws: a failure is kept for finish().
   void write_data() noexcept;
@@ -80,7 +84,7 @@ class PendingCheckpointV3 {
   void agreed_step(const std::string& step, bool root_only, Step&& body);
   // Describe step: checks this rank's blobs, agrees with the others on them, decides which
   // per-node blobs are ragged and where this rank's ragged bytes go, and builds description_.
-  void describe(const SavedFile& root);
+  void describe(const SavedFile& root, bool check_replicated);
 
   std::filesystem::path file_;
   Communicator comm_;

@@ -108,18 +108,20 @@ std::string_view text(const std::byte* row, std::size_t offset, std::size_t widt
   return {begin, static_cast<std::size_t>(std::find(begin, begin + width, '\0') - begin)};
 }
 
-std::string not_an_index(const std::string& what, const std::string& why) {
+// Names the columns the index should have had: version 2's seven, or those and `kind`.
+std::string not_an_index(const std::string& what, const std::string& why, IndexColumns columns) {
   return what + " is not a blob index (a table of the columns name, dtype, ndim, shape, " +
-         "packed, offset, size" + "[, kind]): " + why;
+         "packed, offset, size" + (columns == IndexColumns::kWithKind ? ", kind" : "") +
+         "): " + why;
 }
 
 // The member `column` of a compound `type`, which must exist.
-Handle member(hid_t type, Column column, const std::string& what) {
+Handle member(hid_t type, Column column, IndexColumns columns, const std::string& what) {
   const int at = H5Tget_member_index(type, kColumns[column]);
   if (at < 0) {
     H5Eclear2(H5E_DEFAULT);
     throw CorruptCheckpoint(
-        not_an_index(what, std::string("no column '") + kColumns[column] + "'"));
+        not_an_index(what, std::string("no column '") + kColumns[column] + "'", columns));
   }
   return Handle(H5Tget_member_type(type, static_cast<unsigned>(at)), "get column of " + what);
 }
@@ -130,15 +132,17 @@ bool is_uint(hid_t type, std::size_t size) {
 }
 
 // A fixed NUL-padded string column of at most `max_width` bytes: its width.
-std::size_t string_width(hid_t type, Column column, std::size_t max_width,
+std::size_t string_width(hid_t type, Column column, std::size_t max_width, IndexColumns columns,
                          const std::string& what) {
   const bool fixed = H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) == 0 &&
                      H5Tget_strpad(type) == H5T_STR_NULLPAD;
   const auto width = fixed ? H5Tget_size(type) : 0;
   if (width < 1 || width > max_width) {
-    throw CorruptCheckpoint(not_an_index(what, std::string("its column '") + kColumns[column] +
-                                                   "' is not a NUL-padded string of 1 to " +
-                                                   std::to_string(max_width) + " bytes"));
+    throw CorruptCheckpoint(not_an_index(what,
+                                         std::string("its column '") + kColumns[column] +
+                                             "' is not a NUL-padded string of 1 to " +
+                                             std::to_string(max_width) + " bytes",
+                                         columns));
   }
   return width;
 }
@@ -149,15 +153,15 @@ RowShape check_columns(hid_t dataset, IndexColumns columns, const std::string& w
   Handle type(H5Dget_type(dataset), "get type of " + what);
   if (H5Tget_class(type.get()) != H5T_COMPOUND ||
       H5Tget_nmembers(type.get()) != static_cast<int>(column_count(columns))) {
-    throw CorruptCheckpoint(not_an_index(what, "not a table of exactly these columns"));
+    throw CorruptCheckpoint(not_an_index(what, "not a table of exactly these columns", columns));
   }
   RowShape shape;
   shape.columns = columns;
-  shape.name_width =
-      string_width(member(type.get(), kName, what).get(), kName, kMaxNameLength, what);
-  shape.dtype_width =
-      string_width(member(type.get(), kDType, what).get(), kDType, kDTypeWidth, what);
-  const auto dims = member(type.get(), kShape, what);
+  shape.name_width = string_width(member(type.get(), kName, columns, what).get(), kName,
+                                  kMaxNameLength, columns, what);
+  shape.dtype_width = string_width(member(type.get(), kDType, columns, what).get(), kDType,
+                                   kDTypeWidth, columns, what);
+  const auto dims = member(type.get(), kShape, columns, what);
   hsize_t width = 0;
   const bool shape_ok = H5Tget_class(dims.get()) == H5T_ARRAY &&
                         H5Tget_array_ndims(dims.get()) == 1 &&
@@ -165,8 +169,10 @@ RowShape check_columns(hid_t dataset, IndexColumns columns, const std::string& w
                         width <= static_cast<hsize_t>(h5::kMaxDimensions) &&
                         is_uint(Handle(H5Tget_super(dims.get()), "get shape base type").get(), 8);
   if (!shape_ok) {
-    throw CorruptCheckpoint(not_an_index(what, "its column 'shape' is not an array of 1 to " +
-                                                   std::to_string(h5::kMaxDimensions) + " uint64"));
+    throw CorruptCheckpoint(not_an_index(what,
+                                         "its column 'shape' is not an array of 1 to " +
+                                             std::to_string(h5::kMaxDimensions) + " uint64",
+                                         columns));
   }
   shape.shape_width = static_cast<std::size_t>(width);
   std::vector<Column> integers = {kNdim, kPacked, kOffset, kSize};
@@ -174,10 +180,12 @@ RowShape check_columns(hid_t dataset, IndexColumns columns, const std::string& w
     integers.push_back(kKind);
   }
   for (auto column : integers) {
-    if (!is_uint(member(type.get(), column, what).get(),
+    if (!is_uint(member(type.get(), column, columns, what).get(),
                  column == kOffset || column == kSize ? 8 : 1)) {
-      throw CorruptCheckpoint(not_an_index(what, std::string("its column '") + kColumns[column] +
-                                                     "' is not an unsigned integer of its size"));
+      throw CorruptCheckpoint(not_an_index(what,
+                                           std::string("its column '") + kColumns[column] +
+                                               "' is not an unsigned integer of its size",
+                                           columns));
     }
   }
   shape.place_columns();
@@ -313,9 +321,9 @@ std::vector<IndexRow> read_blob_index(hid_t dataset, const std::string& what,
   // Strings as the file has them (HDF5 does not convert between character sets); integers
   // native. For the files epochrun writes, this is the file's own type: no conversion.
   Handle file_type(H5Dget_type(dataset), "get type of " + what);
-  auto type =
-      row_type(shape, member(file_type.get(), kName, what).get(),
-               member(file_type.get(), kDType, what).get(), H5T_NATIVE_UINT64, H5T_NATIVE_UINT8);
+  auto type = row_type(shape, member(file_type.get(), kName, columns, what).get(),
+                       member(file_type.get(), kDType, columns, what).get(), H5T_NATIVE_UINT64,
+                       H5T_NATIVE_UINT8);
   h5::check(H5Dread(dataset, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
             "read " + what);
   rows.reserve(static_cast<std::size_t>(dimensions[0]));

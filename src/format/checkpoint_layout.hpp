@@ -43,6 +43,12 @@ inline constexpr std::uint64_t kAlignDatasetsFrom = 1 << 20;
 // them (docs/FORMAT.md, "Packed blobs").
 inline constexpr std::uint64_t kPackBelowBytes = 64 * 1024;
 inline constexpr std::size_t kPackFromCount = 32;
+
+// The format versions the writers write: version 2 (save_checkpoint_v2, for the tests of that
+// version's readers) and version 3 (every save, kCheckpointFormatVersion).
+inline constexpr std::int64_t kFormatVersion2 = 2;
+inline constexpr std::int64_t kFormatVersion3 = 3;
+
 // Which of a node's blobs (in save order) go in its pack rather than their own dataset.
 std::vector<bool> packed_blobs(const std::vector<BlobRecord>& records);
 
@@ -63,5 +69,10 @@ CheckpointLayout lay_out_checkpoint_file(int fd, CheckpointHeader header,
 // their pack, none overlapping), and an index or checksum table that does not match its node.
 // CheckpointMismatch for another format version.
 CheckpointLayout read_checkpoint_layout(int fd, const IntegrityHeader& integrity);
+
+// The format version of the checkpoint file open as `fd`, whose integrity header `integrity` was
+// verified (its root attributes only). CorruptCheckpoint, or CheckpointMismatch for a version
+// this epochrun does not read.
+std::int64_t stored_format_version(int fd, const IntegrityHeader& integrity);
 
 }  // namespace epochrun

@@ -33,6 +33,20 @@ std::uint64_t checked_byte_size(const BlobRecord& record, std::uint64_t file_byt
   return record.byte_size();
 }
 
+std::int64_t stored_format_version(int fd, const IntegrityHeader& integrity) {
+  h5::silence_error_printing();
+  try {
+    auto fapl = checkpoint_file_access();
+    h5::Handle file(H5Fopen(descriptor_path(fd).c_str(), H5F_ACC_RDONLY, fapl.get()), "open");
+    CheckpointHeader root;
+    read_root_attributes(file.get(), root, integrity.file_size);
+    file.close("close");
+    return root.format_version;
+  } catch (const Hdf5Error& error) {
+    throw CorruptCheckpoint("not a readable HDF5 file (" + std::string(error.what()) + ")");
+  }
+}
+
 CheckpointLayout read_checkpoint_layout(int fd, const IntegrityHeader& integrity) {
   h5::silence_error_printing();
   try {
@@ -40,7 +54,7 @@ CheckpointLayout read_checkpoint_layout(int fd, const IntegrityHeader& integrity
     h5::Handle file(H5Fopen(descriptor_path(fd).c_str(), H5F_ACC_RDONLY, fapl.get()), "open");
     CheckpointLayout layout;
     layout.user_block_size = integrity.user_block_size;
-    read_root_attributes(file.get(), layout.header, integrity.file_size);
+    read_root_attributes(file.get(), layout.header, integrity.file_size, kFormatVersion2);
     if (layout.header.format_version == 1) {
       read_nodes_v1(file.get(), layout, integrity.file_size);
     } else {

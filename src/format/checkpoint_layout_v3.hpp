@@ -1,5 +1,5 @@
-// A version 3 checkpoint file's HDF5 side (docs/FORMAT-v3-design.md): what rank 0 needs to lay
-// it out -- one description per blob name, never one per rank and blob -- and where every
+// A version 3 checkpoint file's HDF5 side (docs/FORMAT.md, "Format version 3"): what rank 0 needs
+// to lay it out -- one description per blob name, never one per rank and blob -- and where every
 // rank's bytes then go, which each rank computes from a few broadcast offsets. Internal to the
 // library.
 #pragma once
@@ -122,8 +122,8 @@ std::string dataset_path(const BlobDescription& blob);
 // The xxh64 of each writer block of global array `blob` (index order), index = writer rank.
 std::vector<std::uint64_t> writer_checksums(const StoredFileV3& stored, std::size_t blob);
 
-// A ragged index row (docs/FORMAT-v3-design.md) as the file stores it: ndim (uint8), the shape
-// (uint64 x width, zeros past ndim), the value's offset in its dataset and its size (uint64
+// A ragged index row (docs/FORMAT.md, "Format version 3") as the file stores it: ndim (uint8), the
+// shape (uint64 x width, zeros past ndim), the value's offset in its dataset and its size (uint64
 // bytes), little-endian and packed. Each rank writes its own rows at their places.
 std::vector<std::byte> ragged_index_row(const Shape& shape, std::size_t width, std::uint64_t offset,
                                         std::uint64_t size);

@@ -1,5 +1,5 @@
-// Reading version 3 checkpoints (docs/FORMAT-v3-design.md) from an untrusted file: the blob
-// index, then each blob's dataset checked against its row, the global arrays' writer blocks,
+// Reading version 3 checkpoints (docs/FORMAT.md, "Format version 3") from an untrusted file: the
+// blob index, then each blob's dataset checked against its row, the global arrays' writer blocks,
 // the pack, the ragged index and the checksum table -- all before any blob byte is read.
 #include <algorithm>
 #include <cstring>
@@ -378,8 +378,8 @@ StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity)
     Handle file(H5Fopen(descriptor_path(fd).c_str(), H5F_ACC_RDONLY, fapl.get()), "open");
     StoredFileV3 stored;
     CheckpointHeader root;
-    read_root_attributes(file.get(), root, integrity.file_size, 3);
-    if (root.format_version != 3) {
+    read_root_attributes(file.get(), root, integrity.file_size);
+    if (root.format_version != kFormatVersion3) {
       throw CheckpointMismatch("format version " + std::to_string(root.format_version) +
                                " is not version 3");
     }

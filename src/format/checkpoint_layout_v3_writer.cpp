@@ -1,5 +1,5 @@
 // Laying out a new version 3 checkpoint file: one dataset per blob name, whatever the rank
-// count, allocated and never filled (docs/FORMAT-v3-design.md).
+// count, allocated and never filled (docs/FORMAT.md, "Format version 3").
 #include <algorithm>
 #include <cstring>
 
@@ -17,7 +17,7 @@ namespace {
 
 using h5::Handle;
 
-// Group names of version 3; docs/FORMAT-v3-design.md shows them.
+// Group names of version 3; docs/FORMAT.md shows them.
 constexpr char kNodes[] = "nodes";
 constexpr char kReplicated[] = "replicated";
 constexpr char kArrays[] = "arrays";
@@ -202,7 +202,7 @@ LayoutV3 lay_out_checkpoint_file_v3(int fd, const FileDescription& description,
               "create file");
   created();
   CheckpointHeader root;
-  root.format_version = 3;
+  root.format_version = kFormatVersion3;
   root.epoch = description.epoch;
   root.job = description.job;
   root.node_names = description.node_names;

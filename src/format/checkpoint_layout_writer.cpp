@@ -86,7 +86,7 @@ CheckpointLayout lay_out_checkpoint_file(int fd, CheckpointHeader header,
   h5::silence_error_printing();
   CheckpointLayout layout;
   layout.header = std::move(header);  // thousands of records: moved, not copied
-  layout.header.format_version = kCheckpointFormatVersion;
+  layout.header.format_version = kFormatVersion2;
   // At most one extent per blob and one pack per node.
   std::size_t max_extents = layout.header.node_names.size();
   for (const auto& [node, records] : layout.header.blobs) {

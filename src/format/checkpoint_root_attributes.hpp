@@ -16,9 +16,15 @@ void write_root_attributes(hid_t file, const CheckpointHeader& header);
 // Reads them from an untrusted file of `file_bytes` bytes into `header` (its blobs are the
 // node readers'). CorruptCheckpoint for a file that is not an epochrun checkpoint or whose node
 // list is damaged; CheckpointMismatch for a format version this epochrun does not read.
-// `newest_version`: the newest format version the caller reads (the version 3 reader, until
-// saves write it, passes 3).
+// `newest_version`: the newest format version the caller reads (the reader of versions 1 and 2
+// passes 2).
 void read_root_attributes(hid_t file, CheckpointHeader& header, std::uint64_t file_bytes,
                           std::int64_t newest_version = kCheckpointFormatVersion);
+
+// The format version the checkpoint file open as `fd` (of `file_bytes` bytes, its integrity
+// header verified) records, so that a reader of every version can choose the version's layout
+// reader; the version is not range-checked here (that reader does). CorruptCheckpoint for a
+// file that is not an epochrun checkpoint.
+std::int64_t read_format_version(int fd, std::uint64_t file_bytes);
 
 }  // namespace epochrun

@@ -10,9 +10,7 @@ void add_epoch_limiter(Job& job, std::int64_t num_epochs) {
   if (num_epochs < 1) {
     throw UsageError("epoch limit must be at least 1, got " + std::to_string(num_epochs));
   }
-  // Declared replicated (the same value on every rank, a function of the epoch), so that a job
-  // with a limit resumes on another rank count: an undeclared counter would be a per-node blob
-  // without a rule for it, which such a resume refuses.
+  // The same on every rank: stored once, and loaded by a resume at any rank count.
   job.replicated_scalar<std::int64_t>(kEpochsRemainingBlob, num_epochs);
   // Counted from the epoch number rather than down from the stored value, so that a limit
   // changed on resume (a resubmitted job with more or fewer epochs) applies from the next

@@ -71,8 +71,19 @@ Shape BlobSpec::local_shape(int rank, int ranks) const {
   return kind == BlobKind::kGlobalArray ? block(rank, ranks).count : shape;
 }
 
+Blob BlobSpec::created(int rank, int ranks) const {
+  Blob blob(dtype, local_shape(rank, ranks));
+  std::copy(initial.begin(), initial.end(), blob.raw().begin());
+  return blob;
+}
+
+const std::vector<BlobSpec>& Job::expected_blobs() const {
+  static const std::vector<BlobSpec> none;
+  return declared_ ? *declared_ : none;
+}
+
 const BlobSpec* Job::find_blob(const std::string& blob_name) const {
-  for (const auto& expected : expected_blobs_) {
+  for (const auto& expected : expected_blobs()) {
     if (expected.name == blob_name) {
       return &expected;
     }
@@ -89,26 +100,23 @@ void Job::declare(BlobSpec spec, std::span<const std::byte> initial, BlobUse use
     throw UsageError("blob '" + spec.name + "': only per-node blobs are gathered as outputs");
   }
   spec.on_rank_change = use.on_rank_change;
+  spec.initial.assign(initial.begin(), initial.end());
   if (find_blob(spec.name) != nullptr) {
     throw UsageError("blob '" + spec.name + "' is declared twice");
   }
-  if (!declared_) {
-    declared_ = std::make_shared<std::vector<Declared>>();
-    // First in the group, so that the job's own init tasks find every declared blob.
-    init_group.add_first("create_declared_blobs", [declared = declared_](TaskContext& context) {
-      for (const auto& blob : *declared) {
-        auto& created = context.workspace.put(
-            blob.spec.name,
-            Blob(blob.spec.dtype, blob.spec.local_shape(context.comm.rank(), context.comm.size())));
-        std::copy(blob.initial.begin(), blob.initial.end(), created.raw().begin());
-      }
-    });
-  }
-  declared_->push_back(Declared{spec, {initial.begin(), initial.end()}});
-  expected_blobs_.push_back(spec);
   if (use.output) {
     outputs_.push_back(spec.name);
   }
+  if (!declared_) {
+    declared_ = std::make_shared<std::vector<BlobSpec>>();
+    // First in the group, so that the job's own init tasks find every declared blob.
+    init_group.add_first("create_declared_blobs", [declared = declared_](TaskContext& context) {
+      for (const auto& blob : *declared) {
+        context.workspace.put(blob.name, blob.created(context.comm.rank(), context.comm.size()));
+      }
+    });
+  }
+  declared_->push_back(std::move(spec));
 }
 
 }  // namespace epochrun

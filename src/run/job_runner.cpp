@@ -1,5 +1,6 @@
 #include "epochrun/job_runner.hpp"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <functional>
 #include <map>
 
+#include "blob_plans.hpp"
 #include "checkpoint_saver.hpp"
 #include "collective_errors.hpp"
 #include "directory_lock.hpp"
@@ -76,7 +78,9 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            options.uploader,
                            options.save_timeout,
                            options.async_checkpoint,
-                           options.async_max_staging_bytes};
+                           options.async_max_staging_bytes,
+                           options.mpi_io_hints,
+                           options.check_replicated};
 }
 
 // Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).
@@ -272,6 +276,14 @@ RunSummary JobRunner::Impl::begin_run() {
                  read_run_history(options.checkpoint_dir).size(),
                  (options.checkpoint_dir / kRunHistoryFileName).string());
   }
+  if (!options.mpi_io_hints.empty()) {
+    std::vector<std::string> hints;
+    for (const auto& [key, value] : options.mpi_io_hints) {
+      hints.push_back(key + "=" + value);
+    }
+    spdlog::info("MPI-IO hints of the global arrays' collective writes and reads: {}",
+                 fmt::join(hints, ", "));
+  }
   *time_budget = make_time_budget(options.program_start, options.time_budget_seconds,
                                   options.time_margin_seconds, slurm);
   if (time_budget->limited()) {
@@ -286,11 +298,13 @@ RunSummary JobRunner::Impl::begin_run() {
 
 std::optional<std::int64_t> JobRunner::Impl::start(Steps& steps, TaskContext& context,
                                                    RunSummary& summary) {
+  check_global_arrays(job, comm, options.save_timeout);
   if (auto resumed = resume(job, comm, options, node_names, steps.post_commit.index(),
                             context.workspace, summary)) {
     summary.resumed_from = resumed->epoch;
+    summary.resumed_from_ranks = resumed->written_by_ranks;
     steps.metrics.load(resumed->epoch, resumed->seconds, resumed->bytes);
-    steps.saver.set_blobs(std::move(resumed->blobs));
+    steps.saver.set_blobs(blob_plans(job, comm, resumed->blobs));
     steps.saver.resumed_from(resumed->epoch);
     // Until this run has saved, a save is taken to cost what the load did.
     time_budget->record_save(resumed->seconds);
@@ -300,7 +314,7 @@ std::optional<std::int64_t> JobRunner::Impl::start(Steps& steps, TaskContext& co
   run_group(job.init_group, context);
   const double init_seconds = seconds_since(init_started);
   // As in the reference: what init created is what every checkpoint of this run holds.
-  steps.saver.set_blobs(context.workspace.names());
+  steps.saver.set_blobs(blob_plans(job, comm, context.workspace.names()));
   spdlog::info("job {} initialized on {} ranks ({} blobs, {} on rank 0)", job.name(), comm.size(),
                context.workspace.names().size(),
                human_bytes(double(context.workspace.byte_size())));

@@ -1,10 +1,12 @@
 #include "resume.hpp"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 
+#include "blob_plans.hpp"
 #include "checkpoint_directory_admin.hpp"
 #include "checkpoint_index.hpp"
 #include "collective_errors.hpp"
@@ -51,25 +53,35 @@ void check_loaded_blobs(const Job& job, const Communicator& comm, const Workspac
         throw CheckpointMismatch("it has no blob '" + expected.name + "', which the job needs");
       }
       const auto& blob = workspace.get(expected.name);
-      if (blob.dtype() != expected.dtype || blob.shape() != expected.shape) {
+      const auto shape = expected.local_shape(comm.rank(), comm.size());
+      if (blob.dtype() != expected.dtype || blob.shape() != shape) {
         throw CheckpointMismatch(
             "blob '" + expected.name + "' is " + std::string(dtype_name(blob.dtype())) +
             shape_to_string(blob.shape()) + " there, but the job now expects " +
-            std::string(dtype_name(expected.dtype)) + shape_to_string(expected.shape) +
+            std::string(dtype_name(expected.dtype)) + shape_to_string(shape) +
             " (was the configuration changed?)");
       }
     }
   });
 }
 
+// The per-node blobs a resume at another rank count creates anew (RankChange::recreate), as the
+// init group would, added to what this run's checkpoints hold.
+void recreate(const Job& job, const Communicator& comm, const std::vector<std::string>& names,
+              Workspace& workspace, std::vector<std::string>& saved) {
+  for (const auto& name : names) {
+    workspace.put(name, job.find_blob(name)->created(comm.rank(), comm.size()));
+    saved.push_back(name);
+  }
+}
+
 // Rank 0 compares this run's configuration with the resumed checkpoint's: logs and records
 // each change, and refuses (CheckpointMismatch, on every rank) a run-defining one.
 void check_config_changes(const Job& job, const Communicator& comm, const RunOptions& options,
-                          const std::filesystem::path& file, std::int64_t epoch,
+                          const std::string& checkpoint_config, std::int64_t epoch,
                           RunSummary& summary) {
   run_on_root_then_agree(comm, "resume", [&] {
-    summary.config_changes = job_config_changes(
-        job.name(), CheckpointReader(file).header().config_json, options.config_json);
+    summary.config_changes = job_config_changes(job.name(), checkpoint_config, options.config_json);
     refuse_run_defining_changes(job, summary.config_changes, options.allowed_config_changes, epoch);
     for (const auto& change : summary.config_changes) {
       spdlog::info("configuration changed since the checkpoint of epoch {}: {} {} -> {} (applied)",
@@ -90,10 +102,11 @@ std::optional<Resumed> resume(const Job& job, const Communicator& comm, const Ru
     const auto load_started = std::chrono::steady_clock::now();
     Resumed resumed;
     resumed.epoch = epoch;
+    Loaded loaded;
     try {
-      resumed.blobs =
-          load_checkpoint(directory, comm, CheckpointExpectation{epoch, job.name(), node_names},
-                          workspace, options.save_timeout);
+      loaded = load_checkpoint(directory, comm,
+                               load_request(job, comm, epoch, node_names, options.mpi_io_hints),
+                               workspace, options.save_timeout);
     } catch (const CorruptCheckpoint& error) {
       // An explicit epoch must load or fail; `latest` falls back to the previous valid one.
       if (options.resume.kind != ResumeRequest::Kind::kLatest) {
@@ -107,11 +120,23 @@ std::optional<Resumed> resume(const Job& job, const Communicator& comm, const Ru
     }
     resumed.seconds = seconds_since(load_started);
     resumed.bytes = workspace.byte_size();
+    resumed.blobs = std::move(loaded.blobs);
+    resumed.written_by_ranks = loaded.written_by_ranks;
+    recreate(job, comm, loaded.recreated, workspace, resumed.blobs);
     const auto file = directory.file_for(epoch);
     check_loaded_blobs(job, comm, workspace, file);
-    spdlog::info("resumed job {} from epoch {} ({}) in {:.3f} s", job.name(), epoch, file.string(),
-                 resumed.seconds);
-    check_config_changes(job, comm, options, file, epoch, summary);
+    if (loaded.written_by_ranks != comm.size()) {
+      spdlog::info("resumed job {} from epoch {} ({}) in {:.3f} s, written by {} ranks, now {}{}",
+                   job.name(), epoch, file.string(), resumed.seconds, loaded.written_by_ranks,
+                   comm.size(),
+                   loaded.recreated.empty()
+                       ? ""
+                       : fmt::format(" (created anew: {})", fmt::join(loaded.recreated, ", ")));
+    } else {
+      spdlog::info("resumed job {} from epoch {} ({}) in {:.3f} s", job.name(), epoch,
+                   file.string(), resumed.seconds);
+    }
+    check_config_changes(job, comm, options, loaded.config_json, epoch, summary);
     return resumed;
   }
   if (!epochs.empty() && comm.is_root()) {

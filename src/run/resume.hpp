@@ -23,6 +23,7 @@ struct Resumed {
   std::vector<std::string> blobs;  // the loaded blob names: what this run's checkpoints hold
   double seconds = 0;              // the load's
   std::uint64_t bytes = 0;         // this rank's loaded bytes
+  std::int64_t written_by_ranks = 0;
 };
 
 // Collective. `index` is rank 0's view of the directory (null elsewhere, and without a

@@ -58,6 +58,7 @@ RunRecord run_record(const RunSummary& summary, std::chrono::system_clock::time_
           .slurm_job_id = summary.slurm_job_id,
           .restart_count = summary.restart_count,
           .resumed_from = summary.resumed_from,
+          .resumed_from_ranks = summary.resumed_from_ranks,
           .stop_kind = stop_kind_name(summary.stop_kind),
           .stop_reason = summary.stop_reason,
           .epochs_run = summary.epochs_run,
@@ -73,6 +74,7 @@ void to_json(nlohmann::json& json, const RunRecord& record) {
           {"slurm_job_id", optional_json(record.slurm_job_id)},
           {"restart_count", record.restart_count},
           {"resumed_from", optional_json(record.resumed_from)},
+          {"resumed_from_ranks", optional_json(record.resumed_from_ranks)},
           {"stop_kind", record.stop_kind},
           {"stop_reason", record.stop_reason},
           {"epochs_run", record.epochs_run},
@@ -88,6 +90,7 @@ void from_json(const nlohmann::json& json, RunRecord& record) {
   read_field(json, "slurm_job_id", record.slurm_job_id);
   read_field(json, "restart_count", record.restart_count);
   read_field(json, "resumed_from", record.resumed_from);
+  read_field(json, "resumed_from_ranks", record.resumed_from_ranks);
   read_field(json, "stop_kind", record.stop_kind);
   read_field(json, "stop_reason", record.stop_reason);
   read_field(json, "epochs_run", record.epochs_run);

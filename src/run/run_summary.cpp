@@ -74,6 +74,7 @@ nlohmann::json to_json(const RunSummary& summary) {
   return {{"job", summary.job},
           {"num_ranks", summary.num_ranks},
           {"resumed_from", optional_json(summary.resumed_from)},
+          {"resumed_from_ranks", optional_json(summary.resumed_from_ranks)},
           {"last_epoch", summary.last_epoch},
           {"epochs_run", summary.epochs_run},
           {"stop_kind", stop_kind_name(summary.stop_kind)},

@@ -1,8 +1,11 @@
 // `epochrun inspect PATH`: a checkpoint directory or one checkpoint file, seen as a user of
 // h5ls, h5dump and h5diff expects. A summary line per checkpoint by default; --blobs the blob
 // tree; --show one blob's values; --diff what changed between two epochs; --export .npy files;
-// --verify every blob read back against its checksum. Needs no MPI, and reads only through
-// CheckpointReader and CheckpointDirectory, so it reads every format version they read.
+// --verify every blob read back against its checksum. Version 3's replicated blobs and global
+// arrays (whole, in their global shape) appear beside the nodes' blobs in each of these. Needs no
+// MPI, and reads only through CheckpointReader and CheckpointDirectory, so it reads every format
+// version they read.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <iostream>
@@ -50,14 +53,16 @@ std::optional<InspectOptions> parse_inspect_options(int argc, char** argv) {
                   "every node's blobs: dtype, shape, bytes, xxh64")(
       "verify", po::bool_switch(&o.listing.verify),
       "read every blob back and check its checksum; exit 3 when a checkpoint is damaged")(
-      "show", po::value(&o.show), "NODE/BLOB: print the blob's values (long arrays summarized)")(
-      "full", po::bool_switch(&o.full), "with --show: every value")(
+      "show", po::value(&o.show),
+      "NODE/BLOB (or replicated/BLOB, arrays/ARRAY): print the blob's values (long arrays "
+      "summarized)")("full", po::bool_switch(&o.full), "with --show: every value")(
       "diff", po::value(&o.diff)->multitoken(),
       "A B: the blobs added, removed or changed (dtype, shape, checksum) from epoch A to B")(
       "export", po::value(&o.export_directory),
-      "DIR: write every blob of the checkpoint as DIR/NODE/BLOB.npy (DIR new or empty)")(
-      "json", po::bool_switch(&o.json), "print JSON")("path", po::value(&o.path),
-                                                      "checkpoint directory or file");
+      "DIR: write every blob of the checkpoint as DIR/NODE/BLOB.npy (DIR new or empty); "
+      "replicated blobs as DIR/replicated/BLOB.npy, global arrays whole as "
+      "DIR/arrays/ARRAY.npy")("json", po::bool_switch(&o.json), "print JSON")(
+      "path", po::value(&o.path), "checkpoint directory or file");
   po::positional_options_description positional;
   positional.add("path", 1);
   const auto values = parse_subcommand(argc, argv, options, positional);
@@ -132,8 +137,12 @@ int show(const InspectSource& source, const InspectOptions& options) {
   const auto slash = options.show.find('/');
   const auto node = options.show.substr(0, slash);
   const auto name = options.show.substr(slash + 1);
-  const auto blob = reader.read_blob(node, name);
   const auto& header = reader.header();
+  // Version 3's blobs stored once are named by their group, unless a node has that name.
+  const bool shared = !header.blobs.contains(node) && header.format_version >= 3;
+  const auto blob = shared && node == "replicated" ? reader.read_replicated(name)
+                    : shared && node == "arrays"   ? reader.read_array(name)
+                                                   : reader.read_blob(node, name);
   if (options.json) {
     auto json = values_json(blob, options.full);
     json.update({{"epoch", header.epoch},
@@ -160,7 +169,14 @@ int diff(const InspectSource& source, const InspectOptions& options) {
   }
   const auto from = open_checkpoint(source.choose(options.diff[0]));
   const auto to = open_checkpoint(source.choose(options.diff[1]));
-  const auto differences = diff_checkpoints(from.header(), to.header());
+  // Arrays written in other blocks are compared by their values, read whole from both files.
+  const auto differences = diff_checkpoints(
+      from.header(), to.header(), [&](const GlobalArrayRecord& a, const GlobalArrayRecord& b) {
+        const auto before = from.read_array(a.name);
+        const auto after = to.read_array(b.name);
+        return std::equal(before.raw().begin(), before.raw().end(), after.raw().begin(),
+                          after.raw().end());
+      });
   if (options.json) {
     print(differences);
   } else {

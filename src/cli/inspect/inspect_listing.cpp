@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <functional>
 
 #include "epochrun/checkpoint_file.hpp"
+#include "inspect/global_array_entry.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -20,26 +22,69 @@ nlohmann::json blob_entry(const BlobRecord& record) {
 }
 
 // Reads every blob back (each read checks the blob's xxh64) and records what does not verify,
-// going on past a damaged blob so that one run names every damaged one.
+// going on past a damaged blob so that one run names every damaged one. A global array is read
+// a writer block at a time: each block is what one checksum covers, and no more than one
+// block's bytes are held at once.
 nlohmann::json verify_blobs(const CheckpointReader& reader) {
   std::uint64_t checked = 0;
   std::uint64_t bytes = 0;
   auto problems = nlohmann::json::array();
-  for (const auto& [node, records] : reader.header().blobs) {
-    for (const auto& record : records) {
-      ++checked;
-      try {
-        bytes += reader.read_blob(node, record.name).byte_size();
-      } catch (const std::exception& error) {
-        problems.push_back({{"blob", node + "/" + record.name}, {"error", error.what()}});
-      }
+  // `read` reads and verifies, and returns the bytes it read.
+  const auto check = [&](const std::string& name, const std::function<std::uint64_t()>& read) {
+    ++checked;
+    try {
+      bytes += read();
+    } catch (const std::exception& error) {
+      problems.push_back({{"blob", name}, {"error", error.what()}});
     }
+  };
+  const auto& header = reader.header();
+  for (const auto& [node, records] : header.blobs) {
+    for (const auto& record : records) {
+      check(node + "/" + record.name,
+            [&] { return reader.read_blob(node, record.name).byte_size(); });
+    }
+  }
+  for (const auto& record : header.replicated) {
+    check("replicated/" + record.name,
+          [&] { return reader.read_replicated(record.name).byte_size(); });
+  }
+  for (const auto& array : header.arrays) {
+    check("arrays/" + array.name, [&] {
+      std::uint64_t read = 0;
+      for (const auto& block : array.writer_blocks) {
+        read += reader.read_array(array.name, block).byte_size();
+      }
+      return read;
+    });
   }
   return {{"checked", std::string(kOpenChecks) + ", every blob's xxh64"},
           {"blobs_checked", checked},
           {"blobs_intact", checked - problems.size()},
           {"bytes_read", bytes},
           {"problems", problems}};
+}
+
+// Version 3's replicated blobs and global arrays, counted and (--blobs) listed.
+void describe_shared(const CheckpointHeader& header, const ListingOptions& options,
+                     nlohmann::json& entry) {
+  entry["num_per_node_blobs"] =
+      entry["num_blobs"].get<std::uint64_t>() - header.replicated.size() - header.arrays.size();
+  entry["num_replicated"] = header.replicated.size();
+  entry["num_arrays"] = header.arrays.size();
+  if (!options.blobs) {
+    return;
+  }
+  auto replicated = nlohmann::json::array();
+  for (const auto& record : header.replicated) {
+    replicated.push_back(blob_entry(record));
+  }
+  auto arrays = nlohmann::json::array();
+  for (const auto& array : header.arrays) {
+    arrays.push_back(array_json(array));
+  }
+  entry["replicated"] = std::move(replicated);
+  entry["arrays"] = std::move(arrays);
 }
 
 void describe_contents(const CheckpointReader& reader, const ListingOptions& options,
@@ -63,11 +108,14 @@ void describe_contents(const CheckpointReader& reader, const ListingOptions& opt
     nodes[node] = std::move(node_blobs);
   }
   entry["num_nodes"] = header.node_names.size();
-  entry["num_blobs"] = blobs;
-  entry["blob_bytes"] = blob_bytes;
+  entry["num_blobs"] = blobs + header.replicated.size() + header.arrays.size();
+  entry["blob_bytes"] = header.total_blob_bytes();
   if (options.blobs) {
     entry["nodes"] = std::move(nodes);
     entry["node_names"] = header.node_names;  // rank order (the object's keys are sorted)
+  }
+  if (header.format_version >= 3) {
+    describe_shared(header, options, entry);
   }
 }
 
@@ -75,24 +123,39 @@ std::string text_of(const nlohmann::json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+// One line per blob, names and types in aligned columns.
+void print_blob_lines(std::ostream& out, const nlohmann::json& blobs) {
+  std::size_t name_width = 0;
+  std::size_t type_width = 0;
+  for (const auto& blob : blobs) {
+    name_width = std::max(name_width, blob["name"].get<std::string>().size());
+    type_width = std::max(type_width, blob["dtype"].get<std::string>().size() +
+                                          shape_to_string(blob["shape"].get<Shape>()).size());
+  }
+  for (const auto& blob : blobs) {
+    const auto name = blob["name"].get<std::string>();
+    const auto type =
+        blob["dtype"].get<std::string>() + shape_to_string(blob["shape"].get<Shape>());
+    out << "    " << name << std::string(name_width - name.size() + 2, ' ') << type
+        << std::string(type_width - type.size() + 2, ' ') << blob["bytes"] << " bytes  xxh64 "
+        << blob["xxh64"].get<std::string>() << "\n";
+  }
+}
+
 void print_blob_tree(std::ostream& out, const nlohmann::json& entry) {
   for (const auto& node : entry["node_names"]) {
-    const auto& blobs = entry["nodes"][node.get<std::string>()];
     out << "  " << node.get<std::string>() << "/\n";
-    std::size_t name_width = 0;
-    std::size_t type_width = 0;
-    for (const auto& blob : blobs) {
-      name_width = std::max(name_width, blob["name"].get<std::string>().size());
-      type_width = std::max(type_width, blob["dtype"].get<std::string>().size() +
-                                            shape_to_string(blob["shape"].get<Shape>()).size());
-    }
-    for (const auto& blob : blobs) {
-      const auto name = blob["name"].get<std::string>();
-      const auto type =
-          blob["dtype"].get<std::string>() + shape_to_string(blob["shape"].get<Shape>());
-      out << "    " << name << std::string(name_width - name.size() + 2, ' ') << type
-          << std::string(type_width - type.size() + 2, ' ') << blob["bytes"] << " bytes  xxh64 "
-          << blob["xxh64"].get<std::string>() << "\n";
+    print_blob_lines(out, entry["nodes"][node.get<std::string>()]);
+  }
+  // Version 3: the blobs stored once, under the names of their groups in the file.
+  if (entry.contains("replicated") && !entry["replicated"].empty()) {
+    out << "  replicated/\n";
+    print_blob_lines(out, entry["replicated"]);
+  }
+  if (entry.contains("arrays") && !entry["arrays"].empty()) {
+    out << "  arrays/\n";
+    for (const auto& array : entry["arrays"]) {
+      print_array(out, array, "    ");
     }
   }
 }
@@ -178,6 +241,10 @@ void print_checkpoints(std::ostream& out, const nlohmann::json& entries,
       out << "  job " << text_of(entry["job"]) << "  " << entry["num_ranks"] << " ranks  "
           << entry["num_blobs"] << " blobs  " << entry["blob_bytes"] << " blob bytes  format "
           << entry["format_version"];
+      if (entry.contains("num_arrays")) {
+        out << " (" << entry["num_per_node_blobs"] << " per-node, " << entry["num_replicated"]
+            << " replicated, " << entry["num_arrays"] << " global arrays)";
+      }
     }
     out << (entry["valid"].get<bool>() ? (options.verify ? "  OK" : "")
                                        : "  CORRUPT: " + entry["error"].get<std::string>())

@@ -3,6 +3,7 @@
 #include <boost/any.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace epochrun::cli {
 
@@ -25,6 +26,8 @@ nlohmann::json config_to_json(const po::variables_map& values) {
       json[key] = *real;
     } else if (const auto* flag = boost::any_cast<bool>(&value)) {
       json[key] = *flag;
+    } else if (const auto* texts = boost::any_cast<std::vector<std::string>>(&value)) {
+      json[key] = *texts;
     }
   }
   return json;

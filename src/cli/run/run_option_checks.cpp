@@ -147,7 +147,7 @@ void check_checkpoint_schedule(const po::variables_map& values, const GeneralOpt
 }
 
 // How checkpoints are written: --async-checkpoint, --async-max-staging-mib,
-// --no-directory-lock.
+// --no-directory-lock, --mpi-io-hint, --check-replicated.
 void check_checkpoint_writing(const po::variables_map& values, const GeneralOptions& general,
                               RunOptions& run) {
   run.async_checkpoint = general.async_checkpoint;
@@ -162,6 +162,19 @@ void check_checkpoint_writing(const po::variables_map& values, const GeneralOpti
     run.async_max_staging_bytes = general.async_max_staging_mib << 20;
   }
   run.directory_lock = !values["no-directory-lock"].as<bool>();
+  for (const auto& hint : general.mpi_io_hints) {
+    const auto equals = hint.find('=');
+    const auto key = hint.substr(0, equals);
+    if (equals == std::string::npos || key.empty() || equals + 1 == hint.size() ||
+        key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+      throw UsageError(
+          "--mpi-io-hint takes KEY=VALUE (a hint name of lowercase letters, digits "
+          "and '_'), got '" +
+          hint + "'");
+    }
+    run.mpi_io_hints[key] = hint.substr(equals + 1);
+  }
+  run.check_replicated = general.check_replicated;
 }
 
 // Each --allow-config-change must name an option of the job.

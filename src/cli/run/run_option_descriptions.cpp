@@ -50,6 +50,13 @@ po::options_description general_options(GeneralOptions& o) {
       "no-directory-lock", po::bool_switch(),
       "run without the checkpoint directory lock (for file systems without flock): no other run "
       "may use the directory meanwhile")(
+      "mpi-io-hint", po::value(&o.mpi_io_hints)->composing(),
+      "KEY=VALUE: an MPI-IO hint for the collective writes and reads of global arrays "
+      "(romio_cb_write, romio_cb_read, cb_nodes, cb_buffer_size, striping_factor, "
+      "striping_unit...; repeat the option for several; recorded in every checkpoint)")(
+      "check-replicated", po::bool_switch(&o.check_replicated),
+      "at every save, compare the ranks' replicated blobs and fail the save when they differ "
+      "(a debugging aid: every rank hashes every replicated blob)")(
       "save-timeout", po::value(&o.save_timeout)->default_value(o.save_timeout),
       "seconds a rank waits for the other ranks at each step of a save or a load before it "
       "aborts the whole job (exit 1): a rank that takes longer is stuck")(

@@ -36,6 +36,8 @@ struct GeneralOptions {
   double time_budget = 0;
   double time_margin = 0;
   double save_timeout = 600;
+  std::vector<std::string> mpi_io_hints;  // KEY=VALUE
+  bool check_replicated = false;
 };
 
 // Everything `run` needs, validated.

@@ -1,0 +1,23 @@
+// A global array of a version 3 file read by one process, with no MPI (CheckpointReader,
+// `epochrun inspect`): the whole array or any block of it, every byte returned verified.
+// Internal to the library.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+
+#include "checkpoint_layout_v3.hpp"
+#include "epochrun/blob.hpp"
+#include "epochrun/global_array.hpp"
+
+namespace epochrun {
+
+// The cells of `part` of global array `blob` (index in stored.description.blobs), row-major,
+// from the file open as `fd`: every writer block `part` meets is read whole and its xxh64
+// checked (CorruptCheckpoint naming the array and the block) before its cells are copied; the
+// hash covers a writer's block, not a cell, so there is no cheaper way to verify a cell. The
+// whole array when `part` is empty; UsageError for a part of other dimensions or outside it.
+Blob read_array_v3(int fd, const StoredFileV3& stored, std::size_t blob,
+                   const std::optional<Block>& part);
+
+}  // namespace epochrun
