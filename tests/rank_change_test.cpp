@@ -102,11 +102,11 @@ TEST(RankChange, HeatDiffusionResumedOn4Then2Then3RanksIsBitIdenticalTo1And4) {
   auto four = run_on(4, heat_options("four", "four.json"), cwd.path());
   ASSERT_EQ(four.exit_code, 0) << four.err;
 
-  // Epochs 1-3 on 4 ranks, 4-6 on 2, 7-9 on 3.
+  // Epochs 1-3 on 4 ranks, 4-6 on 2, 7-9 on 3 (--num-epochs is the last epoch to run).
   auto first = run_on(4, with(heat_options("moved", ""), {"--num-epochs", "3"}), cwd.path());
   ASSERT_EQ(first.exit_code, 0) << first.err;
   auto second = run_on(
-      2, with(heat_options("moved", ""), {"--resume-from-epoch", "latest", "--num-epochs", "3"}),
+      2, with(heat_options("moved", ""), {"--resume-from-epoch", "latest", "--num-epochs", "6"}),
       cwd.path());
   ASSERT_EQ(second.exit_code, 0) << second.err;
   auto third = run_on(3,

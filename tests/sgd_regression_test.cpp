@@ -37,7 +37,8 @@ RunSummary train(const Communicator& comm, const jobs::SgdRegressionOptions& job
   return JobRunner(jobs::make_sgd_regression(job_options), comm, options).run(workspace);
 }
 
-// Every node's blobs of one committed epoch, read back from the file.
+// The blobs of one committed epoch, read back from the file: every node's per-node blobs (none:
+// the job's state is all replicated) and, under "replicated", the replicated ones.
 std::map<std::string, std::map<std::string, Blob>> checkpoint_contents(
     const std::filesystem::path& directory, std::int64_t epoch) {
   CheckpointReader reader(CheckpointDirectory(directory).file_for(epoch));
@@ -46,6 +47,9 @@ std::map<std::string, std::map<std::string, Blob>> checkpoint_contents(
     for (const auto& record : records) {
       contents[node][record.name] = reader.read_blob(node, record.name);
     }
+  }
+  for (const auto& record : reader.header().replicated) {
+    contents["replicated"][record.name] = reader.read_replicated(record.name);
   }
   return contents;
 }
@@ -59,6 +63,7 @@ TEST(SgdRegression, ResumedRunsEndBitIdenticalToAnUninterruptedRun) {
   auto full = train(world, options, scratch / "a", ResumeRequest::from_scratch(), uninterrupted);
   ASSERT_EQ(full.last_epoch, 10);
   const auto final_checkpoint = checkpoint_contents(scratch / "a", 10);
+  ASSERT_EQ(final_checkpoint.at("replicated").size(), 6u);  // the job's five and the epoch limit
 
   // Interrupted after epoch 4 (as a preempted job would be), then resumed from the latest.
   auto interrupted_options = options;
@@ -109,9 +114,10 @@ TEST(SgdRegression, TrainsAndKeepsReplicasIdentical) {
     EXPECT_EQ(model.at(jobs::kSgdWeights), workspace.get(jobs::kSgdWeights));
     EXPECT_EQ(model.at(jobs::kSgdBias), workspace.get(jobs::kSgdBias));
   }
-  // The optimizer state is checkpointed as opaque bytes (H5T_OPAQUE).
+  // The optimizer state is checkpointed once, replicated, as opaque bytes (H5T_OPAQUE).
   CheckpointReader reader(CheckpointDirectory(scratch / "ck").file_for(3));
-  const auto& records = reader.header().blobs.at("trainer_0");
+  EXPECT_TRUE(reader.header().blobs.at("trainer_0").empty());
+  const auto& records = reader.header().replicated;
   auto state = std::find_if(records.begin(), records.end(),
                             [](const BlobRecord& r) { return r.name == jobs::kSgdOptimizerState; });
   ASSERT_NE(state, records.end());
