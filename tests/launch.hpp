@@ -64,7 +64,7 @@ inline std::vector<std::string> small_sgd_regression_options(std::int64_t max_ep
           "--sgd_regression.features",
           "4",
           "--sgd_regression.samples",
-          "768",
+          "1024",
           "--sgd_regression.batches_per_epoch",
           "32",
           "--sgd_regression.max_epochs",
