@@ -40,37 +40,58 @@ class Random {
   std::uint64_t state_;
 };
 
-// One rank's training data: row-major features and targets.
+// The samples one rank holds: global samples first, first + stride, ... (row-major features
+// and targets).
 struct Shard {
   int rank = -1;
+  int ranks = 0;
   std::size_t features = 0;
   std::vector<double> x;
   std::vector<double> y;
   std::size_t rows() const { return y.size(); }
 };
 
-Shard generate_shard(const SgdRegressionOptions& options, int rank) {
-  const auto features = static_cast<std::size_t>(options.features);
-  const auto rows = static_cast<std::size_t>(options.samples_per_rank);
-  Random truth_random(options.seed);
-  std::vector<double> true_weights(features);
-  for (auto& weight : true_weights) {
-    weight = truth_random.gaussian();
+// The true parameters, from the seed alone.
+struct Truth {
+  std::vector<double> weights;
+  double bias = 0;
+};
+
+Truth truth_of(const SgdRegressionOptions& options) {
+  Random random(options.seed);
+  Truth truth;
+  truth.weights.resize(static_cast<std::size_t>(options.features));
+  for (auto& weight : truth.weights) {
+    weight = random.gaussian();
   }
-  const double true_bias = truth_random.gaussian();
+  truth.bias = random.gaussian();
+  return truth;
+}
+
+// Rank `rank` of `ranks`: the global samples i with i % ranks == rank. Sample i is drawn from a
+// generator seeded by (seed, i) alone, so it is the same sample at any rank count.
+Shard generate_shard(const SgdRegressionOptions& options, int rank, int ranks) {
+  const auto features = static_cast<std::size_t>(options.features);
+  const auto samples = static_cast<std::uint64_t>(options.samples);
+  const auto stride = static_cast<std::uint64_t>(ranks);
+  const auto first = static_cast<std::uint64_t>(rank);
+  const std::size_t rows = first < samples ? (samples - first + stride - 1) / stride : 0;
+  const auto truth = truth_of(options);
 
   Shard shard;
   shard.rank = rank;
+  shard.ranks = ranks;
   shard.features = features;
   shard.x.resize(rows * features);
   shard.y.resize(rows);
-  Random random(options.seed ^ (0x632be59bd9b4e019ULL * static_cast<std::uint64_t>(rank + 1)));
   for (std::size_t row = 0; row < rows; ++row) {
-    double target = true_bias;
+    const std::uint64_t sample = first + row * stride;
+    Random random(options.seed ^ (0x632be59bd9b4e019ULL * (sample + 1)));
+    double target = truth.bias;
     for (std::size_t j = 0; j < features; ++j) {
       const double value = random.gaussian();
       shard.x[row * features + j] = value;
-      target += value * true_weights[j];
+      target += value * truth.weights[j];
     }
     shard.y[row] = target + options.noise * random.gaussian();
   }
@@ -118,16 +139,15 @@ double prediction_error(const Shard& shard, std::size_t row, std::span<const dou
   return value - shard.y[row];
 }
 
-// Mean squared error over every rank's whole shard.
-double global_loss(const Shard& shard, std::span<const double> weights, double bias,
-                   const Communicator& comm) {
-  double sums[2] = {0.0, double(shard.rows())};
+// Mean squared error over all samples (every rank's shard).
+double global_loss(const SgdRegressionOptions& options, const Shard& shard,
+                   std::span<const double> weights, double bias, const Communicator& comm) {
+  double sum = 0.0;
   for (std::size_t row = 0; row < shard.rows(); ++row) {
     const double error = prediction_error(shard, row, weights, bias);
-    sums[0] += error * error;
+    sum += error * error;
   }
-  comm.allreduce(std::span(sums), Reduction::kSum);
-  return sums[0] / sums[1];
+  return comm.allreduce(sum, Reduction::kSum) / double(options.samples);
 }
 
 void train_one_epoch(const SgdRegressionOptions& options, const SgdBlobs& blobs, const Shard& shard,
@@ -136,25 +156,35 @@ void train_one_epoch(const SgdRegressionOptions& options, const SgdBlobs& blobs,
   auto& bias = blobs.bias.of(context);
   auto& cursor = blobs.data_cursor.of(context);
   const std::size_t features = shard.features;
+  const auto samples = static_cast<std::uint64_t>(options.samples);
+  const auto stride = static_cast<std::uint64_t>(shard.ranks);
+  const auto rank = static_cast<std::uint64_t>(shard.rank);
   auto state = OptimizerState::load(blobs.optimizer_state.of(context), features + 1);
 
-  // gradient[0..features) for the weights, [features] for the bias, [features + 1] the count.
-  std::vector<double> gradient(features + 2);
+  // gradient[0..features) for the weights, [features] for the bias.
+  std::vector<double> gradient(features + 1);
   for (std::int64_t batch = 0; batch < options.batches_per_epoch; ++batch) {
     std::fill(gradient.begin(), gradient.end(), 0.0);
+    // The batch is the next batch_size global samples; this rank adds those it holds, in
+    // global order.
     for (std::int64_t i = 0; i < options.batch_size; ++i) {
-      const auto row = static_cast<std::size_t>(cursor) % shard.rows();
-      cursor = static_cast<std::int64_t>((row + 1) % shard.rows());
+      const std::uint64_t sample =
+          (static_cast<std::uint64_t>(cursor) + std::uint64_t(i)) % samples;
+      if (sample % stride != rank) {
+        continue;
+      }
+      const auto row = static_cast<std::size_t>(sample / stride);
       const double error = prediction_error(shard, row, weights, bias);
       for (std::size_t j = 0; j < features; ++j) {
         gradient[j] += error * shard.x[row * features + j];
       }
       gradient[features] += error;
-      gradient[features + 1] += 1.0;
     }
+    cursor = static_cast<std::int64_t>(
+        (static_cast<std::uint64_t>(cursor) + std::uint64_t(options.batch_size)) % samples);
     // Data parallelism: the same step on every rank.
     context.comm.allreduce(std::span(gradient), Reduction::kSum);
-    const double count = gradient[features + 1];
+    const double count = double(options.batch_size);
     for (std::size_t j = 0; j <= features; ++j) {
       state.velocity[j] = options.momentum * state.velocity[j] + gradient[j] / count;
     }
@@ -165,33 +195,39 @@ void train_one_epoch(const SgdRegressionOptions& options, const SgdBlobs& blobs,
     ++state.step;
   }
   state.store(blobs.optimizer_state.of(context));
-  const double loss = global_loss(shard, weights, bias, context.comm);
+  const double loss = global_loss(options, shard, weights, bias, context.comm);
   blobs.loss.of(context) = loss;
   spdlog::info("sgd_regression epoch {}: loss {:.6e} after {} steps", context.epoch, loss,
                state.step);
 }
 
-// Rank 0, after the download: every replica must hold the same model, then it is exported.
+// Every replica must hold the same model (each rank sends its parameters to rank 0), then rank 0
+// exports it.
 void export_model(const SgdRegressionOptions& options, const SgdBlobs& blobs,
                   TaskContext& context) {
-  if (!context.has_gathered() || options.model_file.empty()) {
+  if (options.model_file.empty()) {
     return;
   }
-  const auto weights = context.gathered(blobs.weights);
-  const auto bias = context.gathered(blobs.bias);
-  const auto& [first_node, model] = *weights.begin();
-  for (const auto& [node, values] : weights) {
-    if (!std::ranges::equal(values, model) || bias.at(node) != bias.at(first_node)) {
-      throw Error("data-parallel replicas diverged: " + node + " holds other parameters than " +
-                  first_node);
+  const auto weights = blobs.weights.of(context);
+  const double bias = blobs.bias.of(context);
+  std::vector<double> model(weights.begin(), weights.end());
+  model.push_back(bias);
+  const auto replicas = context.comm.gather(std::span<const double>(model));
+  if (!context.comm.is_root()) {
+    return;
+  }
+  for (std::size_t rank = 0; rank < replicas.size(); ++rank) {
+    if (replicas[rank] != model) {
+      throw Error("data-parallel replicas diverged: " + Job::node_name(int(rank)) +
+                  " holds other parameters than " + Job::node_name(0));
     }
   }
   write_blob_file(options.model_file,
-                  {{kSgdWeights, Blob::of(Shape{model.size()}, model)},
-                   {kSgdBias, Blob::scalar(bias.at(first_node))}},
+                  {{kSgdWeights, Blob::of(Shape{weights.size()}, std::span<const double>(weights))},
+                   {kSgdBias, Blob::scalar(bias)}},
                   {{"job", "sgd_regression"},
                    {"epoch", std::to_string(context.epoch)},
-                   {"loss", std::to_string(context.gathered(blobs.loss).at(first_node))}});
+                   {"loss", std::to_string(blobs.loss.of(context))}});
   spdlog::info("sgd_regression model written to {}", options.model_file);
 }
 
@@ -205,10 +241,10 @@ void validate(const SgdRegressionOptions& options) {
   };
   require(options.features >= 1 && options.features <= 1'000'000,
           "features must be in [1, 1000000]");
-  require(options.samples_per_rank >= 1 && options.samples_per_rank <= 100'000'000,
-          "samples_per_rank must be in [1, 100000000]");
-  require(options.features * options.samples_per_rank <= 500'000'000,
-          "features * samples_per_rank must be at most 500000000 (4 GB of data per rank)");
+  require(options.samples >= 1 && options.samples <= 10'000'000'000,
+          "samples must be in [1, 10000000000]");
+  require(options.features * options.samples <= 32'000'000'000,
+          "features * samples must be at most 32000000000 (256 GB of data over all ranks)");
   require(options.batch_size >= 1, "batch_size must be at least 1");
   require(options.batches_per_epoch >= 1, "batches_per_epoch must be at least 1");
   require(std::isfinite(options.learning_rate) && options.learning_rate > 0 &&
@@ -226,21 +262,22 @@ Job make_sgd_regression(const SgdRegressionOptions& options) {
   validate(options);
   Job job("sgd_regression");
   const auto features = static_cast<std::uint64_t>(options.features);
-  // Zeros are the start: no weights, no bias, a fresh optimizer; only the loss is unknown.
+  // Zeros are the start: no weights, no bias, a fresh optimizer, the first sample; only the
+  // loss is unknown. All replicated: every rank takes the same steps over the same global data.
   const SgdBlobs blobs{
-      job.blob<double>(kSgdWeights, {features}, {.output = true}),
-      job.scalar<double>(kSgdBias, 0.0, {.output = true}),
-      job.bytes(kSgdOptimizerState, OptimizerState::byte_size(features + 1)),
-      job.scalar<std::int64_t>(kSgdDataCursor),
-      job.scalar<double>(kSgdLoss, std::numeric_limits<double>::infinity(), {.output = true}),
+      job.replicated<double>(kSgdWeights, {features}),
+      job.replicated_scalar<double>(kSgdBias, 0.0),
+      job.replicated<std::byte>(kSgdOptimizerState, {OptimizerState::byte_size(features + 1)}),
+      job.replicated_scalar<std::int64_t>(kSgdDataCursor),
+      job.replicated_scalar<double>(kSgdLoss, std::numeric_limits<double>::infinity()),
   };
   add_epoch_limiter(job, options.max_epochs);
-  // The shard is a pure function of (seed, rank): regenerated on first use after a start or a
-  // resume, never checkpointed.
+  // The shard is a pure function of (seed, rank, ranks): regenerated on first use after a start
+  // or a resume, never checkpointed.
   auto shard = std::make_shared<Shard>();
   job.epoch_group.add("train", [options, blobs, shard](TaskContext& context) {
-    if (shard->rank != context.comm.rank()) {
-      *shard = generate_shard(options, context.comm.rank());
+    if (shard->rank != context.comm.rank() || shard->ranks != context.comm.size()) {
+      *shard = generate_shard(options, context.comm.rank(), context.comm.size());
     }
     train_one_epoch(options, blobs, *shard, context);
   });
@@ -249,7 +286,7 @@ Job make_sgd_regression(const SgdRegressionOptions& options) {
     return blobs.loss.of(workspace) < threshold;
   });
   // The problem and its data; learning rate, momentum, batching and limits may change.
-  for (const char* option : {"seed", "features", "samples_per_rank", "noise"}) {
+  for (const char* option : {"seed", "features", "samples", "noise"}) {
     job.declare_run_defining_option(option);
   }
   job.exit_group.add("export_model", [options, blobs](TaskContext& context) {
@@ -263,8 +300,10 @@ namespace {
 void declare_options(JobOptions& options, SgdRegressionOptions& values) {
   options.add("seed", &values.seed, "seed of the synthetic data");
   options.add("features", &values.features, "features per sample");
-  options.add("samples_per_rank", &values.samples_per_rank, "samples in each rank's shard");
-  options.add("batch_size", &values.batch_size, "samples per rank in one mini-batch");
+  options.add("samples", &values.samples,
+              "samples of the whole data set, whatever the rank count (rank r of R holds the "
+              "samples i with i % R == r)");
+  options.add("batch_size", &values.batch_size, "samples in one mini-batch, over all ranks");
   options.add("batches_per_epoch", &values.batches_per_epoch, "optimizer steps per epoch");
   options.add("learning_rate", &values.learning_rate, "SGD step size");
   options.add("momentum", &values.momentum, "momentum factor");

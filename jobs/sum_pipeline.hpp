@@ -1,6 +1,10 @@
 // The reference pipeline (caffe2 checkpoint_test): every node reads the values 0..9, three an
 // epoch, into a total that starts at 100, and stops when its reader is exhausted. Totals after
 // epochs 1..4: 103, 115, 136, 145.
+//
+// Its blobs are per-node (each node its own reader and total) and deliberately have no rule for
+// a resume on another rank count (BlobUse::on_rank_change unset): such a resume is refused,
+// naming them, which the rank-change tests check.
 #pragma once
 
 #include <cstdint>

@@ -31,7 +31,7 @@ run() {  # mode
   esac
   # shellcheck disable=SC2086
   (cd "$dir" && mpirun -np "$ranks" "$OLDPWD/$build/epochrun" run --job heat_diffusion $flags \
-    --heat_diffusion.mib_per_rank "$mib" --heat_diffusion.sweeps_per_epoch "$sweeps" \
+    --heat_diffusion.rows $((mib * 128 * ranks)) --heat_diffusion.sweeps_per_epoch "$sweeps" \
     --heat_diffusion.max_epochs "$epochs" --heat_diffusion.tolerance 0 >"$dir/log" 2>&1)
   python3 - "$1" "$dir" <<'PY'
 import json, re, statistics, sys

@@ -65,7 +65,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 
 rm -rf "$dir"
 mkdir -p "$dir"
-job="--job heat_diffusion --checkpoint-dir $dir/ck --heat_diffusion.mib_per_rank $mib
+# M MiB per rank: the grid's rows of 1024 f64 cells (8 KiB) for R ranks.
+job="--job heat_diffusion --checkpoint-dir $dir/ck --heat_diffusion.rows $((mib * 128 * ranks))
   --heat_diffusion.sweeps_per_epoch 1 --heat_diffusion.max_epochs 2 --heat_diffusion.tolerance 0
   --heat_diffusion.output_file $dir/heat_summary.json"
 file=$dir/ck/epoch-000002.h5

@@ -1,6 +1,7 @@
-// heat_diffusion: a job whose state is a field split across ranks. It must converge, resume
-// bit-identically from any epoch, and exchange its halos so that 3 ranks compute exactly what
-// 1 rank computes on the same grid.
+// heat_diffusion: a job whose state is a global array split over a 2-D process grid. It must
+// converge, resume bit-identically from any epoch, and exchange its halos so that 4 ranks (a
+// 2 x 2 grid: rows and columns both exchanged) compute exactly what 1 rank computes on the same
+// grid, its mean included.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,16 +16,16 @@
 namespace epochrun::testing {
 namespace {
 
-constexpr std::int64_t kColumns = 12;
-constexpr std::int64_t kRowsPerRank = 4;
+constexpr std::int64_t kRows = 14;
+constexpr std::int64_t kColumns = 13;
 
-// A 12-column grid with `rows` rows on each rank (mib_per_rank is exact: a multiple of 2^-20).
+// A 14 x 13 grid (odd sizes: the blocks differ by a row or a column) whatever the rank count.
 // Tolerance 0 by default: every epoch runs, so comparisons cover all of them.
 jobs::HeatDiffusionOptions small_grid(std::int64_t sweeps_per_epoch, std::int64_t max_epochs,
-                                      double tolerance = 0, std::int64_t rows = kRowsPerRank) {
+                                      double tolerance = 0) {
   jobs::HeatDiffusionOptions options;
+  options.rows = kRows;
   options.columns = kColumns;
-  options.mib_per_rank = double(rows * kColumns * 8) / double(1 << 20);
   options.sweeps_per_epoch = sweeps_per_epoch;
   options.max_epochs = max_epochs;
   options.tolerance = tolerance;
@@ -42,13 +43,25 @@ RunSummary run(const Communicator& comm, const jobs::HeatDiffusionOptions& job_o
   return JobRunner(jobs::make_heat_diffusion(job_options), comm, options).run(workspace);
 }
 
-// The whole grid on rank 0 (rank order is row order); empty elsewhere.
+// The whole grid on rank 0, each rank's block put where the job's decomposition (a 2-D process
+// grid as MPI_Dims_create chooses it) places it; empty elsewhere.
 std::vector<double> gather_field(const Communicator& comm, const Workspace& workspace) {
+  const auto parts = comm.gather(workspace.get(jobs::kHeatField).raw());
   std::vector<double> grid;
-  for (const auto& part : comm.gather(workspace.get(jobs::kHeatField).raw())) {
-    const auto at = grid.size();
-    grid.resize(at + part.size() / sizeof(double));
-    std::memcpy(grid.data() + at, part.data(), part.size());
+  if (!comm.is_root()) {
+    return grid;
+  }
+  grid.resize(std::size_t(kRows * kColumns));
+  const auto processes = process_grid(comm.size(), 2);
+  for (int rank = 0; rank < comm.size(); ++rank) {
+    const auto block = grid_block(Shape{kRows, kColumns}, processes, rank);
+    const auto& part = parts[std::size_t(rank)];
+    EXPECT_EQ(part.size(), block.element_count() * sizeof(double)) << "rank " << rank;
+    for (std::uint64_t i = 0; i < block.count[0]; ++i) {
+      std::memcpy(&grid[(block.start[0] + i) * kColumns + block.start[1]],
+                  part.data() + i * block.count[1] * sizeof(double),
+                  block.count[1] * sizeof(double));
+    }
   }
   return grid;
 }
@@ -75,6 +88,19 @@ double residual(const std::vector<double>& grid, std::size_t columns, double top
   return largest;
 }
 
+// The mean as the job defines it: each row summed left to right, the row sums in row order.
+double mean_by_rows(const std::vector<double>& grid, std::size_t columns) {
+  double total = 0;
+  for (std::size_t i = 0; i < grid.size(); i += columns) {
+    double row = 0;
+    for (std::size_t j = 0; j < columns; ++j) {
+      row += grid[i + j];
+    }
+    total += row;
+  }
+  return total / double(grid.size());
+}
+
 TEST(HeatDiffusion, ConvergesOnASmallGridAndWritesItsSummary) {
   const auto world = Communicator::world();
   ScratchDir scratch(world);
@@ -89,7 +115,7 @@ TEST(HeatDiffusion, ConvergesOnASmallGridAndWritesItsSummary) {
 
   const auto grid = gather_field(world, workspace);
   if (world.is_root()) {
-    ASSERT_EQ(grid.size(), std::size_t(world.size() * kRowsPerRank * kColumns));
+    ASSERT_EQ(grid.size(), std::size_t(kRows * kColumns));
     // Converged: a sweep would change nothing by more than the tolerance, and the maximum
     // principle holds (every cell between the boundary temperatures 0 and 1).
     EXPECT_LT(residual(grid, kColumns, options.top_temperature), options.tolerance);
@@ -99,13 +125,11 @@ TEST(HeatDiffusion, ConvergesOnASmallGridAndWritesItsSummary) {
     const auto written = nlohmann::json::parse(read_file(scratch / "summary.json"));
     EXPECT_EQ(written["epoch"], summary.last_epoch);
     EXPECT_EQ(written["ranks"], world.size());
-    EXPECT_EQ(written["rows"], world.size() * kRowsPerRank);
+    EXPECT_EQ(written["process_grid"], nlohmann::json(process_grid(world.size(), 2)));
+    EXPECT_EQ(written["rows"], kRows);
+    EXPECT_EQ(written["columns"], kColumns);
     EXPECT_EQ(written["sweeps"], 50 * summary.last_epoch);
-    double sum = 0;
-    for (const double cell : grid) {
-      sum += cell;
-    }
-    EXPECT_NEAR(written["mean"].get<double>(), sum / double(grid.size()), 1e-12);
+    EXPECT_EQ(written["mean"].get<double>(), mean_by_rows(grid, kColumns));
     EXPECT_EQ(written["max"].get<double>(), *std::max_element(grid.begin(), grid.end()));
     EXPECT_EQ(written["min"].get<double>(), *std::min_element(grid.begin(), grid.end()));
   }
@@ -137,27 +161,54 @@ TEST(HeatDiffusion, ResumedFromAnyEpochEndsBitIdenticalToAnUninterruptedRun) {
   EXPECT_EQ(after.blobs(), uninterrupted.blobs());
 }
 
-TEST(HeatDiffusion, ThreeRanksComputeBitForBitWhatOneRankComputesOnTheSameGrid) {
+TEST(HeatDiffusion, AllRanksComputeBitForBitWhatOneRankComputesOnTheSameGrid) {
   const auto world = Communicator::world();
   const auto options = small_grid(9, 5);
   Workspace parallel;
   run(world, options, "", ResumeRequest::from_scratch(), parallel);
   const auto grid = gather_field(world, parallel);
+  // Replicated: every rank holds the same values.
+  for (const auto* name : {jobs::kHeatSweeps, jobs::kHeatMaxChange, jobs::kHeatGlobalSummary}) {
+    const auto bytes = parallel.get(name).raw();
+    for (const auto& other : world.allgather(std::span<const std::byte>(bytes))) {
+      EXPECT_TRUE(std::ranges::equal(other, bytes)) << name;
+    }
+  }
 
   if (world.is_root()) {
-    // The same grid, all of its rows on one rank: no halo exchange at all.
-    const auto serial_options = small_grid(9, 5, 0, kRowsPerRank * world.size());
+    // The same grid, all of it on one rank: no halo exchange at all.
     Workspace serial;
-    run(Communicator::self(), serial_options, "", ResumeRequest::from_scratch(), serial);
+    run(Communicator::self(), options, "", ResumeRequest::from_scratch(), serial);
     const auto cells = serial.get(jobs::kHeatField).as<double>();
     ASSERT_EQ(grid.size(), cells.size());
     EXPECT_EQ(std::memcmp(grid.data(), cells.data(), grid.size() * sizeof(double)), 0)
-        << "the halo exchange lost or misplaced a row";
+        << "the halo exchange lost or misplaced a row or a column";
     EXPECT_EQ(parallel.get(jobs::kHeatMaxChange), serial.get(jobs::kHeatMaxChange));
-    EXPECT_EQ(parallel.get(jobs::kHeatGlobalSummary).as<double>()[1],
-              serial.get(jobs::kHeatGlobalSummary).as<double>()[1]);
+    // Mean, max and min: the same bits, the mean summed in one order at any rank count.
+    EXPECT_EQ(parallel.get(jobs::kHeatGlobalSummary), serial.get(jobs::kHeatGlobalSummary));
+    EXPECT_EQ(serial.get(jobs::kHeatGlobalSummary).as<double>()[0], mean_by_rows(grid, kColumns));
   }
   world.barrier();
+}
+
+// A rank needs a row and a column of its own; on a grid too small for the process grid the run
+// is refused on every rank with one message.
+TEST(HeatDiffusion, AGridSmallerThanTheProcessGridIsAUsageError) {
+  const auto world = Communicator::world();
+  if (world.size() < 2) {
+    GTEST_SKIP() << "one rank holds any grid";
+  }
+  auto options = small_grid(1, 1);
+  options.rows = process_grid(world.size(), 2)[0] - 1;
+  options.columns = 100;
+  Workspace workspace;
+  try {
+    run(world, options, "", ResumeRequest::from_scratch(), workspace);
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("cannot be split over"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(HeatDiffusion, OutOfRangeOptionsAreUsageErrors) {
@@ -167,11 +218,8 @@ TEST(HeatDiffusion, OutOfRangeOptionsAreUsageErrors) {
     return options;
   };
   EXPECT_THROW(jobs::validate(with([](auto& o) { o.columns = 0; })), UsageError);
-  EXPECT_THROW(jobs::validate(with([](auto& o) { o.mib_per_rank = 0; })), UsageError);
-  EXPECT_THROW(jobs::validate(with([](auto& o) { o.mib_per_rank = NAN; })), UsageError);
-  // Less than one row of 12 cells.
-  EXPECT_THROW(jobs::validate(with([](auto& o) { o.mib_per_rank = 64.0 / (1 << 20); })),
-               UsageError);
+  EXPECT_THROW(jobs::validate(with([](auto& o) { o.rows = 0; })), UsageError);
+  EXPECT_THROW(jobs::validate(with([](auto& o) { o.rows = (1 << 24) + 1; })), UsageError);
   EXPECT_THROW(jobs::validate(with([](auto& o) { o.sweeps_per_epoch = 0; })), UsageError);
   EXPECT_THROW(jobs::validate(with([](auto& o) { o.max_epochs = 0; })), UsageError);
   EXPECT_THROW(jobs::validate(with([](auto& o) { o.tolerance = -1; })), UsageError);

@@ -40,19 +40,20 @@ std::string load_checkpoint(const fs::path& file) {
          file.string() + "')\n";
 }
 
-// Two real runs shared by every test (read-only): heat_diffusion (a 2-D field of 1 MiB per
-// rank, 3 epochs) and sgd_regression (4 epochs, opaque optimizer state), on 3 ranks.
+// Two real runs shared by every test (read-only), on 3 ranks: heat_diffusion (a global array,
+// the 1536 x 256 field, 1 MiB per rank, and replicated counters; 3 epochs) and sgd_regression
+// (every blob replicated, the optimizer state opaque; 4 epochs).
 class Inspect : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     runs_ = new ScratchDir;
-    auto heat = bounded(
-        epochrun_on_ranks(
-            3, {"run", "--job", "heat_diffusion", "--checkpoint-dir", "H", "--log-level", "warn",
-                "--heat_diffusion.mib_per_rank", "1", "--heat_diffusion.columns", "256",
-                "--heat_diffusion.max_epochs", "3", "--heat_diffusion.sweeps_per_epoch", "2",
-                "--heat_diffusion.output_file", ""}),
-        runs_->path(), 300);
+    auto heat =
+        bounded(epochrun_on_ranks(
+                    3, {"run", "--job", "heat_diffusion", "--checkpoint-dir", "H", "--log-level",
+                        "warn", "--heat_diffusion.rows", "1536", "--heat_diffusion.columns", "256",
+                        "--heat_diffusion.max_epochs", "3", "--heat_diffusion.sweeps_per_epoch",
+                        "2", "--heat_diffusion.output_file", ""}),
+                runs_->path(), 300);
     ASSERT_EQ(heat.exit_code, 0) << heat.err;
     auto sgd_options = small_sgd_regression_options(4);
     sgd_options.insert(sgd_options.begin(), {"run", "--checkpoint-dir", "S"});
@@ -83,7 +84,8 @@ TEST_F(Inspect, SummaryListsEveryEpochWithItsCountsAndTheBlobTreeComesWithBlobs)
               std::string::npos)
         << summary.out;
   }
-  EXPECT_NE(summary.out.find("job heat_diffusion  3 ranks  15 blobs  3145872 blob bytes"),
+  EXPECT_NE(summary.out.find("job heat_diffusion  3 ranks  4 blobs  3145752 blob bytes  format 3 "
+                             "(0 per-node, 3 replicated, 1 global arrays)"),
             std::string::npos)
       << summary.out;
   EXPECT_EQ(summary.out.find("field"), std::string::npos) << "no tree without --blobs";
@@ -93,7 +95,11 @@ TEST_F(Inspect, SummaryListsEveryEpochWithItsCountsAndTheBlobTreeComesWithBlobs)
   EXPECT_NE(tree.out.find("committed checkpoints in " + heat().string() + ": 1\n"),
             std::string::npos);
   EXPECT_NE(tree.out.find("  trainer_2/\n"), std::string::npos) << tree.out;
-  EXPECT_NE(tree.out.find("    field             f64[512, 256]  1048576 bytes  xxh64 "),
+  EXPECT_NE(tree.out.find("  replicated/\n    epochs_remaining  i64[]  8 bytes  xxh64 "),
+            std::string::npos)
+      << tree.out;
+  EXPECT_NE(tree.out.find("  arrays/\n    field  f64[1536, 256]  3145728 bytes  written by 3 "
+                          "ranks over a 3x1 process grid\n      writer 0  [0:512, 0:256]  xxh64 "),
             std::string::npos)
       << tree.out;
 
@@ -102,8 +108,8 @@ TEST_F(Inspect, SummaryListsEveryEpochWithItsCountsAndTheBlobTreeComesWithBlobs)
   const auto& last = json["checkpoints"][3];
   EXPECT_EQ(last["epoch"], 3);
   EXPECT_EQ(last["num_nodes"], 3);
-  EXPECT_EQ(last["num_blobs"], 15);
-  EXPECT_EQ(last["blob_bytes"], 3145872);
+  EXPECT_EQ(last["num_blobs"], 4);
+  EXPECT_EQ(last["blob_bytes"], 3145752);
   EXPECT_FALSE(last.contains("nodes"));
   EXPECT_EQ(json["history"].size(), 1u);
 }
@@ -116,17 +122,18 @@ TEST_F(Inspect, ASingleFileIsInspectedLikeADirectoryOfOne) {
   EXPECT_EQ(json["file"], file.string());
   ASSERT_EQ(json["checkpoints"].size(), 1u);
   EXPECT_EQ(json["checkpoints"][0]["epoch"], 2);
-  EXPECT_EQ(json["checkpoints"][0]["nodes"]["trainer_0"].size(), 6u);
-  auto shown = inspect({file.string(), "--show", "trainer_0/data_cursor"}, cwd_.path());
+  EXPECT_EQ(json["checkpoints"][0]["nodes"]["trainer_0"].size(), 0u);
+  EXPECT_EQ(json["checkpoints"][0]["replicated"].size(), 6u);
+  auto shown = inspect({file.string(), "--show", "replicated/data_cursor"}, cwd_.path());
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_NE(shown.out.find("(epoch 2, " + file.string() + ")"), std::string::npos) << shown.out;
 }
 
-// --show prints exactly what numpy prints of the values h5py reads: a 512 x 256 field
+// --show prints exactly what numpy prints of the values h5py reads: the 1536 x 256 field
 // (summarized), a scalar that is inf, an integer scalar.
 TEST_F(Inspect, ShowPrintsWhatNumpyPrintsOfH5pysValues) {
   for (const auto& [blob, epoch] : std::vector<std::pair<std::string, std::string>>{
-           {"trainer_1/field", "3"}, {"trainer_2/max_change", "0"}, {"trainer_0/sweeps", "2"}}) {
+           {"arrays/field", "3"}, {"replicated/max_change", "0"}, {"replicated/sweeps", "2"}}) {
     auto shown = inspect({heat().string(), "--show", blob, "--epoch", epoch}, cwd_.path());
     ASSERT_EQ(shown.exit_code, 0) << shown.err;
     const auto values = shown.out.substr(shown.out.find('\n') + 1);
@@ -136,18 +143,18 @@ TEST_F(Inspect, ShowPrintsWhatNumpyPrintsOfH5pysValues) {
     ASSERT_EQ(numpy.exit_code, 0) << numpy.err;
     EXPECT_EQ(values, numpy.out) << blob;
   }
-  auto full = inspect({heat().string(), "--show", "trainer_1/field", "--full"}, cwd_.path());
+  auto full = inspect({heat().string(), "--show", "arrays/field", "--full"}, cwd_.path());
   EXPECT_EQ(full.out.find("..."), std::string::npos);
-  EXPECT_GT(full.out.size(), 512u * 256u * 10u);
+  EXPECT_GT(full.out.size(), 1536u * 256u * 10u);
 }
 
 TEST_F(Inspect, ShowPrintsOpaqueBytesAsAHexDump) {
-  auto shown = inspect({sgd().string(), "--show", "trainer_0/optimizer_state"}, cwd_.path());
+  auto shown = inspect({sgd().string(), "--show", "replicated/optimizer_state"}, cwd_.path());
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
-  EXPECT_NE(shown.out.find("trainer_0/optimizer_state  bytes["), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("replicated/optimizer_state  bytes["), std::string::npos) << shown.out;
   EXPECT_NE(shown.out.find("\n00000000  "), std::string::npos) << shown.out;
   auto json = nlohmann::json::parse(
-      inspect({sgd().string(), "--show", "trainer_0/optimizer_state", "--json"}, cwd_.path()).out);
+      inspect({sgd().string(), "--show", "replicated/optimizer_state", "--json"}, cwd_.path()).out);
   EXPECT_EQ(json["dtype"], "bytes");
   EXPECT_EQ(json["epoch"], 4);
   // The dump's first line holds the first 16 bytes of the JSON's hex string.
@@ -159,8 +166,9 @@ TEST_F(Inspect, ShowPrintsOpaqueBytesAsAHexDump) {
   EXPECT_NE(shown.out.find("00000000  " + spaced), std::string::npos) << shown.out;
 }
 
-// Every blob exported as NODE/BLOB.npy; numpy loads each one, and its dtype, shape and values
-// are the ones `--show --json --full` prints and the ones h5py reads.
+// Every blob exported as NODE/BLOB.npy (replicated/BLOB.npy, arrays/ARRAY.npy); numpy loads each
+// one, and its dtype, shape and values are the ones `--show --json --full` prints and the ones h5py
+// reads.
 TEST_F(Inspect, ExportWritesOneNpyPerBlobThatNumpyLoads) {
   for (const auto& run : {heat(), sgd()}) {
     const auto out = cwd_ / ("export-" + run.filename().string());
@@ -168,7 +176,7 @@ TEST_F(Inspect, ExportWritesOneNpyPerBlobThatNumpyLoads) {
         inspect({run.string(), "--export", out.string(), "--epoch", "2", "--json"}, cwd_.path());
     ASSERT_EQ(exported.exit_code, 0) << exported.err;
     const auto files = nlohmann::json::parse(exported.out)["files"];
-    ASSERT_EQ(files.size(), run == heat() ? 15u : 18u);
+    ASSERT_EQ(files.size(), run == heat() ? 4u : 6u);
     for (const auto& file : files) {
       const auto blob = file["blob"].get<std::string>();
       auto shown = nlohmann::json::parse(
@@ -240,15 +248,16 @@ TEST_F(Inspect, DiffListsWhatChangedBetweenTwoEpochs) {
   for (const auto& blob : json["changed"]) {
     changed.push_back(blob["blob"].get<std::string>());
   }
-  // Training moves the weights, the optimizer state and the epoch counter of every node (the
-  // data cursor comes back to where it was: 32 batches an epoch cover the samples once).
-  for (const std::string node : {"trainer_0", "trainer_1", "trainer_2"}) {
-    for (const std::string blob : {"weights", "optimizer_state", "epochs_remaining"}) {
-      EXPECT_NE(std::find(changed.begin(), changed.end(), node + "/" + blob), changed.end())
-          << node << "/" << blob << " in " << diff.out;
-    }
+  // Training moves the weights, the optimizer state and the epoch counter, each stored once (the
+  // data cursor comes back to where it was: 32 batches of 64 an epoch cover the 1024 samples
+  // twice).
+  for (const std::string blob : {"weights", "optimizer_state", "epochs_remaining"}) {
+    EXPECT_NE(std::find(changed.begin(), changed.end(), "replicated/" + blob), changed.end())
+        << blob << " in " << diff.out;
   }
-  EXPECT_EQ(json["changed"].size() + json["unchanged"].get<std::size_t>(), 18u);
+  EXPECT_EQ(std::find(changed.begin(), changed.end(), "replicated/data_cursor"), changed.end())
+      << diff.out;
+  EXPECT_EQ(json["changed"].size() + json["unchanged"].get<std::size_t>(), 6u);
   EXPECT_TRUE(json["added"].empty());
   EXPECT_TRUE(json["removed"].empty());
 
@@ -256,13 +265,13 @@ TEST_F(Inspect, DiffListsWhatChangedBetweenTwoEpochs) {
   EXPECT_NE(text.out.find("epoch 1 -> epoch 4: " + std::to_string(changed.size()) + " changed"),
             std::string::npos)
       << text.out;
-  EXPECT_NE(text.out.find("changed  trainer_1/weights  f64[4]  xxh64 "), std::string::npos)
+  EXPECT_NE(text.out.find("changed  replicated/weights  f64[4]  xxh64 "), std::string::npos)
       << text.out;
 
   auto same = nlohmann::json::parse(
       inspect({sgd().string(), "--diff", "3", "3", "--json"}, cwd_.path()).out);
   EXPECT_TRUE(same["changed"].empty());
-  EXPECT_EQ(same["unchanged"], 18);
+  EXPECT_EQ(same["unchanged"], 6);
 }
 
 // A run resumed with another learning rate: the diff names the option and both values.

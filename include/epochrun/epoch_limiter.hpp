@@ -11,9 +11,9 @@ namespace epochrun {
 
 inline constexpr const char* kEpochsRemainingBlob = "epochs_remaining";
 
-// Adds to `job`: an init task creating the counter, an epoch task setting it to `num_epochs`
-// minus the epoch number (so a limit changed on resume applies), and a stop condition
-// "epoch_limit" that holds once `num_epochs` epochs have run.
+// Adds to `job`: the counter, a replicated scalar starting at `num_epochs`, an epoch task setting
+// it to `num_epochs` minus the epoch number (so a limit changed on resume applies), and a stop
+// condition "epoch_limit" that holds once `num_epochs` epochs have run.
 EPOCHRUN_API void add_epoch_limiter(Job& job, std::int64_t num_epochs);
 
 }  // namespace epochrun
