@@ -177,27 +177,28 @@ bool direct_io_works(const std::filesystem::path& directory) {
 }
 
 // Blobs of 1 MiB and more go from the snapshot to the disk with direct I/O, the unaligned tail
-// through the page cache (a field of 2,096,000 bytes per rank: 511 pages and 2,944 bytes), and
-// the files hold exactly what a synchronous save of the same run writes (524 rows of 1000 cells
-// over 2 ranks).
+// through the page cache, and the files hold exactly what a synchronous save of the same run
+// writes: sgd_regression with 262,000 features on 2 ranks, whose replicated weights (2,096,000
+// bytes: 511 pages and 2,944 bytes) and optimizer state (the velocity of the weights and the
+// bias, 2,096,008 bytes) rank 0 writes.
 TEST(AsyncDirectIo, LargeBlobsWrittenWithDirectIoMatchTheSynchronousSave) {
-  auto heat = [](const std::vector<std::string>& extra) {
+  auto sgd = [](const std::vector<std::string>& extra) {
     std::vector<std::string> args = {"run",
                                      "--job",
-                                     "heat_diffusion",
+                                     "sgd_regression",
                                      "--checkpoint-dir",
                                      "D",
-                                     "--heat_diffusion.columns",
-                                     "1000",
-                                     "--heat_diffusion.rows",
-                                     "524",
-                                     "--heat_diffusion.sweeps_per_epoch",
-                                     "2",
-                                     "--heat_diffusion.max_epochs",
+                                     "--sgd_regression.features",
+                                     "262000",
+                                     "--sgd_regression.samples",
+                                     "8",
+                                     "--sgd_regression.batch_size",
+                                     "4",
+                                     "--sgd_regression.max_epochs",
                                      "3",
-                                     "--heat_diffusion.tolerance",
+                                     "--sgd_regression.loss_threshold",
                                      "0",
-                                     "--heat_diffusion.output_file",
+                                     "--sgd_regression.model_file",
                                      ""};
     args.insert(args.end(), extra.begin(), extra.end());
     return epochrun_on_ranks(2, args);
@@ -207,14 +208,14 @@ TEST(AsyncDirectIo, LargeBlobsWrittenWithDirectIoMatchTheSynchronousSave) {
   if (!direct_io_works(async.path())) {
     GTEST_SKIP() << "the file system of " << async.path() << " refuses direct I/O";
   }
-  const auto synchronous = run_bounded(heat({}), sync.path());
+  const auto synchronous = run_bounded(sgd({}), sync.path());
   ASSERT_EQ(synchronous.exit_code, 0) << synchronous.err;
   const auto background =
-      run_bounded(heat({"--async-checkpoint", "--log-level", "debug"}), async.path());
+      run_bounded(sgd({"--async-checkpoint", "--log-level", "debug"}), async.path());
   ASSERT_EQ(background.exit_code, 0) << background.err;
   // Epochs 0 to 2 in the background (the last one is synchronous), as rank 0 logs them (the
-  // other ranks log warnings only): its 511 whole pages directly, the 2,944-byte tail and the
-  // 8-byte step counter through the cache.
+  // other ranks log warnings only): 511 whole pages of each large blob directly, their tails and
+  // the small blobs through the cache.
   const std::string all = background.out + background.err;
   std::size_t direct = 0;
   const std::string line = "2093056 of this rank's 2096024 bytes written with direct I/O";

@@ -151,6 +151,7 @@ class EPOCHRUN_API Job {
                   std::move(global_shape),
                   BlobKind::kGlobalArray,
                   std::move(rule),
+                  {},
                   {}};
     GlobalArrayHandle<T> handle(std::move(blob_name), spec.shape, spec.block_rule);
     declare(std::move(spec), {}, {});
