@@ -83,7 +83,9 @@ TEST_F(Inspect, SummaryListsEveryEpochWithItsCountsAndTheBlobTreeComesWithBlobs)
               std::string::npos)
         << summary.out;
   }
-  EXPECT_NE(summary.out.find("job heat_diffusion  3 ranks  15 blobs  3145872 blob bytes"),
+  // Per node 4 blobs, and the epoch limiter's counter once (replicated): format version 3.
+  EXPECT_NE(summary.out.find("job heat_diffusion  3 ranks  13 blobs  3145856 blob bytes  format 3 "
+                             "(12 per-node, 1 replicated, 0 global arrays)"),
             std::string::npos)
       << summary.out;
   EXPECT_EQ(summary.out.find("field"), std::string::npos) << "no tree without --blobs";
@@ -93,7 +95,10 @@ TEST_F(Inspect, SummaryListsEveryEpochWithItsCountsAndTheBlobTreeComesWithBlobs)
   EXPECT_NE(tree.out.find("committed checkpoints in " + heat().string() + ": 1\n"),
             std::string::npos);
   EXPECT_NE(tree.out.find("  trainer_2/\n"), std::string::npos) << tree.out;
-  EXPECT_NE(tree.out.find("    field             f64[512, 256]  1048576 bytes  xxh64 "),
+  EXPECT_NE(tree.out.find("    field          f64[512, 256]  1048576 bytes  xxh64 "),
+            std::string::npos)
+      << tree.out;
+  EXPECT_NE(tree.out.find("  replicated/\n    epochs_remaining  i64[]  8 bytes  xxh64 "),
             std::string::npos)
       << tree.out;
 
@@ -102,8 +107,9 @@ TEST_F(Inspect, SummaryListsEveryEpochWithItsCountsAndTheBlobTreeComesWithBlobs)
   const auto& last = json["checkpoints"][3];
   EXPECT_EQ(last["epoch"], 3);
   EXPECT_EQ(last["num_nodes"], 3);
-  EXPECT_EQ(last["num_blobs"], 15);
-  EXPECT_EQ(last["blob_bytes"], 3145872);
+  EXPECT_EQ(last["num_blobs"], 13);
+  EXPECT_EQ(last["num_replicated"], 1);
+  EXPECT_EQ(last["blob_bytes"], 3145856);
   EXPECT_FALSE(last.contains("nodes"));
   EXPECT_EQ(json["history"].size(), 1u);
 }
@@ -116,7 +122,8 @@ TEST_F(Inspect, ASingleFileIsInspectedLikeADirectoryOfOne) {
   EXPECT_EQ(json["file"], file.string());
   ASSERT_EQ(json["checkpoints"].size(), 1u);
   EXPECT_EQ(json["checkpoints"][0]["epoch"], 2);
-  EXPECT_EQ(json["checkpoints"][0]["nodes"]["trainer_0"].size(), 6u);
+  EXPECT_EQ(json["checkpoints"][0]["nodes"]["trainer_0"].size(), 5u);
+  EXPECT_EQ(json["checkpoints"][0]["replicated"][0]["name"], "epochs_remaining");
   auto shown = inspect({file.string(), "--show", "trainer_0/data_cursor"}, cwd_.path());
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_NE(shown.out.find("(epoch 2, " + file.string() + ")"), std::string::npos) << shown.out;
@@ -168,7 +175,8 @@ TEST_F(Inspect, ExportWritesOneNpyPerBlobThatNumpyLoads) {
         inspect({run.string(), "--export", out.string(), "--epoch", "2", "--json"}, cwd_.path());
     ASSERT_EQ(exported.exit_code, 0) << exported.err;
     const auto files = nlohmann::json::parse(exported.out)["files"];
-    ASSERT_EQ(files.size(), run == heat() ? 15u : 18u);
+    // Every node's per-node blobs and the replicated epoch counter once.
+    ASSERT_EQ(files.size(), run == heat() ? 13u : 16u);
     for (const auto& file : files) {
       const auto blob = file["blob"].get<std::string>();
       auto shown = nlohmann::json::parse(
@@ -240,15 +248,18 @@ TEST_F(Inspect, DiffListsWhatChangedBetweenTwoEpochs) {
   for (const auto& blob : json["changed"]) {
     changed.push_back(blob["blob"].get<std::string>());
   }
-  // Training moves the weights, the optimizer state and the epoch counter of every node (the
-  // data cursor comes back to where it was: 32 batches an epoch cover the samples once).
+  // Training moves the weights and the optimizer state of every node and the (replicated) epoch
+  // counter (the data cursor comes back to where it was: 32 batches an epoch cover the samples
+  // once).
   for (const std::string node : {"trainer_0", "trainer_1", "trainer_2"}) {
-    for (const std::string blob : {"weights", "optimizer_state", "epochs_remaining"}) {
+    for (const std::string blob : {"weights", "optimizer_state"}) {
       EXPECT_NE(std::find(changed.begin(), changed.end(), node + "/" + blob), changed.end())
           << node << "/" << blob << " in " << diff.out;
     }
   }
-  EXPECT_EQ(json["changed"].size() + json["unchanged"].get<std::size_t>(), 18u);
+  EXPECT_NE(std::find(changed.begin(), changed.end(), "replicated/epochs_remaining"), changed.end())
+      << diff.out;
+  EXPECT_EQ(json["changed"].size() + json["unchanged"].get<std::size_t>(), 16u);
   EXPECT_TRUE(json["added"].empty());
   EXPECT_TRUE(json["removed"].empty());
 
@@ -262,7 +273,7 @@ TEST_F(Inspect, DiffListsWhatChangedBetweenTwoEpochs) {
   auto same = nlohmann::json::parse(
       inspect({sgd().string(), "--diff", "3", "3", "--json"}, cwd_.path()).out);
   EXPECT_TRUE(same["changed"].empty());
-  EXPECT_EQ(same["unchanged"], 18);
+  EXPECT_EQ(same["unchanged"], 16);
 }
 
 // A run resumed with another learning rate: the diff names the option and both values.
