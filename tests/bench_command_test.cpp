@@ -71,6 +71,62 @@ TEST(BenchCommand, WritesOneJsonObjectPerMeasureWithFinitePositiveRatios) {
       << "only with --targets";
 }
 
+// --global-arrays at 1 MiB per rank: every save and load of the array, with its limit, in
+// the JSON with positive figures, the targets printed with their verdicts, nothing left behind.
+TEST(BenchCommand, GlobalArraysMeasureTheCollectiveSaveAndLoadsAgainstTheirLimits) {
+  ScratchDir cwd;
+  auto result = bench(
+      {"--global-arrays", "--mib-per-rank", "1", "--rounds", "5", "--json", "F", "--dir", "work"},
+      cwd.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(cwd / "work")) << "the working directory is left behind";
+  const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
+  ASSERT_TRUE(rows.is_array());
+  std::map<std::string, std::string> limits;
+  for (const auto& row : rows) {
+    limits[row.at("name").get<std::string>()] = row.at("limit").get<std::string>();
+    for (const char* key : {"median_seconds", "limit_median_seconds", "ratio", "min_seconds",
+                            "max_seconds", "mb_per_second"}) {
+      ASSERT_TRUE(row.at(key).is_number()) << key << " in " << row.dump();
+      const double value = row.at(key).get<double>();
+      EXPECT_TRUE(std::isfinite(value) && value > 0) << key << " = " << value;
+    }
+    EXPECT_EQ(row.at("seconds").size(), 5u);
+    EXPECT_EQ(row.at("ranks"), 3);
+    // 1 MiB of float64 per rank: 32 rows of 4096 on each of the 3 ranks of the grid [3, 1].
+    EXPECT_EQ(row.at("array_shape"), nlohmann::json::parse("[96, 4096]"));
+    EXPECT_EQ(row.at("process_grid"), nlohmann::json::parse("[3, 1]"));
+    EXPECT_EQ(row.at("bytes_per_rank"), 1 << 20);
+    EXPECT_TRUE(row.at("cold").is_boolean());
+  }
+  EXPECT_EQ(limits, (std::map<std::string, std::string>{
+                        {"array_save", "array_write_limit"},
+                        {"array_save_h5dwrite", "array_write_limit"},
+                        {"array_load", "array_read_limit"},
+                        {"array_load_h5dread", "array_read_limit"},
+                        {"array_load_fewer_ranks", "array_read_limit_fewer_ranks"},
+                        {"array_write_limit", "array_write_limit"},
+                        {"array_read_limit", "array_read_limit"},
+                        {"array_read_limit_fewer_ranks", "array_read_limit_fewer_ranks"}}));
+  for (const auto& row : rows) {
+    const auto name = row["name"].get<std::string>();
+    if (name == "array_save" || name == "array_load" || name == "array_load_fewer_ranks") {
+      EXPECT_EQ(row.at("target"), 1.25) << name;
+      EXPECT_EQ(row.at("met").get<bool>(), row["ratio"].get<double>() <= 1.25) << name;
+    } else {
+      EXPECT_FALSE(row.contains("target")) << name;
+    }
+    if (name == "array_save_h5dwrite" || name == "array_load_h5dread") {
+      // HDF5 reports the transfer it made; a fallback to independent I/O would show here.
+      EXPECT_EQ(row.at("io_mode"), "contiguous collective") << name;
+    }
+    if (name.find("fewer_ranks") != std::string::npos) {
+      EXPECT_EQ(row.at("read_ranks"), 2) << name;
+    }
+  }
+  EXPECT_NE(result.out.find("targets (ratio <= limit):"), std::string::npos) << result.out;
+}
+
 // --targets at tiny sizes: every target (save, load, small blobs, commit with a history) is
 // measured and printed with its ratio, its limit and MET or NOT MET (which one depends on the
 // machine, not checked here).
@@ -146,7 +202,9 @@ TEST(BenchCommand, BadFlagsExitTwoWithOneLineAndTouchNothing) {
         std::vector<std::string>{"--json", "no_such_dir/F", "--dir", "work"},
         std::vector<std::string>{"--targets", "--blobs", "2"},
         std::vector<std::string>{"--targets", "--history", "9"},
-        std::vector<std::string>{"--targets", "--history-dir", "busy", "--dir", "work"}}) {
+        std::vector<std::string>{"--targets", "--history-dir", "busy", "--dir", "work"},
+        std::vector<std::string>{"--global-arrays", "--targets"},
+        std::vector<std::string>{"--global-arrays", "--blobs", "2"}}) {
     auto result = bench(args, cwd.path());
     EXPECT_EQ(result.exit_code, 2) << args[0] << "\n" << result.err;
     int error_lines = 0;

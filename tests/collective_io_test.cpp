@@ -135,6 +135,26 @@ TEST_F(CollectiveIo, ParallelHdf5WritesAndReadsWithATransferItReportsCollective)
   EXPECT_EQ(read, values);
 }
 
+// h5::create_array_file lays out what the collective writes need on one rank: the dataset's
+// bytes at the offset it returns, after the user block, whole for a serial HDF5 reader.
+TEST_F(CollectiveIo, AnArrayFileLaidOutOnOneRankTakesEveryRanksBlockAtItsOffset) {
+  std::int64_t offset = 0;
+  if (world.rank() == 0) {
+    offset =
+        static_cast<std::int64_t>(h5::create_array_file(file, kDataset, DType::kF64, kShape, 4096));
+  }
+  world.broadcast(offset);
+  EXPECT_GE(offset, 4096);
+  const StoredArray array{static_cast<std::uint64_t>(offset), kShape, sizeof(double)};
+  MpiIoFile out(world, file, MpiIoFile::Access::kWrite, {});
+  out.write_block_all(array, block, std::as_bytes(std::span(values)));
+  out.sync_and_close();
+  world.barrier();
+  if (world.rank() == 0) {
+    EXPECT_EQ(read_whole(file), expected_whole());
+  }
+}
+
 // Written at 3 ranks, read back at 2 (ranks 0 and 1 of a split communicator) in their own
 // blocks, and at 1 as one block.
 TEST_F(CollectiveIo, ABlockOfAnotherDecompositionReadsBackAtAnotherRankCount) {

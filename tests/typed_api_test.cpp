@@ -77,6 +77,27 @@ TEST(TypedCollectives, SendrecvAlongAChainSkipsTheMissingNeighbours) {
   EXPECT_EQ(from_below, std::vector<float>(3, expected));
 }
 
+// The first ranks as a part of their own, ranked in reverse by their key; the last rank joins
+// no part and gets none. The part's collectives reach its ranks only.
+TEST(TypedCollectives, SplitMakesAPartOfTheRanksWithItsOwnCollectives) {
+  const auto world = Communicator::world();
+  const int members = std::max(1, world.size() - 1);
+  const bool member = world.rank() < members;
+  const auto part =
+      world.split(member ? 0 : Communicator::kNoColor, member ? members - world.rank() : 0);
+  ASSERT_EQ(part.has_value(), member);
+  if (part) {
+    EXPECT_EQ(part->size(), members);
+    EXPECT_EQ(part->rank(), members - 1 - world.rank());
+    EXPECT_EQ(part->allreduce(std::int64_t{1}, Reduction::kSum), members);
+  }
+  // Two parts by parity, each counting its own ranks.
+  const auto parity = world.split(world.rank() % 2);
+  ASSERT_TRUE(parity.has_value());
+  EXPECT_EQ(parity->allreduce(std::int64_t{1}, Reduction::kSum),
+            (world.size() + 1 - world.rank() % 2) / 2);
+}
+
 TEST(BlobDeclarations, CreateTypedBlobsBeforeTheJobsInitTasksAndListThemForResume) {
   const auto world = Communicator::world();
   Job job("declared");

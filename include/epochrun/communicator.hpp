@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -58,6 +59,14 @@ class EPOCHRUN_API Communicator {
   // A private duplicate (MPI_Comm_dup), freed when the last copy goes away, so a library's
   // messages can never match a user's.
   Communicator duplicate() const;
+
+  // The `color` of a rank that joins no part in split().
+  static constexpr int kNoColor = MPI_UNDEFINED;
+  // Collective: the ranks passing the same `color` (>= 0) as a communicator of their own
+  // (MPI_Comm_split), ranked by `key` and then by their rank here, freed when the last copy goes
+  // away; std::nullopt on the ranks passing kNoColor, which take part in the call only. A part
+  // of the ranks can then work on its own, e.g. read at fewer ranks what all of them wrote.
+  std::optional<Communicator> split(int color, int key = 0) const;
 
   int rank() const;
   int size() const;

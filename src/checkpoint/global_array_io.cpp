@@ -35,6 +35,30 @@ std::vector<std::byte> read_writer_block(MpiIoFile& file, const StoredGlobalArra
   return data;
 }
 
+// Which rank reads each writer block: the one whose wanted block holds most of it, among those
+// the one with the fewest bytes to read so far (so that the reads stay balanced when the
+// decompositions agree on nothing), the lowest of those.
+std::vector<std::size_t> readers_of(const std::vector<Block>& writer_blocks,
+                                    const std::vector<Block>& wanted_by,
+                                    std::size_t element_bytes) {
+  std::vector<std::uint64_t> load(wanted_by.size(), 0);
+  std::vector<std::size_t> readers;
+  for (const auto& block : writer_blocks) {
+    std::size_t best = 0;
+    std::uint64_t best_overlap = 0;
+    for (std::size_t rank = 0; rank < wanted_by.size(); ++rank) {
+      const auto overlap = intersection(block, wanted_by[rank]).element_count();
+      if (overlap > best_overlap || (overlap == best_overlap && load[rank] < load[best])) {
+        best = rank;
+        best_overlap = overlap;
+      }
+    }
+    readers.push_back(best);
+    load[best] += block.element_count() * element_bytes;
+  }
+  return readers;
+}
+
 }  // namespace
 
 std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
@@ -75,21 +99,30 @@ void read_global_array(const Communicator& comm, MpiIoFile& file, const StoredGl
     });
     return;
   }
-  // Writer block j goes to rank j mod ranks: ceil(writers / ranks) collective rounds.
-  std::vector<std::vector<std::byte>> held;
+  // Each writer block is read by the rank that wants most of it (few bytes move afterwards);
+  // as many collective rounds as the most blocks one rank reads.
+  const auto readers = readers_of(stored.writer_blocks, wanted_by, stored.where.element_bytes);
+  std::vector<std::vector<std::size_t>> reads(ranks);
   std::vector<std::vector<Block>> held_by(ranks);
   for (std::size_t writer = 0; writer < writers; ++writer) {
-    held_by[writer % ranks].push_back(stored.writer_blocks[writer]);
+    reads[readers[writer]].push_back(writer);
+    held_by[readers[writer]].push_back(stored.writer_blocks[writer]);
   }
+  std::size_t rounds = 0;
+  for (const auto& mine_to_read : reads) {
+    rounds = std::max(rounds, mine_to_read.size());
+  }
+  std::vector<std::vector<std::byte>> held;
   run_then_agree_within(comm, context, timeout, [&] {
     // A rank that fails a round still takes part in the rounds after it, or the others would
     // wait in them forever; its first failure is raised once all rounds are done.
     std::exception_ptr error;
-    for (std::size_t first = 0; first < writers; first += ranks) {
+    for (std::size_t round = 0; round < rounds; ++round) {
+      const bool reading = round < reads[rank].size();
       try {
-        auto data = read_writer_block(file, stored, first + rank);
-        if (first + rank < writers && !error) {
-          check_hash(stored, first + rank, data);
+        auto data = read_writer_block(file, stored, reading ? reads[rank][round] : writers);
+        if (reading && !error) {
+          check_hash(stored, reads[rank][round], data);
           held.push_back(std::move(data));
         }
       } catch (...) {

@@ -36,8 +36,8 @@ std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
                                  std::chrono::duration<double> timeout);
 
 // Collective at any rank count: reads `stored` into `mine`, this rank's block of `wanted_by`
-// (index = rank). Writer block j is read and verified by rank j mod ranks; then the verified
-// blocks are redistributed. When the array is read in the blocks it was written in, each rank
+// (index = rank). Each writer block is read and verified by the rank that wants most of it;
+// then the verified blocks are redistributed. When the array is read in the blocks it was written in, each rank
 // reads its own block straight into `mine`. CorruptCheckpoint on every rank, naming the array
 // and the writer block, when a hash does not match.
 void read_global_array(const Communicator& comm, MpiIoFile& file, const StoredGlobalArray& stored,

@@ -344,6 +344,10 @@ void PendingCheckpointV3::write_data() noexcept {
       }
     }
     writer.flush();
+    if (writer.direct_bytes() > 0) {
+      spdlog::debug("{}: {} of this rank's {} bytes written with direct I/O", file_.string(),
+                    writer.direct_bytes(), bytes_written_);
+    }
     if (!node_sums.empty()) {
       write_at(fd.get(), layout_.node_checksum_offset(rank, 0), as_table(node_sums),
                file_.string());

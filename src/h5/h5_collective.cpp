@@ -6,6 +6,7 @@
 
 #include "epochrun/errors.hpp"
 #include "h5_handle.hpp"
+#include "h5_objects.hpp"
 #include "h5_types.hpp"
 
 namespace epochrun::h5 {
@@ -94,6 +95,39 @@ CollectiveTransfer transfer(MPI_Comm comm, const std::filesystem::path& file, un
 }
 
 }  // namespace
+
+std::uint64_t create_array_file(const std::filesystem::path& file, const std::string& dataset,
+                                DType dtype, const Shape& global_shape,
+                                std::uint64_t user_block_bytes) {
+  silence_error_printing();
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), "create file access list");
+  check(H5Pset_file_locking(fapl.get(), false, true), "disable file locking");
+  // As a checkpoint's large datasets: page-aligned (relative to the user block), so that no
+  // writer shares a page with the metadata.
+  check(H5Pset_alignment(fapl.get(), 1 << 20, 4096), "set the alignment");
+  Handle fcpl(H5Pcreate(H5P_FILE_CREATE), "create file creation list");
+  if (user_block_bytes > 0) {
+    check(H5Pset_userblock(fcpl.get(), user_block_bytes), "reserve the user block");
+  }
+  Handle h5file(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
+                "create " + file.string());
+  Handle links(H5Pcreate(H5P_LINK_CREATE), "create link creation list");
+  check(H5Pset_create_intermediate_group(links.get(), 1), "create intermediate groups");
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), "create dataset creation list");
+  check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "contiguous layout");
+  check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), "allocate at creation");
+  check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "disable fill values");
+  const auto type = file_type_for(dtype);
+  const auto space = dataspace_for(global_shape);
+  Handle created(H5Dcreate2(h5file.get(), dataset.c_str(), type.get(), space.get(), links.get(),
+                            dcpl.get(), H5P_DEFAULT),
+                 "create " + dataset);
+  // Contiguous and allocated at creation: the offset is final (and counts the user block).
+  const auto offset = offset_of(created.get(), dataset);
+  created.close("close " + dataset);
+  h5file.close("close " + file.string());
+  return offset;
+}
 
 CollectiveTransfer write_block_collectively(MPI_Comm comm, const std::filesystem::path& file,
                                             const std::string& dataset, DType dtype,

@@ -2,8 +2,9 @@
 // block of a global array dataset with a hyperslab selection and a collective transfer
 // (H5FD_MPIO_COLLECTIVE), and HDF5 says how it really carried it. Internal to the library.
 //
-// Collective over `comm`: every rank makes each call, or the others wait. The file and the
-// dataset must exist (laid out beforehand); these calls change no metadata of the file.
+// The transfers are collective over `comm`: every rank makes each call, or the others wait.
+// The file and the dataset must exist (laid out beforehand, e.g. by create_array_file on one
+// rank); the transfers change no metadata of the file.
 #pragma once
 
 #include <mpi.h>
@@ -29,6 +30,16 @@ struct CollectiveTransfer {
   std::uint32_t global_cause = 0;
   bool collective() const { return io_mode != "no collective" && global_cause == 0; }
 };
+
+// Serial HDF5, on one process (rank 0, before a collective write): creates or truncates `file`
+// with a user block of `user_block_bytes` (a multiple of 512, or 0) and one dataset at
+// `dataset` (its groups created) of `dtype` and `global_shape`, as a checkpoint lays a global
+// array out (docs/FORMAT-v3-design.md): contiguous, allocated at creation and never filled (a
+// fill would write every byte twice), starting on a page when it is 1 MiB or more. Returns the
+// offset of the dataset's bytes, where MpiIoFile writes them.
+std::uint64_t create_array_file(const std::filesystem::path& file, const std::string& dataset,
+                                DType dtype, const Shape& global_shape,
+                                std::uint64_t user_block_bytes);
 
 // Each rank writes `data` (its block's elements, row-major, of `dtype`) into its block of the
 // dataset `dataset` of `file`, opened read-write with the MPI-IO driver and `hints`.

@@ -21,8 +21,12 @@ void check_mpi(int code, const char* call) {
                  " failed: " + std::string(text, static_cast<std::size_t>(length)));
 }
 
-Communicator Communicator::duplicate() const {
-  auto owned = std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* comm) {
+namespace {
+
+// A communicator MPI made for us, freed with the last copy of the Communicator holding it
+// (unless MPI is finalized by then, when freeing it is an error and no longer matters).
+std::shared_ptr<MPI_Comm> owned_communicator() {
+  return std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* comm) {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (*comm != MPI_COMM_NULL && !finalized) {
@@ -30,7 +34,22 @@ Communicator Communicator::duplicate() const {
     }
     delete comm;
   });
+}
+
+}  // namespace
+
+Communicator Communicator::duplicate() const {
+  auto owned = owned_communicator();
   check_mpi(MPI_Comm_dup(comm_, owned.get()), "MPI_Comm_dup");
+  return Communicator(*owned, owned);
+}
+
+std::optional<Communicator> Communicator::split(int color, int key) const {
+  auto owned = owned_communicator();
+  check_mpi(MPI_Comm_split(comm_, color, key, owned.get()), "MPI_Comm_split");
+  if (*owned == MPI_COMM_NULL) {
+    return std::nullopt;
+  }
   return Communicator(*owned, owned);
 }
 

@@ -2,13 +2,15 @@
 // the limits of the same bytes on the same ranks in the same run (bench_measures.hpp says what
 // each measure times); with --targets, the targets at their sizes (save and load against the
 // disk, many small blobs against one, a commit into a long history against a short one), each
-// printed with its measured ratio, its limit and MET or NOT MET.
+// printed with its measured ratio, its limit and MET or NOT MET; with --global-arrays, a global
+// array's collective save and load (global_array_bench.hpp) against the same limits.
 //
 // Rounds alternate the order, A B then B A: a disk drains a burst for seconds after it, and
 // whatever runs second would otherwise always pay for what ran first. Ratios are medians of
 // the per-round ratios, so each compares two measures taken seconds apart.
 #include <malloc.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cmath>
@@ -20,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_measures.hpp"
+#include "bench/global_array_bench.hpp"
 #include "collective_errors.hpp"
 #include "command_line.hpp"
 #include "epochrun/epochrun.hpp"
@@ -39,6 +42,7 @@ struct BenchOptions {
   bool cold = false;
   std::string json_file;
   bool targets = false;
+  bool global_arrays = false;
   std::int64_t small_blobs = 10'000;
   std::int64_t history = 3'000;
   std::int64_t commits = 20;
@@ -59,8 +63,23 @@ std::string targets_help() {
   return text;
 }
 
+// --global-arrays' help, with the targets its verdicts use.
+std::string global_arrays_help() {
+  char text[640];
+  std::snprintf(text, sizeof text,
+                "measure a global array instead: a 2-D float64 array, each rank's block "
+                "(--mib-per-rank) over the process grid, saved collectively (MPI-IO, as a "
+                "checkpoint, and parallel HDF5's H5Dwrite) against pwrite + fsync of the same "
+                "bytes (%g), loaded collectively (every block verified, and H5Dread) against "
+                "pread into fresh buffers (%g), and loaded at one rank fewer against pread of "
+                "the same bytes on those ranks (%g)",
+                kArraySaveTarget, kArrayLoadTarget, kArrayLoadTarget);
+  return text;
+}
+
 po::options_description bench_options_description(BenchOptions& o) {
   const std::string targets = targets_help();
+  const std::string global_arrays = global_arrays_help();
   po::options_description options(
       "mpirun -np R epochrun bench [options]: checkpoint save and load against plain POSIX "
       "I/O of the same bytes");
@@ -78,6 +97,7 @@ po::options_description bench_options_description(BenchOptions& o) {
                  "disk")("json", po::value(&o.json_file),
                          "also write the results to this JSON file")(
       "targets", po::bool_switch(&o.targets), targets.c_str())(
+      "global-arrays", po::bool_switch(&o.global_arrays), global_arrays.c_str())(
       "small-blobs", po::value(&o.small_blobs)->default_value(o.small_blobs),
       "--targets: blobs of 1 KiB per rank")("history",
                                             po::value(&o.history)->default_value(o.history),
@@ -110,6 +130,10 @@ void check_bench_options(const BenchOptions& o) {
   if (o.targets && o.blobs != 1) {
     throw UsageError("--targets saves one blob per rank; --blobs does not go with it");
   }
+  if (o.global_arrays && (o.targets || o.blobs != 1)) {
+    throw UsageError(
+        "--global-arrays measures one array per run; --targets and --blobs do not go with it");
+  }
   if (o.small_blobs < 1 || o.small_blobs > 1'000'000 || o.history < 10 || o.history > 1'000'000 ||
       o.commits < 1 || o.commits > 10'000) {
     throw UsageError(
@@ -136,15 +160,40 @@ bool is_timing(const nlohmann::json& row) {
   return row.contains("ratio");
 }
 
-void print_table(const nlohmann::json& rows, const BenchOptions& options, int ranks, bool cold,
-                 const fs::path& directory) {
+// The first line of the table: what was measured, how and where.
+void print_heading(const nlohmann::json& rows, const BenchOptions& options, int ranks, bool cold,
+                   const fs::path& directory) {
+  if (options.global_arrays) {
+    const auto& first = rows.at(0);
+    std::printf(
+        "epochrun bench --global-arrays: %d ranks, float64 array %s over a process grid %s, "
+        "%.0f bytes per rank, %lld rounds (A B C, C B A, ...), %s reads, in %s\n",
+        ranks, first["array_shape"].dump().c_str(), first["process_grid"].dump().c_str(),
+        first["bytes_per_rank"].get<double>(), static_cast<long long>(options.rounds),
+        cold ? "cold" : "page-cache", directory.c_str());
+    return;
+  }
   std::printf(
       "epochrun bench: %d ranks x %g MiB in %lld blob(s) each, %lld rounds (A B, B A, ...), "
       "%s reads, in %s\n",
       ranks, options.mib_per_rank, static_cast<long long>(options.blobs),
       static_cast<long long>(options.rounds), cold ? "cold" : "page-cache", directory.c_str());
-  std::printf("%-20s %-16s %9s %9s %9s %9s %7s %7s\n", "measure", "limit", "MB/s", "min s",
-              "median s", "max s", "ratio", "target");
+}
+
+void print_table(const nlohmann::json& rows, const BenchOptions& options, int ranks, bool cold,
+                 const fs::path& directory) {
+  print_heading(rows, options, ranks, cold, directory);
+  // Columns as wide as the longest name (the global arrays' are longer than the others').
+  int name_width = 20;
+  int limit_width = 16;
+  for (const auto& row : rows) {
+    if (is_timing(row)) {
+      name_width = std::max(name_width, int(row["name"].get<std::string>().size()));
+      limit_width = std::max(limit_width, int(row["limit"].get<std::string>().size()));
+    }
+  }
+  std::printf("%-*s %-*s %9s %9s %9s %9s %7s %7s\n", name_width, "measure", limit_width, "limit",
+              "MB/s", "min s", "median s", "max s", "ratio", "target");
   for (const auto& row : rows) {
     if (!is_timing(row)) {
       continue;
@@ -154,17 +203,18 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
       std::snprintf(mb_per_second, sizeof mb_per_second, "%.0f",
                     row["mb_per_second"].get<double>());
     }
-    std::printf(
-        "%-20s %-16s %9s %9.4f %9.4f %9.4f %7.3f %7s\n", row["name"].get<std::string>().c_str(),
-        row["limit"].get<std::string>().c_str(), mb_per_second, row["min_seconds"].get<double>(),
-        row["median_seconds"].get<double>(), row["max_seconds"].get<double>(),
-        row["ratio"].get<double>(), row.contains("target") ? row["target"].dump().c_str() : "");
+    std::printf("%-*s %-*s %9s %9.4f %9.4f %9.4f %7.3f %7s\n", name_width,
+                row["name"].get<std::string>().c_str(), limit_width,
+                row["limit"].get<std::string>().c_str(), mb_per_second,
+                row["min_seconds"].get<double>(), row["median_seconds"].get<double>(),
+                row["max_seconds"].get<double>(), row["ratio"].get<double>(),
+                row.contains("target") ? row["target"].dump().c_str() : "");
   }
   std::printf(
       "ratio: median over the rounds of measure / limit, each pair timed in the same "
       "round\n");
   for (const auto& row : rows) {
-    std::printf("  %-20s %s\n", row["name"].get<std::string>().c_str(),
+    std::printf("  %-*s %s\n", name_width, row["name"].get<std::string>().c_str(),
                 row["what"].get<std::string>().c_str());
   }
   constexpr double kMiB = 1 << 20;
@@ -177,7 +227,7 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
           row["peak_added_bytes"].get<double>() / kMiB, row["state_bytes"].get<double>() / kMiB);
     }
   }
-  if (options.targets) {
+  if (options.targets || options.global_arrays) {
     std::printf("targets (ratio <= limit):\n");
     for (const auto& row : rows) {
       if (row.contains("met")) {
@@ -212,7 +262,9 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
   const auto bytes_per_rank =
       static_cast<std::uint64_t>(std::llround(options.mib_per_rank * (1 << 20)));
   auto rows =
-      measure_disk(comm, directory, bytes_per_rank, options.blobs, settings, options.targets);
+      options.global_arrays
+          ? measure_global_arrays(comm, directory, bytes_per_rank, settings)
+          : measure_disk(comm, directory, bytes_per_rank, options.blobs, settings, options.targets);
   if (options.targets) {
     for (auto& row : measure_small_blobs(comm, directory, options.small_blobs, settings)) {
       rows.push_back(std::move(row));
@@ -229,6 +281,9 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
                 {"blobs", options.blobs},
                 {"rounds", options.rounds},
                 {"cold", cold}});
+    if (options.global_arrays) {
+      row.erase("blobs");  // one array, no blobs
+    }
   }
   return rows;
 }

@@ -26,12 +26,6 @@ CheckpointHeader bench_header(const Communicator& comm) {
   return header;
 }
 
-nlohmann::json with_target(nlohmann::json row, double target) {
-  row["target"] = target;
-  row["met"] = row["ratio"].get<double>() <= target;
-  return row;
-}
-
 // One save and one load, each between a reset of the peak resident memory and its reading;
 // the largest figures of any rank.
 nlohmann::json measure_memory(const Communicator& comm, const CheckpointDirectory& checkpoints,
@@ -66,18 +60,6 @@ nlohmann::json measure_memory(const Communicator& comm, const CheckpointDirector
   rows.push_back(row("load_memory", "peak resident memory of one load, per rank", loaded));
   run_on_root_then_agree(comm, "remove", [&] { remove_checkpoints(checkpoints, {epoch}); });
   return rows;
-}
-
-// Drops the page cache before a read when asked; says once when it cannot.
-void before_read(const Communicator& comm, MeasureSettings& settings) {
-  if (settings.cold && !drop_page_cache(comm)) {
-    settings.cold = false;
-    if (comm.is_root()) {
-      print_error(
-          "--cold: cannot drop the page cache (needs root and a writable "
-          "/proc/sys/vm/drop_caches); reads may come from memory");
-    }
-  }
 }
 
 // What measure_disk times: the library's save and load, and the plain I/O of the same bytes.
@@ -171,6 +153,23 @@ void remove_added(History& from, std::int64_t commits) {
 }
 
 }  // namespace
+
+nlohmann::json with_target(nlohmann::json row, double target) {
+  row["target"] = target;
+  row["met"] = row["ratio"].get<double>() <= target;
+  return row;
+}
+
+void before_read(const Communicator& comm, MeasureSettings& settings) {
+  if (settings.cold && !drop_page_cache(comm)) {
+    settings.cold = false;
+    if (comm.is_root()) {
+      print_error(
+          "--cold: cannot drop the page cache (needs root and a writable "
+          "/proc/sys/vm/drop_caches); reads may come from memory");
+    }
+  }
+}
 
 nlohmann::json measure_disk(const Communicator& comm, const fs::path& directory,
                             std::uint64_t bytes_per_rank, std::int64_t blobs,

@@ -21,6 +21,13 @@ inline constexpr double kLoadTarget = 1.25;       // load vs pread into fresh bu
 inline constexpr double kSmallBlobsTarget = 2.0;  // many 1 KiB blobs vs the same bytes as one
 inline constexpr double kCommitCostTarget = 1.2;  // a commit after 3,000 epochs vs after 10
 
+// `row` (a compare() row) with its "target" and whether its ratio "met" it.
+nlohmann::json with_target(nlohmann::json row, double target);
+
+// Collective: drops the page cache before a read when settings.cold asks for it; where it
+// cannot, says so once (rank 0) and clears settings.cold.
+void before_read(const Communicator& comm, MeasureSettings& settings);
+
 // Save and load of `bytes_per_rank` in `blobs` blobs against pwrite + fsync of one file per
 // rank and pread into fresh buffers: rows save, load, write_limit, read_limit; then the peak
 // resident memory of one save and one load against the state (rows save_memory, load_memory).
