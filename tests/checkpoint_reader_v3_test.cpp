@@ -384,15 +384,19 @@ assert np.load("out/trainer_0/weights.npy").shape == (10000,)
   }
 }
 
-// docs/FORMAT.md's version 3 snippets (```python v3 blocks) on a version 3 file where they look
-// for one: checkpoints/epoch-000004.h5, with Debian's h5py.
+// docs/FORMAT.md's version 3 snippets (```python blocks, and ```python global-array for the one
+// that needs a global array `field`) on a version 3 file where they look for one:
+// checkpoints/epoch-000004.h5, with Debian's h5py.
 TEST_F(ReaderV3, TheFormatDocumentsVersion3SnippetsRun) {
   if (!world_.is_root()) {
     return;
   }
-  const auto snippets =
-      python_blocks(read_file(fs::path(EPOCHRUN_SOURCE_DIR) / "docs/FORMAT.md"), "python v3");
-  EXPECT_GE(snippets.size(), 1U);
+  const auto document = read_file(fs::path(EPOCHRUN_SOURCE_DIR) / "docs/FORMAT.md");
+  auto snippets = python_blocks(document);
+  const auto array_snippets = python_blocks(document, "python global-array");
+  EXPECT_GE(snippets.size(), 2U);
+  EXPECT_GE(array_snippets.size(), 1U);
+  snippets.insert(snippets.end(), array_snippets.begin(), array_snippets.end());
   for (const auto& snippet : snippets) {
     auto python = bounded({SYSTEM_PYTHON, "-c", snippet}, directory());
     EXPECT_EQ(python.exit_code, 0) << snippet << "\n" << python.err;

@@ -849,6 +849,26 @@ TEST_F(Cli, TheLargestUnsignedValueIsAccepted) {
   EXPECT_EQ(largest.exit_code, 0) << largest.err;
 }
 
+// Every plain python snippet of docs/FORMAT.md (they read format version 3) runs with the
+// system's python3 and h5py (Debian's) against a checkpoint of a real run, so the documentation
+// never shows code that fails on what epochrun writes. (```python v2 blocks read version 2
+// files: PackedCheckpoint runs them.)
+TEST_F(Cli, EveryPythonSnippetOfTheFormatDocumentRuns) {
+  auto run = run_bounded(
+      epochrun_on_ranks(3, {"run", "--job", "sgd_regression", "--checkpoint-dir", "checkpoints",
+                            "--num-epochs", "4", "--sgd_regression.model_file", ""}),
+      cwd_.path());
+  ASSERT_TRUE(run.has_value()) << "the run did not end";
+  ASSERT_EQ(run->exit_code, 0) << run->err;
+  const auto snippets = python_blocks(read_file(source_file("docs/FORMAT.md")));
+  for (const auto& snippet : snippets) {
+    auto python = run_bounded({SYSTEM_PYTHON, "-c", snippet}, cwd_.path());
+    ASSERT_TRUE(python.has_value()) << snippet;
+    EXPECT_EQ(python->exit_code, 0) << snippet << "\n" << python->err;
+  }
+  EXPECT_GE(snippets.size(), 2u);
+}
+
 // A symlink loop planted under a checkpoint's name or an epochrun temporary's name is neither
 // a checkpoint nor a temporary: inspect lists the real checkpoints (it aborted), and a resume
 // goes on from the newest real one (it failed with "filesystem error", exit 1).

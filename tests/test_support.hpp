@@ -137,8 +137,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
 
 std::string read_file(const std::filesystem::path& file);
 // The code of every ```python block of a Markdown document, in order; std::runtime_error for an
-// unterminated block. `tag`: the blocks whose fence says ```<tag> instead ("python v3": the
-// snippets that read a version 3 file).
+// unterminated block. `tag`: the blocks whose fence says ```<tag> instead ("python v2": the
+// snippets that read a version 2 file).
 std::vector<std::string> python_blocks(const std::string& markdown,
                                        const std::string& tag = "python");
 void write_file(const std::filesystem::path& file, const std::string& content);

@@ -11,7 +11,6 @@
 #include "checkpoint_groups.hpp"
 #include "checkpoint_layout.hpp"
 #include "checkpoint_reader_v3.hpp"
-#include "checkpoint_root_attributes.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
 #include "error_table.hpp"
@@ -203,8 +202,8 @@ CheckpointReader::CheckpointReader(const std::filesystem::path& file)
     impl_->fd = open_regular_file_for_reading(file);
     const auto integrity = verify_checkpoint_file(impl_->fd.get(), file.string());
     impl_->file_bytes = integrity.file_size;
-    // Version 3's reader also refuses the versions after it, naming the versions it reads.
-    if (read_format_version(impl_->fd.get(), integrity.file_size) >= 3) {
+    // A version after 3 is refused here, naming the versions this epochrun reads.
+    if (stored_format_version(impl_->fd.get(), integrity) == 3) {
       impl_->v3.emplace(read_checkpoint_layout_v3(impl_->fd.get(), integrity));
       impl_->layout = layout_of_v3(*impl_->v3);
     } else {

@@ -2,11 +2,9 @@
 
 #include <set>
 
-#include "checkpoint_layout_internal.hpp"
 #include "checkpoint_layout_readers.hpp"
 #include "epochrun/errors.hpp"
 #include "h5_attributes.hpp"
-#include "regular_file.hpp"
 
 namespace epochrun {
 namespace {
@@ -68,23 +66,6 @@ void read_root_attributes(hid_t file, CheckpointHeader& header, std::uint64_t fi
     if (!seen.insert(node).second) {
       throw CorruptCheckpoint("node '" + node + "' is listed twice");
     }
-  }
-}
-
-std::int64_t read_format_version(int fd, std::uint64_t file_bytes) {
-  h5::silence_error_printing();
-  try {
-    auto fapl = checkpoint_file_access();
-    h5::Handle file(H5Fopen(descriptor_path(fd).c_str(), H5F_ACC_RDONLY, fapl.get()), "open");
-    const auto format = h5::read_string_attribute(file.get(), kFormatAttr, file_bytes);
-    if (format != kCheckpointFormatName) {
-      throw CorruptCheckpoint("not an epochrun checkpoint (format '" + format + "')");
-    }
-    const auto version = h5::read_int_attribute(file.get(), kFormatVersionAttr);
-    file.close("close");
-    return version;
-  } catch (const Hdf5Error& error) {
-    throw CorruptCheckpoint("not a readable HDF5 file (" + std::string(error.what()) + ")");
   }
 }
 

@@ -21,10 +21,4 @@ void write_root_attributes(hid_t file, const CheckpointHeader& header);
 void read_root_attributes(hid_t file, CheckpointHeader& header, std::uint64_t file_bytes,
                           std::int64_t newest_version = kCheckpointFormatVersion);
 
-// The format version the checkpoint file open as `fd` (of `file_bytes` bytes, its integrity
-// header verified) records, so that a reader of every version can choose the version's layout
-// reader; the version is not range-checked here (that reader does). CorruptCheckpoint for a
-// file that is not an epochrun checkpoint.
-std::int64_t read_format_version(int fd, std::uint64_t file_bytes);
-
 }  // namespace epochrun
