@@ -214,11 +214,11 @@ TEST(AsyncDirectIo, LargeBlobsWrittenWithDirectIoMatchTheSynchronousSave) {
       run_bounded(sgd({"--async-checkpoint", "--log-level", "debug"}), async.path());
   ASSERT_EQ(background.exit_code, 0) << background.err;
   // Epochs 0 to 2 in the background (the last one is synchronous), as rank 0 logs them (the
-  // other ranks log warnings only): 511 whole pages of each large blob directly, their tails and
-  // the small blobs through the cache.
+  // other ranks log warnings only): 511 whole pages of each of the two large blobs directly,
+  // their tails and the small blobs (5,936 bytes in all) through the cache.
   const std::string all = background.out + background.err;
   std::size_t direct = 0;
-  const std::string line = "2093056 of this rank's 2096024 bytes written with direct I/O";
+  const std::string line = "4186112 of this rank's 4192048 bytes written with direct I/O";
   for (auto at = all.find(line); at != std::string::npos; at = all.find(line, at + 1)) {
     ++direct;
   }

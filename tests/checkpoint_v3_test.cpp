@@ -230,6 +230,33 @@ TEST_F(CheckpointV3Test, ADamagedByteOfTheArrayIsFoundAtEveryRankCount) {
   EXPECT_TRUE(loaded.names().empty());
 }
 
+// --check-replicated: a replicated blob that differs on one rank fails the save on every rank,
+// naming it, before anything is written; without the check the save goes through (rank 0's
+// value is what the file holds).
+TEST_F(CheckpointV3Test, CheckReplicatedRefusesReplicasThatDiffer) {
+  auto workspace = workspace_of(world.rank(), world.size());
+  if (world.rank() == 2) {
+    workspace.get("model").as<float>()[3] = 5.0F;
+  }
+  try {
+    PendingCheckpointV3::begin(file, world, root_for(10, world.size()),
+                               saved_blobs(workspace, world.size()), kTimeout, {}, true);
+    FAIL() << "replicas that differ were saved";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("'model'"), std::string::npos) << error.what();
+  }
+  world.barrier();
+  EXPECT_FALSE(std::filesystem::exists(file));
+  auto pending = PendingCheckpointV3::begin(file, world, root_for(10, world.size()),
+                                            saved_blobs(workspace, world.size()), kTimeout);
+  pending.write_data();
+  pending.write_arrays();
+  pending.finish();
+  Workspace loaded;
+  load_checkpoint_v3(file, world, request(10, world.size()), loaded, kTimeout);
+  EXPECT_EQ(loaded.get("model").as<float>()[3], 4.0F);
+}
+
 // EPOCHRUN_FAULT=save-write@8:2:THROW: rank 2 fails after writing its data.
 TEST_F(CheckpointV3Test, ARankFailingInTheDataStepFailsTheSaveEverywhereAndLeavesNoFile) {
   EXPECT_THROW(save(8), Error);

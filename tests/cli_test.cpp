@@ -854,10 +854,9 @@ TEST_F(Cli, TheLargestUnsignedValueIsAccepted) {
 // never shows code that fails on what epochrun writes. (```python v2 blocks read version 2
 // files: PackedCheckpoint runs them.)
 TEST_F(Cli, EveryPythonSnippetOfTheFormatDocumentRuns) {
-  auto run = run_bounded(
-      epochrun_on_ranks(3, {"run", "--job", "sgd_regression", "--checkpoint-dir", "checkpoints",
-                            "--num-epochs", "4", "--sgd_regression.model_file", ""}),
-      cwd_.path());
+  auto run = run_bounded(epochrun_on_ranks(3, {"run", "--job", "sum_pipeline", "--checkpoint-dir",
+                                               "checkpoints", "--num-epochs", "4"}),
+                         cwd_.path());
   ASSERT_TRUE(run.has_value()) << "the run did not end";
   ASSERT_EQ(run->exit_code, 0) << run->err;
   const auto snippets = python_blocks(read_file(source_file("docs/FORMAT.md")));

@@ -11,6 +11,7 @@
 // save fails on every rank, the job goes on, and every committed checkpoint stays as it was.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "epochrun/checkpoint_directory.hpp"
@@ -102,9 +103,10 @@ class GlobalArrayKill : public ::testing::Test {
     const auto directory = cwd / "D";
     const auto committed = CheckpointDirectory(directory).committed_epochs();
     const std::int64_t newest = committed.empty() ? -1 : committed.back();
-    const auto on_two = run_within(
-        heat_command(2, "latest", asynchronous, std::min(newest + 1, kLastEpoch)), cwd,
-        kJobEndsWithinSeconds);
+    const auto on_two =
+        run_within(heat_command(2, "latest", asynchronous,
+                                std::clamp<std::int64_t>(newest + 1, 1, kLastEpoch)),
+                   cwd, kJobEndsWithinSeconds);
     EXPECT_EQ(on_two.exit_code, 0) << on_two.err;
     const auto on_four =
         run_within(heat_command(4, "latest", asynchronous), cwd, kJobEndsWithinSeconds);
@@ -121,8 +123,8 @@ class GlobalArrayKill : public ::testing::Test {
 };
 
 TEST_F(GlobalArrayKill, KilledAnywhereThenResumedOnTwoAndFourRanksEndsBitIdentical) {
-  const char* phases[] = {"save-write-array", "save-create", "save-write", "save-before-rename",
-                          "save-after-rename", "epoch"};
+  const char* phases[] = {"save-write-array",   "save-create",       "save-write",
+                          "save-before-rename", "save-after-rename", "epoch"};
   std::mt19937_64 random(kSeed);
   auto pick = [&](std::int64_t low, std::int64_t high) {
     return std::uniform_int_distribution<std::int64_t>(low, high)(random);
@@ -138,8 +140,8 @@ TEST_F(GlobalArrayKill, KilledAnywhereThenResumedOnTwoAndFourRanksEndsBitIdentic
     ScratchDir cwd;
     ChildProcess job(heat_command(3, "", asynchronous), cwd.path(), with_fault(fault));
     const auto ended = job.wait(kJobEndsWithinSeconds);
-    ASSERT_TRUE(ended.has_value()) << "the job did not end within " << kJobEndsWithinSeconds
-                                   << " s";
+    ASSERT_TRUE(ended.has_value())
+        << "the job did not end within " << kJobEndsWithinSeconds << " s";
     EXPECT_NE(ended->exit_code, 0) << "the injected fault did not fire";
     expect_committed_fields_intact(cwd / "D");
     expect_resumes_on_other_rank_counts(cwd.path(), asynchronous);

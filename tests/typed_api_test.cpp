@@ -155,6 +155,41 @@ TEST(BlobDeclarations, RefuseARepeatedNameAndAnUndeclaredGather) {
   }
 }
 
+// A global array's blocks must tile it: a rule that leaves a gap is refused before the first
+// epoch, on every rank, naming the array and the ranks; the default rule gives each rank its
+// block of a 2-D process grid, created zero-filled by init.
+TEST(BlobDeclarations, AGlobalArrayWhoseBlocksLeaveAGapIsRefusedNamingTheRanks) {
+  const auto world = Communicator::world();
+  Job gap("gap");
+  gap.global_array<double>("field", {6, 4}, [](const Shape& shape, int rank, int ranks) {
+    auto block = balanced_block(shape, ranks, rank);
+    if (rank == ranks - 1 && block.count[0] > 0) {
+      block.count[0] -= 1;  // the last rank's last row is nobody's
+    }
+    return block;
+  });
+  Workspace workspace;
+  try {
+    JobRunner(std::move(gap), world, RunOptions{}).run(workspace);
+    FAIL() << "ran with a gap in the global array";
+  } catch (const UsageError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("global array 'field'"), std::string::npos) << message;
+    EXPECT_NE(message.find("rank"), std::string::npos) << message;
+  }
+  EXPECT_EQ(workspace.size(), 0u) << "init ran";
+
+  Job grid("grid");
+  const auto field = grid.global_array<double>("field", {6, 4});
+  add_epoch_limiter(grid, 1);
+  Workspace mine;
+  JobRunner(std::move(grid), world, RunOptions{}).run(mine);
+  const auto block = field.block(world.rank(), world.size());
+  EXPECT_EQ(block, balanced_block({6, 4}, world.size(), world.rank()));
+  EXPECT_EQ(mine.get("field").shape(), block.count);
+  EXPECT_EQ(field.of(mine).size(), block.element_count());
+}
+
 struct CounterOptions {
   std::int64_t count = 3;
   double rate = 0.5;
