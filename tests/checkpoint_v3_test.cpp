@@ -93,20 +93,10 @@ SavedFile root_for(std::int64_t epoch, int ranks) {
   return root;
 }
 
-// A communicator of the first `ranks` ranks of `world` (null on the others), freed with it.
-struct FirstRanks {
-  FirstRanks(const Communicator& world, int ranks) {
-    MPI_Comm_split(world.raw(), world.rank() < ranks ? 0 : MPI_UNDEFINED, world.rank(), &comm);
-  }
-  ~FirstRanks() {
-    if (comm != MPI_COMM_NULL) {
-      MPI_Comm_free(&comm);
-    }
-  }
-  FirstRanks(const FirstRanks&) = delete;
-  FirstRanks& operator=(const FirstRanks&) = delete;
-  MPI_Comm comm = MPI_COMM_NULL;
-};
+// The first `ranks` ranks of `world` as a communicator of their own (nullopt on the others).
+std::optional<Communicator> first_ranks(const Communicator& world, int ranks) {
+  return world.split(world.rank() < ranks ? 0 : Communicator::kNoColor);
+}
 
 class CheckpointV3Test : public ::testing::Test {
  protected:
@@ -149,11 +139,11 @@ TEST_F(CheckpointV3Test, LoadsBitIdenticalAtTheSameRankCount) {
 
 TEST_F(CheckpointV3Test, ReplicatedAndGlobalArraysLoadAtTwoRanksWithRulesForPerNodeBlobs) {
   save(5);
-  FirstRanks two(world, 2);
-  if (two.comm == MPI_COMM_NULL) {
+  const auto two = first_ranks(world, 2);
+  if (!two) {
     return;
   }
-  const Communicator comm(two.comm);
+  const Communicator& comm = *two;
   auto wanted = request(5, 2);
   // weights: every new rank takes the sum of the old values; the rest is created anew.
   wanted.per_node_rules["weights"] = PerNodeRule{true, [](const std::vector<Blob>& old, int, int) {
@@ -181,13 +171,13 @@ TEST_F(CheckpointV3Test, ReplicatedAndGlobalArraysLoadAtTwoRanksWithRulesForPerN
 
 TEST_F(CheckpointV3Test, AnotherRankCountWithoutARuleIsRefusedNamingTheBlobs) {
   save(6);
-  FirstRanks two(world, 2);
-  if (two.comm == MPI_COMM_NULL) {
+  const auto two = first_ranks(world, 2);
+  if (!two) {
     return;
   }
   Workspace loaded;
   try {
-    load_checkpoint_v3(file, Communicator(two.comm), request(6, 2), loaded, kTimeout);
+    load_checkpoint_v3(file, *two, request(6, 2), loaded, kTimeout);
     FAIL() << "loaded at 2 ranks without rules";
   } catch (const CheckpointMismatch& error) {
     const std::string message = error.what();
@@ -217,15 +207,13 @@ TEST_F(CheckpointV3Test, ADamagedByteOfTheArrayIsFoundAtEveryRankCount) {
   world.barrier();
   Workspace loaded;
   EXPECT_THROW(load_checkpoint_v3(file, world, request(7, 3), loaded, kTimeout), CorruptCheckpoint);
-  FirstRanks two(world, 2);
-  if (two.comm != MPI_COMM_NULL) {
+  if (const auto two = first_ranks(world, 2)) {
     auto wanted = request(7, 2);
     wanted.per_node_rules = {{"weights", {false, {}}}, {"samples", {false, {}}}};
     for (int i = 0; i < 40; ++i) {
       wanted.per_node_rules["small_" + std::to_string(100 + i)] = PerNodeRule{false, {}};
     }
-    EXPECT_THROW(load_checkpoint_v3(file, Communicator(two.comm), wanted, loaded, kTimeout),
-                 CorruptCheckpoint);
+    EXPECT_THROW(load_checkpoint_v3(file, *two, wanted, loaded, kTimeout), CorruptCheckpoint);
   }
   EXPECT_TRUE(loaded.names().empty());
 }

@@ -68,28 +68,6 @@ std::vector<BlobRecord> describe(const std::vector<BlobView>& blobs) {
   return mine;
 }
 
-// Lay-out step (rank 0): creates `file` with its final mode, refuses a checkpoint that cannot
-// fit before anything is written (a write past the file-size limit would kill the process; a
-// full disk half-way wastes the whole write), lays it out with serial HDF5 and reserves its
-// space so that another process filling the disk meanwhile cannot fail it. The reservation
-// comes after HDF5 has created the file: HDF5 creates by truncating, which gives back the
-// space reserved before.
-CheckpointLayout lay_out(const std::filesystem::path& file, CheckpointHeader header,
-                         FileDescriptor& created) {
-  const auto needed = estimated_file_bytes(header);
-  const auto epoch = header.epoch;
-  check_file_size_limit(needed);
-  check_free_space(file.parent_path(), needed);
-  created = create_new_file(file);
-  return lay_out_checkpoint_file(created.get(), std::move(header), [&] {
-    if (!reserve_space(created.get(), needed)) {
-      spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
-                    file.string());
-    }
-    fault_point("save-lay-out", epoch);
-  });
-}
-
 // Where every rank writes, flattened for a broadcast: for each rank in order, its blob count,
 // its blobs' offsets, then its checksum table's offset (0 when it has no blobs).
 std::vector<std::int64_t> flatten_offsets(const CheckpointLayout& layout) {
@@ -135,8 +113,7 @@ void PendingCheckpoint::agreed_step(const std::string& step, bool root_only, Ste
       }
     });
   } catch (...) {
-    created_ = FileDescriptor(-1);
-    unsealed_.reset();  // removes it: gives the space of a failed attempt back
+    created_.remove();  // gives the space of a failed attempt back
     throw;
   }
 }
@@ -165,15 +142,11 @@ PendingCheckpoint PendingCheckpoint::begin(const std::filesystem::path& file,
       const auto& bytes = descriptions[rank];
       header.blobs[header.node_names[rank]] = decode_records(bytes);
     }
-    try {
-      pending.layout_ = lay_out(file, std::move(header), pending.created_);
-    } catch (...) {
-      if (pending.created_.valid()) {  // created, then failed
-        pending.unsealed_.reset(new std::filesystem::path(file));
-      }
-      throw;
-    }
-    pending.unsealed_.reset(new std::filesystem::path(file));
+    const auto needed = estimated_file_bytes(header);
+    pending.layout_ = pending.created_.create_and_lay_out(
+        file, needed, pending.epoch_, [&](int fd, const std::function<void()>& created) {
+          return lay_out_checkpoint_file(fd, std::move(header), created);
+        });
   });
   auto offsets = flatten_offsets(pending.layout_);
   comm.broadcast(offsets);
@@ -230,19 +203,8 @@ void PendingCheckpoint::finish() {
       std::rethrow_exception(write_error_);
     }
   });
-  agreed_step("seal", true, [&] {
-    seal_checkpoint_file(created_.get(), file_.string(), layout_.user_block_size, layout_.extents);
-    release_space_beyond_end(created_.get());
-    sync_file(created_.get(), file_.string());
-    file_bytes_ = file_size(created_.get());
-    created_.close(file_.string());
-  });
-  delete unsealed_.release();  // sealed: the file stays
-}
-
-void PendingCheckpoint::Unlinker::operator()(const std::filesystem::path* file) const {
-  ::unlink(file->c_str());
-  delete file;
+  agreed_step("seal", true,
+              [&] { file_bytes_ = created_.seal(layout_.user_block_size, layout_.extents); });
 }
 
 }  // namespace epochrun

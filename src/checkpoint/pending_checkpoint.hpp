@@ -24,7 +24,7 @@
 #include "checkpoint_layout.hpp"
 #include "epochrun/checkpoint_format.hpp"
 #include "epochrun/communicator.hpp"
-#include "file_descriptor.hpp"
+#include "unsealed_file.hpp"
 
 namespace epochrun {
 
@@ -76,15 +76,9 @@ class PendingCheckpoint {
   std::vector<BlobRecord> records_;     // this rank's, in blobs_ order
   std::vector<std::uint64_t> offsets_;  // of this rank's blobs in the file
   std::uint64_t checksums_offset_ = 0;  // of this rank's checksum table
-  FileDescriptor created_{-1};          // rank 0's, from creation to seal
-  // Rank 0's file from its creation until it is sealed: removed when a step fails or when this
-  // object is dropped before finish() (its owner failed), so no half-written file stays.
-  struct Unlinker {
-    void operator()(const std::filesystem::path* file) const;
-  };
-  std::unique_ptr<const std::filesystem::path, Unlinker> unsealed_;
-  CheckpointLayout layout_;         // rank 0's
-  std::exception_ptr write_error_;  // write_data's failure, for finish()
+  UnsealedFile created_;                // rank 0's, from its creation to its seal
+  CheckpointLayout layout_;             // rank 0's
+  std::exception_ptr write_error_;      // write_data's failure, for finish()
   std::uint64_t bytes_written_ = 0;
   std::uint64_t file_bytes_ = 0;
 };

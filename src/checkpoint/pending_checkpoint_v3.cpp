@@ -157,8 +157,7 @@ void PendingCheckpointV3::agreed_step(const std::string& step, bool root_only, S
       }
     });
   } catch (...) {
-    created_ = FileDescriptor(-1);
-    unsealed_.reset();  // removes it: gives the space of a failed attempt back
+    created_.remove();  // gives the space of a failed attempt back
     throw;
   }
 }
@@ -268,22 +267,13 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
   pending.blobs_ = std::move(blobs);
   pending.describe(root, check_replicated);
 
-  // Lay-out step (rank 0): creates `file` with its final mode, refuses a checkpoint that cannot
-  // fit before anything is written, lays it out with serial HDF5 and reserves its space once
-  // HDF5 has created (truncated) it.
+  // Lay-out step (rank 0): the file created and laid out from one description per blob name.
   pending.agreed_step("lay out", true, [&] {
-    const auto needed = estimated_file_bytes(pending.description_);
-    check_file_size_limit(needed);
-    check_free_space(file.parent_path(), needed);
-    pending.created_ = create_new_file(file);
-    pending.unsealed_.reset(new std::filesystem::path(file));
-    pending.layout_ = lay_out_checkpoint_file_v3(pending.created_.get(), pending.description_, [&] {
-      if (!reserve_space(pending.created_.get(), needed)) {
-        spdlog::debug("{}: this file system cannot reserve space; relying on the free-space check",
-                      file.string());
-      }
-      fault_point("save-lay-out", pending.epoch_);
-    });
+    pending.layout_ = pending.created_.create_and_lay_out(
+        file, estimated_file_bytes(pending.description_), pending.epoch_,
+        [&](int fd, const std::function<void()>& created) {
+          return lay_out_checkpoint_file_v3(fd, pending.description_, created);
+        });
   });
   auto flat = comm.rank() == 0 ? flatten(pending.layout_) : std::vector<std::int64_t>{};
   comm.broadcast(flat);
@@ -407,8 +397,7 @@ void PendingCheckpointV3::write_arrays() {
     }
     agreed_step("sync the global arrays", false, [&] { file->sync_and_close(); });
   } catch (...) {
-    created_ = FileDescriptor(-1);
-    unsealed_.reset();
+    created_.remove();
     throw;
   }
   agreed_step("write the global arrays' checksums", false, [&] {
@@ -427,19 +416,8 @@ void PendingCheckpointV3::finish() {
       std::rethrow_exception(write_error_);
     }
   });
-  agreed_step("seal", true, [&] {
-    seal_checkpoint_file(created_.get(), file_.string(), layout_.user_block_size, layout_.extents);
-    release_space_beyond_end(created_.get());
-    sync_file(created_.get(), file_.string());
-    file_bytes_ = file_size(created_.get());
-    created_.close(file_.string());
-  });
-  delete unsealed_.release();  // sealed: the file stays
-}
-
-void PendingCheckpointV3::Unlinker::operator()(const std::filesystem::path* file) const {
-  ::unlink(file->c_str());
-  delete file;
+  agreed_step("seal", true,
+              [&] { file_bytes_ = created_.seal(layout_.user_block_size, layout_.extents); });
 }
 
 }  // namespace epochrun

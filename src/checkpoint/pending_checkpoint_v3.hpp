@@ -15,7 +15,6 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,8 +22,8 @@
 #include "blob_view.hpp"
 #include "checkpoint_layout_v3.hpp"
 #include "epochrun/communicator.hpp"
-#include "file_descriptor.hpp"
 #include "mpi_io_file.hpp"
+#include "unsealed_file.hpp"
 
 namespace epochrun {
 
@@ -99,11 +98,7 @@ class PendingCheckpointV3 {
   LayoutV3 layout_;
   // Per ragged blob (description order): this rank's byte offset in its dataset.
   std::vector<std::uint64_t> ragged_offsets_;
-  FileDescriptor created_{-1};
-  struct Unlinker {
-    void operator()(const std::filesystem::path* file) const;
-  };
-  std::unique_ptr<const std::filesystem::path, Unlinker> unsealed_;
+  UnsealedFile created_;  // rank 0's, from its creation to its seal
   std::exception_ptr write_error_;
   std::uint64_t bytes_written_ = 0;
   std::uint64_t file_bytes_ = 0;

@@ -2,15 +2,18 @@
 // where a blob's dataset is, and which blobs are packed.
 #include "checkpoint_layout.hpp"
 
+#include <algorithm>
+
+#include "epochrun/errors.hpp"
+
 #include "checkpoint_groups.hpp"
 #include "checkpoint_layout_internal.hpp"
 #include "h5_objects.hpp"
 #include "h5_types.hpp"
+#include "regular_file.hpp"
 
 namespace epochrun {
 
-// Serial (sec2) access. HDF5 opens the file by name: the caller passes descriptor_path() of the
-// descriptor it checked, so this is the very file it created or verified.
 h5::Handle create_group(hid_t parent, const std::string& name) {
   return h5::Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                     "create group " + name);
@@ -43,6 +46,8 @@ std::pair<h5::Handle, std::uint64_t> create_dataset(hid_t parent, const std::str
   return {std::move(dataset), offset};
 }
 
+// Serial (sec2) access. HDF5 opens the file by name: the caller passes descriptor_path() of the
+// descriptor it checked, so this is the very file it created or verified.
 h5::Handle checkpoint_file_access() {
   h5::Handle fapl(H5Pcreate(H5P_FILE_ACCESS), "create file access list");
   // The 1.8 format: dense attribute storage (node lists of large jobs exceed the 64 KiB of
@@ -52,6 +57,29 @@ h5::Handle checkpoint_file_access() {
   // parallel file systems (HDF5_USE_FILE_LOCKING=FALSE is the usual workaround).
   h5::check(H5Pset_file_locking(fapl.get(), false, true), "disable file locking");
   return fapl;
+}
+
+h5::Handle create_checkpoint_file(int fd, std::uint64_t user_block_size) {
+  auto fapl = checkpoint_file_access();
+  // Large datasets start on a page (relative to the user block, itself whole pages), so that
+  // a background write can send them with direct I/O.
+  h5::check(H5Pset_alignment(fapl.get(), kAlignDatasetsFrom, kDirectIoAlignment),
+            "set the alignment");
+  h5::Handle fcpl(H5Pcreate(H5P_FILE_CREATE), "create file creation list");
+  h5::check(H5Pset_userblock(fcpl.get(), user_block_size), "reserve the user block");
+  return h5::Handle(H5Fcreate(descriptor_path(fd).c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
+                    "create file");
+}
+
+void check_extents_match(const std::vector<DataExtent>& found,
+                         const std::vector<DataExtent>& committed) {
+  const auto same = [](const DataExtent& a, const DataExtent& b) {
+    return a.offset == b.offset && a.length == b.length;
+  };
+  if (!std::equal(found.begin(), found.end(), committed.begin(), committed.end(), same)) {
+    throw CorruptCheckpoint(
+        "its datasets' storage does not match the data extents recorded at commit");
+  }
 }
 
 std::string dataset_path(const std::string& node, const std::string& blob) {

@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "epochrun/blob.hpp"
 
 #include "h5_handle.hpp"
+#include "integrity_header.hpp"
 
 namespace epochrun {
 
@@ -23,6 +25,17 @@ h5::Handle dataset_creation();
 std::pair<h5::Handle, std::uint64_t> create_dataset(hid_t parent, const std::string& name,
                                                     const h5::Handle& type, const Shape& shape,
                                                     hid_t dcpl, const std::string& what);
+
+// Creates (truncates) the checkpoint file open as `fd` with serial HDF5: a user block of
+// `user_block_size` bytes left for the integrity header, datasets of kAlignDatasetsFrom bytes
+// and more aligned to a page.
+h5::Handle create_checkpoint_file(int fd, std::uint64_t user_block_size);
+
+// CorruptCheckpoint unless the data extents a reader `found` (sorted) are exactly those the
+// integrity header recorded at commit: no blob reads metadata, another blob's bytes or past
+// the end.
+void check_extents_match(const std::vector<DataExtent>& found,
+                         const std::vector<DataExtent>& committed);
 
 // "/nodes/<node>/<blob>".
 std::string dataset_path(const std::string& node, const std::string& blob);

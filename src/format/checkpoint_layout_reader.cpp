@@ -63,14 +63,7 @@ CheckpointLayout read_checkpoint_layout(int fd, const IntegrityHeader& integrity
     // Every blob's bytes (every pack's) must be exactly one of the extents the integrity
     // header recorded at commit, and every extent one of them: no blob reads metadata, another
     // blob's bytes or past the end.
-    const auto same = [](const DataExtent& a, const DataExtent& b) {
-      return a.offset == b.offset && a.length == b.length;
-    };
-    if (!std::equal(layout.extents.begin(), layout.extents.end(), integrity.extents.begin(),
-                    integrity.extents.end(), same)) {
-      throw CorruptCheckpoint(
-          "its datasets' storage does not match the data extents recorded at commit");
-    }
+    check_extents_match(layout.extents, integrity.extents);
     file.close("close");
     return layout;
   } catch (const Hdf5Error& error) {

@@ -402,14 +402,7 @@ StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity)
     std::sort(stored.layout.extents.begin(), stored.layout.extents.end(),
               [](const DataExtent& a, const DataExtent& b) { return a.offset < b.offset; });
     check_tables_outside_data(reading);
-    const auto same = [](const DataExtent& a, const DataExtent& b) {
-      return a.offset == b.offset && a.length == b.length;
-    };
-    if (!std::equal(stored.layout.extents.begin(), stored.layout.extents.end(),
-                    integrity.extents.begin(), integrity.extents.end(), same)) {
-      throw CorruptCheckpoint(
-          "its datasets' storage does not match the data extents recorded at commit");
-    }
+    check_extents_match(stored.layout.extents, integrity.extents);
     file.close("close");
     return stored;
   } catch (const Hdf5Error& error) {

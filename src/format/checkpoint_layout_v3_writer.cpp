@@ -193,13 +193,7 @@ LayoutV3 lay_out_checkpoint_file_v3(int fd, const FileDescription& description,
   }
   // At most one extent per blob, and the pack.
   layout.user_block_size = user_block_size_for(blobs.size() + 1);
-  auto fapl = checkpoint_file_access();
-  h5::check(H5Pset_alignment(fapl.get(), kAlignDatasetsFrom, kDirectIoAlignment),
-            "set the alignment");
-  Handle fcpl(H5Pcreate(H5P_FILE_CREATE), "create file creation list");
-  h5::check(H5Pset_userblock(fcpl.get(), layout.user_block_size), "reserve the user block");
-  Handle file(H5Fcreate(descriptor_path(fd).c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
-              "create file");
+  auto file = create_checkpoint_file(fd, layout.user_block_size);
   created();
   CheckpointHeader root;
   root.format_version = kFormatVersion3;

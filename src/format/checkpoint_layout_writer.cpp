@@ -93,15 +93,7 @@ CheckpointLayout lay_out_checkpoint_file(int fd, CheckpointHeader header,
     max_extents += records.size();
   }
   layout.user_block_size = user_block_size_for(max_extents);
-  auto fapl = checkpoint_file_access();
-  // Large datasets start on a page (relative to the user block, itself whole pages), so that
-  // a background write can send them with direct I/O.
-  h5::check(H5Pset_alignment(fapl.get(), kAlignDatasetsFrom, kDirectIoAlignment),
-            "set the alignment");
-  Handle fcpl(H5Pcreate(H5P_FILE_CREATE), "create file creation list");
-  h5::check(H5Pset_userblock(fcpl.get(), layout.user_block_size), "reserve the user block");
-  Handle file(H5Fcreate(descriptor_path(fd).c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
-              "create file");
+  auto file = create_checkpoint_file(fd, layout.user_block_size);
   created();
   write_root_attributes(file.get(), layout.header);
   auto nodes = create_group(file.get(), kNodesGroup);

@@ -1,0 +1,60 @@
+// Rank 0's checkpoint file from its creation until it is sealed. A save that fails, or is
+// dropped before it seals (its owner failed), removes the file: no half-written file stays, and
+// the space of the failed attempt is given back. Internal to the library.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "file_descriptor.hpp"
+#include "integrity_header.hpp"
+
+namespace epochrun {
+
+class UnsealedFile {
+ public:
+  UnsealedFile() = default;
+  UnsealedFile(UnsealedFile&& other) noexcept;
+  UnsealedFile& operator=(UnsealedFile&& other) noexcept;
+  UnsealedFile(const UnsealedFile&) = delete;
+  UnsealedFile& operator=(const UnsealedFile&) = delete;
+  ~UnsealedFile() { remove(); }
+
+  // Lay-out step (rank 0): refuses a checkpoint of about `needed` bytes that cannot fit before
+  // anything is written (a write past the file-size limit would kill the process; a full disk
+  // half-way wastes the whole write), creates `file` (O_EXCL, mode 0644, held from now on) and
+  // calls lay_out(fd, created), which lays it out with serial HDF5 and calls created() once
+  // HDF5 has created it: its space is reserved then, so that another process filling the disk
+  // meanwhile cannot fail the save (HDF5 creates by truncating, which gives back space reserved
+  // before). Returns what lay_out returns.
+  template <typename LayOut>
+  auto create_and_lay_out(const std::filesystem::path& file, std::uint64_t needed,
+                          std::int64_t epoch, LayOut&& lay_out) {
+    check_room_for(file, needed);
+    create(file);
+    return lay_out(fd_.get(), [this, needed, epoch] { reserve(needed, epoch); });
+  }
+  // The descriptor, open read-write (-1 when none is held).
+  int fd() const { return fd_.get(); }
+
+  // Seals it (the integrity header over `extents`, the reservation beyond its end given back,
+  // fsync) and lets it go: it stays. Returns its size.
+  std::uint64_t seal(std::uint64_t user_block_size, const std::vector<DataExtent>& extents);
+  // Removes the file now, when one is held.
+  void remove() noexcept;
+
+ private:
+  void create(const std::filesystem::path& file);
+  static void check_room_for(const std::filesystem::path& file, std::uint64_t needed);
+  // Reserves `needed` bytes for the file where the file system can, then the save-lay-out
+  // fault point.
+  void reserve(std::uint64_t needed, std::int64_t epoch) const;
+
+  std::optional<std::filesystem::path> file_;
+  FileDescriptor fd_{-1};
+};
+
+}  // namespace epochrun
