@@ -95,27 +95,12 @@ std::vector<std::uint64_t> offsets_of_rank(const std::vector<std::int64_t>& flat
           flat.begin() + static_cast<std::ptrdiff_t>(at + 2 + count)};
 }
 
-// The checksums as the file stores them: uint64 little-endian.
-std::vector<std::byte> checksum_table(const std::vector<std::uint64_t>& sums) {
-  std::vector<std::byte> table(8 * sums.size());
-  std::memcpy(table.data(), sums.data(), table.size());
-  return table;
-}
-
 }  // namespace
 
 template <typename Step>
 void PendingCheckpoint::agreed_step(const std::string& step, bool root_only, Step&& body) {
-  try {
-    run_then_agree_within(comm_, context_ + ": " + step, timeout_, [&] {
-      if (!root_only || rank_ == 0) {
-        body();
-      }
-    });
-  } catch (...) {
-    created_.remove();  // gives the space of a failed attempt back
-    throw;
-  }
+  created_.agreed_step(comm_, context_ + ": " + step, timeout_, root_only,
+                       std::forward<Step>(body));
 }
 
 PendingCheckpoint PendingCheckpoint::begin(const std::filesystem::path& file,

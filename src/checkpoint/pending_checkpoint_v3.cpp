@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "blob_index.hpp"
 #include "collective_errors.hpp"
 #include "disk_space.hpp"
 #include "epochrun/errors.hpp"
@@ -140,26 +141,12 @@ LayoutV3 unflatten(const std::vector<std::int64_t>& flat, std::size_t blobs) {
   return layout;
 }
 
-std::vector<std::byte> as_table(const std::vector<std::uint64_t>& sums) {
-  std::vector<std::byte> table(8 * sums.size());
-  std::memcpy(table.data(), sums.data(), table.size());
-  return table;
-}
-
 }  // namespace
 
 template <typename Step>
 void PendingCheckpointV3::agreed_step(const std::string& step, bool root_only, Step&& body) {
-  try {
-    run_then_agree_within(comm_, context_ + ": " + step, timeout_, [&] {
-      if (!root_only || comm_.rank() == 0) {
-        body();
-      }
-    });
-  } catch (...) {
-    created_.remove();  // gives the space of a failed attempt back
-    throw;
-  }
+  created_.agreed_step(comm_, context_ + ": " + step, timeout_, root_only,
+                       std::forward<Step>(body));
 }
 
 void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated) {
@@ -339,12 +326,12 @@ void PendingCheckpointV3::write_data() noexcept {
                     writer.direct_bytes(), bytes_written_);
     }
     if (!node_sums.empty()) {
-      write_at(fd.get(), layout_.node_checksum_offset(rank, 0), as_table(node_sums),
+      write_at(fd.get(), layout_.node_checksum_offset(rank, 0), checksum_table(node_sums),
                file_.string());
     }
     if (!replicated_sums.empty()) {
       write_at(fd.get(), layout_.checksums_offset + 8 * ranks * layout_.per_node_blobs,
-               as_table(replicated_sums), file_.string());
+               checksum_table(replicated_sums), file_.string());
     }
     fault_point("save-write", epoch_);
     // Made durable from this rank: on a parallel file system one client's fsync does not flush
@@ -403,7 +390,7 @@ void PendingCheckpointV3::write_arrays() {
   agreed_step("write the global arrays' checksums", false, [&] {
     auto fd = open_regular_file_for_writing(file_);
     for (std::size_t k = 0; k < sums.size(); ++k) {
-      write_at(fd.get(), sums_at[k], as_table({sums[k]}), file_.string());
+      write_at(fd.get(), sums_at[k], checksum_table({sums[k]}), file_.string());
     }
     sync_file(fd.get(), file_.string());
     fd.close(file_.string());

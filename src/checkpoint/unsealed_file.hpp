@@ -3,12 +3,15 @@
 // the space of the failed attempt is given back. Internal to the library.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "collective_errors.hpp"
+#include "epochrun/communicator.hpp"
 #include "file_descriptor.hpp"
 #include "integrity_header.hpp"
 
@@ -39,6 +42,24 @@ class UnsealedFile {
   }
   // The descriptor, open read-write (-1 when none is held).
   int fd() const { return fd_.get(); }
+
+  // A step of the save on every rank of `comm` (on rank 0 alone with `root_only`), then the
+  // ranks agree, each waiting at most `timeout` for the others (run_then_agree_within). When
+  // any rank failed, every rank throws and rank 0 removes the file.
+  template <typename Step>
+  void agreed_step(const Communicator& comm, const std::string& context,
+                   std::chrono::duration<double> timeout, bool root_only, Step&& body) {
+    try {
+      run_then_agree_within(comm, context, timeout, [&] {
+        if (!root_only || comm.rank() == 0) {
+          body();
+        }
+      });
+    } catch (...) {
+      remove();  // gives the space of a failed attempt back
+      throw;
+    }
+  }
 
   // Seals it (the integrity header over `extents`, the reservation beyond its end given back,
   // fsync) and lets it go: it stays. Returns its size.

@@ -334,4 +334,10 @@ std::vector<IndexRow> read_blob_index(hid_t dataset, const std::string& what,
   return rows;
 }
 
+std::vector<std::byte> checksum_table(const std::vector<std::uint64_t>& sums) {
+  std::vector<std::byte> table(8 * sums.size());
+  std::memcpy(table.data(), sums.data(), table.size());
+  return table;
+}
+
 }  // namespace epochrun

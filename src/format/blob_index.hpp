@@ -67,4 +67,7 @@ std::vector<IndexRow> read_blob_index(hid_t dataset, const std::string& what,
                                       std::uint64_t file_bytes,
                                       IndexColumns columns = IndexColumns::kVersion2);
 
+// Checksums as an /index xxh64 table stores them: uint64, little-endian.
+std::vector<std::byte> checksum_table(const std::vector<std::uint64_t>& sums);
+
 }  // namespace epochrun
