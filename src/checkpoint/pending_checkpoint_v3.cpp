@@ -15,7 +15,7 @@
 #include "epochrun/names.hpp"
 #include "fault_injection.hpp"
 #include "global_array_io.hpp"
-#include "h5_types.hpp"
+#include "h5_objects.hpp"
 #include "integrity_header.hpp"
 #include "regular_file.hpp"
 #include "streaming_writer.hpp"
