@@ -1,6 +1,9 @@
 #include "global_array_io.hpp"
 
+#define XXH_STATIC_LINKING_ONLY  // XXH64_state_t is complete: a hash state travels between ranks
 #include <xxhash.h>
+
+#include <algorithm>
 
 #include "block_redistribution.hpp"
 #include "collective_errors.hpp"
@@ -14,49 +17,111 @@ std::uint64_t xxh64(std::span<const std::byte> data) {
   return XXH64(data.data(), data.size(), 0);
 }
 
+CorruptCheckpoint hash_mismatch(const StoredGlobalArray& stored, std::size_t writer) {
+  return CorruptCheckpoint("global array '" + stored.name + "': the block " +
+                           block_to_string(stored.writer_blocks[writer]) + " written by rank " +
+                           std::to_string(writer) + " does not match its checksum");
+}
+
 void check_hash(const StoredGlobalArray& stored, std::size_t writer,
                 std::span<const std::byte> data) {
   if (xxh64(data) != stored.writer_xxh64.at(writer)) {
-    throw CorruptCheckpoint("global array '" + stored.name + "': the block " +
-                            block_to_string(stored.writer_blocks[writer]) + " written by rank " +
-                            std::to_string(writer) + " does not match its checksum");
+    throw hash_mismatch(stored, writer);
   }
 }
 
-// Reads writer block `writer` (or, past the last writer, takes part reading nothing).
-std::vector<std::byte> read_writer_block(MpiIoFile& file, const StoredGlobalArray& stored,
-                                         std::size_t writer) {
-  const std::size_t dimensions = stored.where.global_shape.size();
-  const Block nothing{Shape(dimensions, 0), Shape(dimensions, 0)};
-  const Block& block =
-      writer < stored.writer_blocks.size() ? stored.writer_blocks[writer] : nothing;
-  std::vector<std::byte> data(block.element_count() * stored.where.element_bytes);
-  file.read_block_all(stored.where, block, data);
-  return data;
-}
+// A band of a writer block: whole rows of it (along the first dimension), so its bytes are one
+// run of the block's row-major bytes, which its reader hashes in turn with the other bands'.
+struct Band {
+  std::size_t writer = 0;
+  Block block;
+  std::size_t reader = 0;
+};
 
-// Which rank reads each writer block: the one whose wanted block holds most of it, among those
-// the one with the fewest bytes to read so far (so that the reads stay balanced when the
-// decompositions agree on nothing), the lowest of those.
-std::vector<std::size_t> readers_of(const std::vector<Block>& writer_blocks,
-                                    const std::vector<Block>& wanted_by,
-                                    std::size_t element_bytes) {
+// The writer blocks cut into bands at the row boundaries of the wanted blocks, each band read by
+// the rank whose wanted block holds most of it (among those, the one with the fewest bytes to
+// read so far, then the lowest): in the usual re-partitionings a band is all in one rank's new
+// block, every rank reads about its share, and few bytes move afterwards. In writer order, each
+// writer's bands in row order.
+std::vector<Band> bands_of(const std::vector<Block>& writer_blocks,
+                           const std::vector<Block>& wanted_by, std::size_t element_bytes) {
   std::vector<std::uint64_t> load(wanted_by.size(), 0);
-  std::vector<std::size_t> readers;
-  for (const auto& block : writer_blocks) {
-    std::size_t best = 0;
-    std::uint64_t best_overlap = 0;
-    for (std::size_t rank = 0; rank < wanted_by.size(); ++rank) {
-      const auto overlap = intersection(block, wanted_by[rank]).element_count();
-      if (overlap > best_overlap || (overlap == best_overlap && load[rank] < load[best])) {
-        best = rank;
-        best_overlap = overlap;
+  std::vector<Band> bands;
+  for (std::size_t writer = 0; writer < writer_blocks.size(); ++writer) {
+    const Block& whole = writer_blocks[writer];
+    if (whole.element_count() == 0) {
+      continue;
+    }
+    const auto first = whole.start[0];
+    const auto end = first + whole.count[0];
+    std::vector<std::uint64_t> cuts = {first, end};
+    for (const auto& wanted : wanted_by) {
+      for (const auto row : {wanted.start[0], wanted.start[0] + wanted.count[0]}) {
+        if (wanted.element_count() > 0 && row > first && row < end) {
+          cuts.push_back(row);
+        }
       }
     }
-    readers.push_back(best);
-    load[best] += block.element_count() * element_bytes;
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+      Band band{writer, whole, 0};
+      band.block.start[0] = cuts[i];
+      band.block.count[0] = cuts[i + 1] - cuts[i];
+      std::uint64_t most = 0;
+      for (std::size_t rank = 0; rank < wanted_by.size(); ++rank) {
+        const auto overlap = intersection(band.block, wanted_by[rank]).element_count();
+        if (overlap > most || (overlap == most && load[rank] < load[band.reader])) {
+          band.reader = rank;
+          most = overlap;
+        }
+      }
+      load[band.reader] += band.block.element_count() * element_bytes;
+      bands.push_back(std::move(band));
+    }
   }
-  return readers;
+  return bands;
+}
+
+// Checks every writer block's xxh64 over its bands, held by their readers: the rank holding a
+// writer's first band hashes it and passes the hash state on to the holder of the next band,
+// which goes on hashing, and so on; the holder of the last band compares. Every rank walks the
+// bands in the same order, so each waits only for a band earlier in it. `held[i]` holds this
+// rank's i-th band in that order. Returns the first mismatch this rank found.
+std::exception_ptr check_bands(const Communicator& comm, const StoredGlobalArray& stored,
+                               const std::vector<Band>& bands,
+                               const std::vector<std::vector<std::byte>>& held) {
+  constexpr int kStateTag = 7301;
+  const auto rank = static_cast<std::size_t>(comm.rank());
+  XXH64_state_t state;
+  std::exception_ptr error;
+  std::size_t next_held = 0;
+  for (std::size_t i = 0; i < bands.size(); ++i) {
+    const auto& band = bands[i];
+    if (band.reader != rank) {
+      continue;
+    }
+    const bool first = i == 0 || bands[i - 1].writer != band.writer;
+    const bool last = i + 1 == bands.size() || bands[i + 1].writer != band.writer;
+    const auto state_bytes = std::as_writable_bytes(std::span(&state, 1));
+    if (first) {
+      XXH64_reset(&state, 0);
+    } else if (bands[i - 1].reader != rank) {
+      comm.sendrecv(std::span<const std::byte>(), Communicator::kNoRank, state_bytes,
+                    static_cast<int>(bands[i - 1].reader), kStateTag);
+    }
+    const auto& data = held[next_held++];
+    XXH64_update(&state, data.data(), data.size());
+    if (last) {
+      if (!error && XXH64_digest(&state) != stored.writer_xxh64[band.writer]) {
+        error = std::make_exception_ptr(hash_mismatch(stored, band.writer));
+      }
+    } else if (bands[i + 1].reader != rank) {
+      comm.sendrecv(std::span<const std::byte>(state_bytes), static_cast<int>(bands[i + 1].reader),
+                    std::span<std::byte>(), Communicator::kNoRank, kStateTag);
+    }
+  }
+  return error;
 }
 
 }  // namespace
@@ -99,38 +164,39 @@ void read_global_array(const Communicator& comm, MpiIoFile& file, const StoredGl
     });
     return;
   }
-  // Each writer block is read by the rank that wants most of it (few bytes move afterwards);
-  // as many collective rounds as the most blocks one rank reads.
-  const auto readers = readers_of(stored.writer_blocks, wanted_by, stored.where.element_bytes);
-  std::vector<std::vector<std::size_t>> reads(ranks);
+  // Each band is read by its reader in collective rounds (as many as the most bands one rank
+  // reads), then every writer block's hash is checked over its bands.
+  const auto bands = bands_of(stored.writer_blocks, wanted_by, stored.where.element_bytes);
   std::vector<std::vector<Block>> held_by(ranks);
-  for (std::size_t writer = 0; writer < writers; ++writer) {
-    reads[readers[writer]].push_back(writer);
-    held_by[readers[writer]].push_back(stored.writer_blocks[writer]);
+  for (const auto& band : bands) {
+    held_by[band.reader].push_back(band.block);
   }
   std::size_t rounds = 0;
-  for (const auto& mine_to_read : reads) {
-    rounds = std::max(rounds, mine_to_read.size());
+  for (const auto& blocks : held_by) {
+    rounds = std::max(rounds, blocks.size());
   }
   std::vector<std::vector<std::byte>> held;
   run_then_agree_within(comm, context, timeout, [&] {
-    // A rank that fails a round still takes part in the rounds after it, or the others would
-    // wait in them forever; its first failure is raised once all rounds are done.
+    // A rank that fails a round still takes part in the rounds and the hash chain after it, or
+    // the others would wait in them forever; its first failure is raised once all are done.
     std::exception_ptr error;
+    const std::size_t dimensions = stored.where.global_shape.size();
+    const Block nothing{Shape(dimensions, 0), Shape(dimensions, 0)};
     for (std::size_t round = 0; round < rounds; ++round) {
-      const bool reading = round < reads[rank].size();
+      const Block& block = round < held_by[rank].size() ? held_by[rank][round] : nothing;
+      std::vector<std::byte> data(block.element_count() * stored.where.element_bytes);
       try {
-        auto data = read_writer_block(file, stored, reading ? reads[rank][round] : writers);
-        if (reading && !error) {
-          check_hash(stored, reads[rank][round], data);
-          held.push_back(std::move(data));
-        }
+        file.read_block_all(stored.where, block, data);
       } catch (...) {
         error = error ? error : std::current_exception();
       }
+      if (round < held_by[rank].size()) {
+        held.push_back(std::move(data));
+      }
     }
-    if (error) {
-      std::rethrow_exception(error);
+    const auto mismatch = check_bands(comm, stored, bands, held);
+    if (error || mismatch) {
+      std::rethrow_exception(error ? error : mismatch);
     }
   });
   std::vector<HeldPiece> pieces;

@@ -36,10 +36,12 @@ std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
                                  std::chrono::duration<double> timeout);
 
 // Collective at any rank count: reads `stored` into `mine`, this rank's block of `wanted_by`
-// (index = rank). Each writer block is read and verified by the rank that wants most of it;
-// then the verified blocks are redistributed. When the array is read in the blocks it was written in, each rank
-// reads its own block straight into `mine`. CorruptCheckpoint on every rank, naming the array
-// and the writer block, when a hash does not match.
+// (index = rank). Each writer block is cut into bands of whole rows at the wanted blocks' row
+// boundaries; each band is read by the rank that wants most of it, and each writer block's
+// checksum is checked over its bands in order, the hash state passed from one band's reader to
+// the next; then the verified bands are redistributed. When the array is read in the blocks it
+// was written in, each rank reads its own block straight into `mine`. CorruptCheckpoint on every
+// rank, naming the array and the writer block, when a hash does not match.
 void read_global_array(const Communicator& comm, MpiIoFile& file, const StoredGlobalArray& stored,
                        const std::vector<Block>& wanted_by, std::span<std::byte> mine,
                        const std::string& context, std::chrono::duration<double> timeout);
