@@ -4,6 +4,9 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <numeric>
+#include <optional>
+#include <tuple>
 
 #include "block_redistribution.hpp"
 #include "collective_errors.hpp"
@@ -83,42 +86,77 @@ std::vector<Band> bands_of(const std::vector<Block>& writer_blocks,
   return bands;
 }
 
+// Where `band` lies in the row-major buffer of `wanted` when it is whole rows of it (all of
+// `wanted` in every dimension but the first), so that it can be read straight into place.
+std::optional<std::size_t> in_place_offset(const Block& band, const Block& wanted,
+                                           std::size_t element_bytes) {
+  if (band.element_count() == 0 || !(intersection(band, wanted) == band)) {
+    return std::nullopt;
+  }
+  std::uint64_t row = element_bytes;
+  for (std::size_t d = 1; d < band.start.size(); ++d) {
+    if (band.start[d] != wanted.start[d] || band.count[d] != wanted.count[d]) {
+      return std::nullopt;
+    }
+    row *= wanted.count[d];
+  }
+  return (band.start[0] - wanted.start[0]) * row;
+}
+
 // Checks every writer block's xxh64 over its bands, held by their readers: the rank holding a
 // writer's first band hashes it and passes the hash state on to the holder of the next band,
 // which goes on hashing, and so on; the holder of the last band compares. Every rank walks the
-// bands in the same order, so each waits only for a band earlier in it. `held[i]` holds this
-// rank's i-th band in that order. Returns the first mismatch this rank found.
+// bands in one order that all ranks share, in which each band comes after the one before it in
+// its writer block, so that the first band not yet hashed can always be (no cycle of waits,
+// whether MPI sends eagerly or not): first bands first, and among bands at the same place the
+// ones whose state goes to another rank, so that the next rank does not wait for a whole block
+// to be hashed before it gets the state. `held[i]` holds this rank's i-th band in `bands`.
+// Returns the first mismatch this rank found.
 std::exception_ptr check_bands(const Communicator& comm, const StoredGlobalArray& stored,
                                const std::vector<Band>& bands,
-                               const std::vector<std::vector<std::byte>>& held) {
+                               const std::vector<std::span<const std::byte>>& held) {
   constexpr int kStateTag = 7301;
   const auto rank = static_cast<std::size_t>(comm.rank());
-  XXH64_state_t state;
+  struct Step {
+    std::size_t place = 0;  // in its writer block: 0 for the first band
+    bool passes_on = false;
+    std::size_t band = 0;
+    std::size_t held = 0;  // this rank's: the index into `held`
+  };
+  std::vector<Step> steps;
+  for (std::size_t i = 0, place = 0, mine = 0; i < bands.size(); ++i) {
+    place = i > 0 && bands[i - 1].writer == bands[i].writer ? place + 1 : 0;
+    if (bands[i].reader == rank) {
+      const bool passes_on = i + 1 < bands.size() && bands[i + 1].writer == bands[i].writer &&
+                             bands[i + 1].reader != rank;
+      steps.push_back({place, passes_on, i, mine++});
+    }
+  }
+  std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) {
+    return std::tuple(a.place, !a.passes_on, a.band) < std::tuple(b.place, !b.passes_on, b.band);
+  });
+  std::vector<XXH64_state_t> states(stored.writer_blocks.size());
   std::exception_ptr error;
-  std::size_t next_held = 0;
-  for (std::size_t i = 0; i < bands.size(); ++i) {
-    const auto& band = bands[i];
-    if (band.reader != rank) {
-      continue;
-    }
-    const bool first = i == 0 || bands[i - 1].writer != band.writer;
-    const bool last = i + 1 == bands.size() || bands[i + 1].writer != band.writer;
+  for (const auto& step : steps) {
+    const auto& band = bands[step.band];
+    auto& state = states[band.writer];
     const auto state_bytes = std::as_writable_bytes(std::span(&state, 1));
-    if (first) {
+    if (step.place == 0) {
       XXH64_reset(&state, 0);
-    } else if (bands[i - 1].reader != rank) {
+    } else if (bands[step.band - 1].reader != rank) {
       comm.sendrecv(std::span<const std::byte>(), Communicator::kNoRank, state_bytes,
-                    static_cast<int>(bands[i - 1].reader), kStateTag);
+                    static_cast<int>(bands[step.band - 1].reader), kStateTag);
     }
-    const auto& data = held[next_held++];
-    XXH64_update(&state, data.data(), data.size());
+    XXH64_update(&state, held[step.held].data(), held[step.held].size());
+    const bool last = step.band + 1 == bands.size() || bands[step.band + 1].writer != band.writer;
     if (last) {
       if (!error && XXH64_digest(&state) != stored.writer_xxh64[band.writer]) {
         error = std::make_exception_ptr(hash_mismatch(stored, band.writer));
       }
-    } else if (bands[i + 1].reader != rank) {
-      comm.sendrecv(std::span<const std::byte>(state_bytes), static_cast<int>(bands[i + 1].reader),
-                    std::span<std::byte>(), Communicator::kNoRank, kStateTag);
+    } else if (step.passes_on) {
+      comm.sendrecv(std::span<const std::byte>(state_bytes),
+                    static_cast<int>(bands[step.band + 1].reader), std::span<std::byte>(),
+                    Communicator::kNoRank, kStateTag);
     }
   }
   return error;
@@ -165,17 +203,32 @@ void read_global_array(const Communicator& comm, MpiIoFile& file, const StoredGl
     return;
   }
   // Each band is read by its reader in collective rounds (as many as the most bands one rank
-  // reads), then every writer block's hash is checked over its bands.
+  // reads), then every writer block's hash is checked over its bands. A band that is whole rows
+  // of its reader's wanted block is read straight into place; the others into buffers, from
+  // which they are redistributed.
   const auto bands = bands_of(stored.writer_blocks, wanted_by, stored.where.element_bytes);
+  std::vector<std::vector<Block>> read_by(ranks);
   std::vector<std::vector<Block>> held_by(ranks);
   for (const auto& band : bands) {
-    held_by[band.reader].push_back(band.block);
+    read_by[band.reader].push_back(band.block);
+    if (!in_place_offset(band.block, wanted_by[band.reader], stored.where.element_bytes)) {
+      held_by[band.reader].push_back(band.block);
+    }
   }
   std::size_t rounds = 0;
-  for (const auto& blocks : held_by) {
+  for (const auto& blocks : read_by) {
     rounds = std::max(rounds, blocks.size());
   }
-  std::vector<std::vector<std::byte>> held;
+  // Each rank reads its largest band first, and so on: a collective round lasts as long as its
+  // largest read, so rounds of like sizes lose the least.
+  std::vector<std::size_t> schedule(read_by[rank].size());
+  std::iota(schedule.begin(), schedule.end(), std::size_t{0});
+  std::stable_sort(schedule.begin(), schedule.end(), [&](std::size_t a, std::size_t b) {
+    return read_by[rank][a].element_count() > read_by[rank][b].element_count();
+  });
+  std::vector<std::vector<std::byte>> buffers;
+  std::vector<std::span<const std::byte>> read(read_by[rank].size());  // this rank's bands
+  std::uint64_t in_place = 0;  // elements of them read into `mine`
   run_then_agree_within(comm, context, timeout, [&] {
     // A rank that fails a round still takes part in the rounds and the hash chain after it, or
     // the others would wait in them forever; its first failure is raised once all are done.
@@ -183,28 +236,40 @@ void read_global_array(const Communicator& comm, MpiIoFile& file, const StoredGl
     const std::size_t dimensions = stored.where.global_shape.size();
     const Block nothing{Shape(dimensions, 0), Shape(dimensions, 0)};
     for (std::size_t round = 0; round < rounds; ++round) {
-      const Block& block = round < held_by[rank].size() ? held_by[rank][round] : nothing;
-      std::vector<std::byte> data(block.element_count() * stored.where.element_bytes);
+      const bool reading = round < read_by[rank].size();
+      const Block& block = reading ? read_by[rank][schedule[round]] : nothing;
+      const auto bytes = block.element_count() * stored.where.element_bytes;
+      const auto offset = in_place_offset(block, wanted_by[rank], stored.where.element_bytes);
+      std::span<std::byte> into;
+      if (reading && offset) {
+        into = mine.subspan(*offset, bytes);
+        in_place += block.element_count();
+      } else {
+        into = buffers.emplace_back(bytes);
+      }
       try {
-        file.read_block_all(stored.where, block, data);
+        file.read_block_all(stored.where, block, into);
       } catch (...) {
         error = error ? error : std::current_exception();
       }
-      if (round < held_by[rank].size()) {
-        held.push_back(std::move(data));
+      if (reading) {
+        read[schedule[round]] = into;
       }
     }
-    const auto mismatch = check_bands(comm, stored, bands, held);
+    const auto mismatch = check_bands(comm, stored, bands, read);
     if (error || mismatch) {
       std::rethrow_exception(error ? error : mismatch);
     }
   });
   std::vector<HeldPiece> pieces;
-  for (std::size_t i = 0; i < held.size(); ++i) {
-    pieces.push_back({held_by[rank][i], held[i]});
+  for (std::size_t i = 0, held = 0; i < read.size(); ++i) {
+    if (held < held_by[rank].size() && read_by[rank][i] == held_by[rank][held]) {
+      pieces.push_back({held_by[rank][held++], read[i]});
+    }
   }
   run_then_agree_within(comm, context, timeout, [&] {
-    redistribute_blocks(comm, stored.where.element_bytes, held_by, pieces, wanted_by, mine);
+    redistribute_blocks(comm, stored.where.element_bytes, held_by, pieces, wanted_by, mine,
+                        in_place);
   });
 }
 

@@ -98,7 +98,7 @@ void check_pieces(const std::vector<Block>& listed, const std::vector<HeldPiece>
 void redistribute_blocks(const Communicator& comm, std::size_t element_bytes,
                          const std::vector<std::vector<Block>>& held_by,
                          const std::vector<HeldPiece>& mine, const std::vector<Block>& wanted_by,
-                         std::span<std::byte> wanted) {
+                         std::span<std::byte> wanted, std::uint64_t in_place) {
   const int rank = comm.rank();
   const auto me = static_cast<std::size_t>(rank);
   check_pieces(held_by.at(me), mine, element_bytes);
@@ -114,7 +114,7 @@ void redistribute_blocks(const Communicator& comm, std::size_t element_bytes,
   types.commit(element);
 
   std::vector<MPI_Request> requests;
-  std::uint64_t received = 0;
+  std::uint64_t received = in_place;
   auto post = [&](const Message& message, int peer, bool send) {
     if (message.parts.empty()) {
       return;

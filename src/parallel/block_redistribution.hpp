@@ -24,11 +24,12 @@ struct HeldPiece {
 // them as `mine` (every rank passes the same `held_by` and `wanted_by`); `wanted_by[r]` is the
 // block rank r wants, which this rank receives into `wanted` (its elements, row-major, each
 // `element_bytes` long). Point to point: a rank exchanges messages only with the ranks whose
-// blocks meet its own, one message each way at most. UsageError when the pieces do not hold
-// every wanted cell exactly once or a piece's bytes do not match its block.
+// blocks meet its own, one message each way at most. `in_place`: how many cells of this rank's
+// wanted block are in `wanted` already, held by no piece. UsageError when the pieces (and those
+// cells) do not hold every wanted cell exactly once or a piece's bytes do not match its block.
 void redistribute_blocks(const Communicator& comm, std::size_t element_bytes,
                          const std::vector<std::vector<Block>>& held_by,
                          const std::vector<HeldPiece>& mine, const std::vector<Block>& wanted_by,
-                         std::span<std::byte> wanted);
+                         std::span<std::byte> wanted, std::uint64_t in_place = 0);
 
 }  // namespace epochrun
