@@ -1,4 +1,4 @@
-// One version 3 checkpoint file being saved (docs/FORMAT-v3-design.md), in steps like
+// One version 3 checkpoint file being saved (docs/FORMAT.md, "Format version 3"), in steps like
 // PendingCheckpoint's, with a fixed cost that does not grow with ranks x blobs: the ranks agree
 // on their blobs by reductions and a prefix sum, rank 0 lays the file out from one description
 // per blob name, and every rank computes where its bytes go from a few broadcast offsets.

@@ -34,8 +34,8 @@ struct CollectiveTransfer {
 // Serial HDF5, on one process (rank 0, before a collective write): creates or truncates `file`
 // with a user block of `user_block_bytes` (a multiple of 512, or 0) and one dataset at
 // `dataset` (its groups created) of `dtype` and `global_shape`, as a checkpoint lays a global
-// array out (docs/FORMAT-v3-design.md): contiguous, allocated at creation and never filled (a
-// fill would write every byte twice), starting on a page when it is 1 MiB or more. Returns the
+// array out (docs/FORMAT.md, format version 3): contiguous, allocated at creation and never filled
+// (a fill would write every byte twice), starting on a page when it is 1 MiB or more. Returns the
 // offset of the dataset's bytes, where MpiIoFile writes them.
 std::uint64_t create_array_file(const std::filesystem::path& file, const std::string& dataset,
                                 DType dtype, const Shape& global_shape,

@@ -1,7 +1,7 @@
 // `epochrun bench --global-arrays`: one 2-D global array of float64, a block per rank over the
-// process grid (balanced_block), saved and loaded the way a checkpoint of format version 3
-// will move it (docs/FORMAT-v3-design.md), each against the plain POSIX I/O of the same bytes
-// on the same ranks in the same rounds (docs/benchmarks.md, "Global arrays").
+// process grid (balanced_block), saved and loaded the way a checkpoint moves it (docs/FORMAT.md,
+// format version 3), each against the plain POSIX I/O of the same bytes on the same ranks in the
+// same rounds (docs/benchmarks.md, "Global arrays").
 #pragma once
 
 #include <cstdint>
