@@ -162,6 +162,61 @@ std::exception_ptr check_bands(const Communicator& comm, const StoredGlobalArray
   return error;
 }
 
+// What read_bands read on this rank.
+struct BandsRead {
+  std::vector<std::span<const std::byte>> bands;  // this rank's, in `read_by[rank]` order
+  std::uint64_t in_place = 0;                     // elements of them read straight into `mine`
+  std::exception_ptr error;                       // this rank's first failure
+};
+
+// Collective: `read_by[r]` lists the bands rank r reads, in collective rounds (as many as the
+// most bands one rank reads). A band that is whole rows of this rank's wanted block is read
+// straight into `mine`; the others into `buffers`. Each rank reads its largest band first, and
+// so on: a collective round lasts as long as its largest read, so rounds of like sizes lose the
+// least. A rank that fails a round still takes part in the rounds after it, or the others
+// would wait in them forever; its first failure is kept.
+BandsRead read_bands(MpiIoFile& file, const StoredGlobalArray& stored,
+                     const std::vector<std::vector<Block>>& read_by,
+                     const std::vector<Block>& wanted_by, std::size_t rank,
+                     std::span<std::byte> mine, std::vector<std::vector<std::byte>>& buffers) {
+  std::size_t rounds = 0;
+  for (const auto& blocks : read_by) {
+    rounds = std::max(rounds, blocks.size());
+  }
+  const auto& own = read_by[rank];
+  std::vector<std::size_t> schedule(own.size());
+  std::iota(schedule.begin(), schedule.end(), std::size_t{0});
+  std::stable_sort(schedule.begin(), schedule.end(), [&](std::size_t a, std::size_t b) {
+    return own[a].element_count() > own[b].element_count();
+  });
+  BandsRead read;
+  read.bands.resize(own.size());
+  const std::size_t dimensions = stored.where.global_shape.size();
+  const Block nothing{Shape(dimensions, 0), Shape(dimensions, 0)};
+  for (std::size_t round = 0; round < rounds; ++round) {
+    const bool reading = round < own.size();
+    const Block& block = reading ? own[schedule[round]] : nothing;
+    const auto bytes = block.element_count() * stored.where.element_bytes;
+    const auto offset = in_place_offset(block, wanted_by[rank], stored.where.element_bytes);
+    std::span<std::byte> into;
+    if (reading && offset) {
+      into = mine.subspan(*offset, bytes);
+      read.in_place += block.element_count();
+    } else {
+      into = buffers.emplace_back(bytes);
+    }
+    try {
+      file.read_block_all(stored.where, block, into);
+    } catch (...) {
+      read.error = read.error ? read.error : std::current_exception();
+    }
+    if (reading) {
+      read.bands[schedule[round]] = into;
+    }
+  }
+  return read;
+}
+
 }  // namespace
 
 std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
@@ -219,61 +274,24 @@ void read_global_array(const Communicator& comm, MpiIoFile& file, const StoredGl
       held_by[band.reader].push_back(band.block);
     }
   }
-  std::size_t rounds = 0;
-  for (const auto& blocks : read_by) {
-    rounds = std::max(rounds, blocks.size());
-  }
-  // Each rank reads its largest band first, and so on: a collective round lasts as long as its
-  // largest read, so rounds of like sizes lose the least.
-  std::vector<std::size_t> schedule(read_by[rank].size());
-  std::iota(schedule.begin(), schedule.end(), std::size_t{0});
-  std::stable_sort(schedule.begin(), schedule.end(), [&](std::size_t a, std::size_t b) {
-    return read_by[rank][a].element_count() > read_by[rank][b].element_count();
-  });
   std::vector<std::vector<std::byte>> buffers;
-  std::vector<std::span<const std::byte>> read(read_by[rank].size());  // this rank's bands
-  std::uint64_t in_place = 0;  // elements of them read into `mine`
+  BandsRead read;
   run_then_agree_within(comm, context, timeout, [&] {
-    // A rank that fails a round still takes part in the rounds and the hash chain after it, or
-    // the others would wait in them forever; its first failure is raised once all are done.
-    std::exception_ptr error;
-    const std::size_t dimensions = stored.where.global_shape.size();
-    const Block nothing{Shape(dimensions, 0), Shape(dimensions, 0)};
-    for (std::size_t round = 0; round < rounds; ++round) {
-      const bool reading = round < read_by[rank].size();
-      const Block& block = reading ? read_by[rank][schedule[round]] : nothing;
-      const auto bytes = block.element_count() * stored.where.element_bytes;
-      const auto offset = in_place_offset(block, wanted_by[rank], stored.where.element_bytes);
-      std::span<std::byte> into;
-      if (reading && offset) {
-        into = mine.subspan(*offset, bytes);
-        in_place += block.element_count();
-      } else {
-        into = buffers.emplace_back(bytes);
-      }
-      try {
-        file.read_block_all(stored.where, block, into);
-      } catch (...) {
-        error = error ? error : std::current_exception();
-      }
-      if (reading) {
-        read[schedule[round]] = into;
-      }
-    }
-    const auto mismatch = check_bands(comm, stored, bands, read);
-    if (error || mismatch) {
-      std::rethrow_exception(error ? error : mismatch);
+    read = read_bands(file, stored, read_by, wanted_by, rank, mine, buffers);
+    const auto mismatch = check_bands(comm, stored, bands, read.bands);
+    if (read.error || mismatch) {
+      std::rethrow_exception(read.error ? read.error : mismatch);
     }
   });
   std::vector<HeldPiece> pieces;
-  for (std::size_t i = 0, held = 0; i < read.size(); ++i) {
+  for (std::size_t i = 0, held = 0; i < read.bands.size(); ++i) {
     if (held < held_by[rank].size() && read_by[rank][i] == held_by[rank][held]) {
-      pieces.push_back({held_by[rank][held++], read[i]});
+      pieces.push_back({held_by[rank][held++], read.bands[i]});
     }
   }
   run_then_agree_within(comm, context, timeout, [&] {
     redistribute_blocks(comm, stored.where.element_bytes, held_by, pieces, wanted_by, mine,
-                        in_place);
+                        read.in_place);
   });
 }
 

@@ -18,7 +18,6 @@
 #include "h5_objects.hpp"
 #include "integrity_header.hpp"
 #include "regular_file.hpp"
-#include "streaming_writer.hpp"
 
 namespace epochrun {
 namespace {
@@ -141,6 +140,93 @@ LayoutV3 unflatten(const std::vector<std::int64_t>& flat, std::size_t blobs) {
   return layout;
 }
 
+// What the ranks agreed on their blobs (sorted by name, the same names on every rank): whether
+// each one's shape differs between nodes, and the most dimensions any node gives it.
+struct BlobAgreement {
+  std::vector<bool> shape_differs;
+  std::vector<std::size_t> most_dimensions;
+};
+
+// Collective: the ranks agree on their declarations by the max and min of hashes of them,
+// after one reduction of the blob count, one over [declarations, each per-node shape, each
+// ndim, each replicated checksum when checked] and their complements (the max of ~x is ~min x),
+// whatever the rank count. UsageError, the same on every rank, when they declare other blobs or
+// (check_replicated) when a replicated blob differs, naming it.
+BlobAgreement agree_on_blobs(const Communicator& comm, const std::string& context,
+                             const std::vector<SavedBlob>& blobs, bool check_replicated) {
+  const std::size_t count = blobs.size();
+  std::vector<std::int64_t> counts = {static_cast<std::int64_t>(count),
+                                      ~static_cast<std::int64_t>(count)};
+  comm.allreduce(std::span(counts), Reduction::kMax);
+  if (counts[0] != ~counts[1]) {
+    throw UsageError(context + ": the ranks save different numbers of blobs (" +
+                     std::to_string(~counts[1]) + " to " + std::to_string(counts[0]) + ")");
+  }
+  std::vector<std::int64_t> agreed = {declaration_hash(blobs)};
+  for (const auto& blob : blobs) {
+    agreed.push_back(blob.kind == StorageKind::kPerNode ? hash_of(shape_to_string(blob.view.shape))
+                                                        : 0);
+  }
+  for (const auto& blob : blobs) {
+    agreed.push_back(static_cast<std::int64_t>(blob.view.shape.size()));
+  }
+  for (const auto& blob : blobs) {
+    const bool compared = check_replicated && blob.kind == StorageKind::kReplicated;
+    agreed.push_back(compared ? static_cast<std::int64_t>(
+                                    XXH64(blob.view.bytes.data(), blob.view.bytes.size(), 0))
+                              : 0);
+  }
+  const std::size_t values = agreed.size();
+  for (std::size_t i = 0; i < values; ++i) {
+    agreed.push_back(~agreed[i]);
+  }
+  comm.allreduce(std::span(agreed), Reduction::kMax);
+  const auto differs = [&](std::size_t i) { return agreed[i] != ~agreed[values + i]; };
+  if (differs(0)) {
+    throw UsageError(context +
+                     ": the ranks do not declare the same blobs (names, kinds, dtypes, and the "
+                     "shapes of replicated blobs and global arrays)");
+  }
+  std::string differing;
+  BlobAgreement outcome;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (differs(1 + 2 * count + i)) {
+      differing += (differing.empty() ? "'" : ", '") + blobs[i].view.name + "'";
+    }
+    outcome.shape_differs.push_back(differs(1 + i));
+    outcome.most_dimensions.push_back(static_cast<std::size_t>(agreed[1 + count + i]));
+  }
+  if (!differing.empty()) {
+    throw UsageError(context + ": the replicated blobs " + differing +
+                     " differ between ranks (--check-replicated)");
+  }
+  return outcome;
+}
+
+// What rank 0 lays the file out from, which every rank knows after the agreement: `totals`
+// holds each ragged blob's bytes over all nodes.
+FileDescription description_of(const SavedFile& root, const std::vector<SavedBlob>& blobs,
+                               const BlobAgreement& agreed,
+                               const std::vector<std::int64_t>& totals) {
+  FileDescription description{root.epoch, root.job, root.node_names, root.config_json, {}, 1};
+  for (std::size_t i = 0, r = 0; i < blobs.size(); ++i) {
+    const auto& blob = blobs[i];
+    BlobDescription described{blob.view.name, blob.kind, blob.view.dtype, blob.view.shape, 0, {}};
+    if (blob.kind == StorageKind::kRagged) {
+      described.shape.clear();
+      described.ragged_elements =
+          static_cast<std::uint64_t>(totals[r++]) / element_size(blob.view.dtype);
+      description.ragged_dimensions =
+          std::max(description.ragged_dimensions, agreed.most_dimensions[i]);
+    } else if (blob.kind == StorageKind::kGlobalArray) {
+      described.shape = blob.global_shape;
+      described.writer_blocks = *blob.blocks;
+    }
+    description.blobs.push_back(std::move(described));
+  }
+  return description;
+}
+
 }  // namespace
 
 template <typename Step>
@@ -160,86 +246,23 @@ void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated)
               [](const SavedBlob& a, const SavedBlob& b) { return a.view.name < b.view.name; });
     check_blobs(blobs_, ranks);
   });
-  // The ranks agree on their declarations by the max and min of hashes of them: after one
-  // reduction of the blob count, one over [declarations, each per-node shape, each ndim, each
-  // replicated checksum when checked] and their complements (the max of ~x is ~min x), whatever
-  // the rank count.
-  const std::size_t count = blobs_.size();
-  std::vector<std::int64_t> counts = {static_cast<std::int64_t>(count),
-                                      ~static_cast<std::int64_t>(count)};
-  comm_.allreduce(std::span(counts), Reduction::kMax);
-  if (counts[0] != ~counts[1]) {
-    throw UsageError(context_ + ": the ranks save different numbers of blobs (" +
-                     std::to_string(~counts[1]) + " to " + std::to_string(counts[0]) + ")");
-  }
-  std::vector<std::int64_t> agreed = {declaration_hash(blobs_)};
-  for (const auto& blob : blobs_) {
-    agreed.push_back(blob.kind == StorageKind::kPerNode ? hash_of(shape_to_string(blob.view.shape))
-                                                        : 0);
-  }
-  for (const auto& blob : blobs_) {
-    agreed.push_back(static_cast<std::int64_t>(blob.view.shape.size()));
-  }
-  for (const auto& blob : blobs_) {
-    const bool compared = check_replicated && blob.kind == StorageKind::kReplicated;
-    agreed.push_back(compared ? static_cast<std::int64_t>(
-                                    XXH64(blob.view.bytes.data(), blob.view.bytes.size(), 0))
-                              : 0);
-  }
-  const std::size_t values = agreed.size();
-  for (std::size_t i = 0; i < values; ++i) {
-    agreed.push_back(~agreed[i]);
-  }
-  comm_.allreduce(std::span(agreed), Reduction::kMax);
-  if (agreed[0] != ~agreed[values]) {
-    throw UsageError(context_ +
-                     ": the ranks do not declare the same blobs (names, kinds, dtypes, and the "
-                     "shapes of replicated blobs and global arrays)");
-  }
-  std::string differing;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (agreed[1 + 2 * count + i] != ~agreed[values + 1 + 2 * count + i]) {
-      differing += (differing.empty() ? "'" : ", '") + blobs_[i].view.name + "'";
-    }
-  }
-  if (!differing.empty()) {
-    throw UsageError(context_ + ": the replicated blobs " + differing +
-                     " differ between ranks (--check-replicated)");
-  }
+  const auto agreed = agree_on_blobs(comm_, context_, blobs_, check_replicated);
   // Per-node blobs whose shape differs between nodes are ragged: each node's bytes go back to
   // back in rank order, at the offset a prefix sum gives.
   std::vector<std::int64_t> ragged_bytes;
-  std::vector<std::size_t> ragged;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (blobs_[i].kind == StorageKind::kPerNode && agreed[1 + i] != ~agreed[values + 1 + i]) {
+  for (std::size_t i = 0; i < blobs_.size(); ++i) {
+    if (blobs_[i].kind == StorageKind::kPerNode && agreed.shape_differs[i]) {
       blobs_[i].kind = StorageKind::kRagged;
-      ragged.push_back(i);
       ragged_bytes.push_back(static_cast<std::int64_t>(blobs_[i].view.bytes.size()));
     }
   }
   std::vector<std::int64_t> totals = ragged_bytes;
-  if (!ragged.empty()) {
+  if (!ragged_bytes.empty()) {
     comm_.exclusive_scan_sum(std::span(ragged_bytes));
     comm_.allreduce(std::span(totals), Reduction::kSum);
   }
   ragged_offsets_.assign(ragged_bytes.begin(), ragged_bytes.end());
-
-  description_ = FileDescription{root.epoch, root.job, root.node_names, root.config_json, {}, 1};
-  for (std::size_t i = 0, r = 0; i < count; ++i) {
-    const auto& blob = blobs_[i];
-    BlobDescription described{blob.view.name, blob.kind, blob.view.dtype, blob.view.shape, 0, {}};
-    if (blob.kind == StorageKind::kRagged) {
-      described.shape.clear();
-      described.ragged_elements =
-          static_cast<std::uint64_t>(totals[r++]) / element_size(blob.view.dtype);
-      description_.ragged_dimensions = std::max<std::size_t>(
-          description_.ragged_dimensions, static_cast<std::size_t>(agreed[1 + count + i]));
-    } else if (blob.kind == StorageKind::kGlobalArray) {
-      described.shape = blob.global_shape;
-      described.writer_blocks = *blob.blocks;
-    }
-    description_.blobs.push_back(std::move(described));
-  }
+  description_ = description_of(root, blobs_, agreed, totals);
 }
 
 PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file,
@@ -270,68 +293,73 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
   return pending;
 }
 
+PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, StreamingWriter& writer) {
+  const auto& described = description_.blobs;
+  const std::uint64_t rank = static_cast<std::uint64_t>(comm_.rank());
+  const std::uint64_t ranks = description_.ranks();
+  ValueSums sums;
+  std::size_t ragged = 0;
+  for (std::size_t i = 0; i < described.size(); ++i) {
+    const auto& view = blobs_[i].view;
+    const auto& where = described[i];
+    switch (where.kind) {
+      case StorageKind::kPerNode:
+        sums.nodes.push_back(writer.write(
+            layout_.packed[i]
+                ? layout_.pack_offset + rank * layout_.pack_row_bytes + layout_.in_pack[i]
+                : layout_.offsets[i] + rank * where.value_bytes(),
+            view));
+        bytes_written_ += view.bytes.size();
+        break;
+      case StorageKind::kRagged: {
+        const auto offset = ragged_offsets_[ragged];
+        sums.nodes.push_back(writer.write(layout_.offsets[i] + offset, view));
+        bytes_written_ += view.bytes.size();
+        write_at(
+            fd, layout_.ragged_index_offset + (ragged * ranks + rank) * layout_.ragged_row_bytes,
+            ragged_index_row(view.shape, description_.ragged_dimensions, offset, view.bytes.size()),
+            file_.string());
+        ++ragged;
+        break;
+      }
+      case StorageKind::kReplicated:
+        if (rank == 0) {
+          sums.replicated.push_back(writer.write(layout_.offsets[i], view));
+          bytes_written_ += view.bytes.size();
+        }
+        break;
+      case StorageKind::kGlobalArray:
+        break;  // write_arrays
+    }
+  }
+  writer.flush();
+  return sums;
+}
+
 void PendingCheckpointV3::write_data() noexcept {
   try {
     fault_point("save-create", epoch_);
-    const auto& described = description_.blobs;
-    const std::uint64_t rank = static_cast<std::uint64_t>(comm_.rank());
-    const std::uint64_t ranks = description_.ranks();
     auto fd = open_regular_file_for_writing(file_);
     const bool direct = std::any_of(blobs_.begin(), blobs_.end(), [](const SavedBlob& blob) {
       return blob.view.direct && blob.kind != StorageKind::kGlobalArray;
     });
     auto direct_fd = direct ? open_for_direct_writing(file_) : FileDescriptor(-1);
     StreamingWriter writer(fd.get(), direct_fd.get(), file_.string());
-    std::vector<std::uint64_t> node_sums;
-    std::vector<std::uint64_t> replicated_sums;
-    std::vector<std::byte> ragged_rows;
-    std::size_t ragged = 0;
-    for (std::size_t i = 0; i < described.size(); ++i) {
-      const auto& blob = blobs_[i];
-      const auto& where = described[i];
-      switch (where.kind) {
-        case StorageKind::kPerNode:
-          node_sums.push_back(writer.write(
-              layout_.packed[i]
-                  ? layout_.pack_offset + rank * layout_.pack_row_bytes + layout_.in_pack[i]
-                  : layout_.offsets[i] + rank * where.value_bytes(),
-              blob.view));
-          bytes_written_ += blob.view.bytes.size();
-          break;
-        case StorageKind::kRagged: {
-          const auto offset = ragged_offsets_[ragged];
-          node_sums.push_back(writer.write(layout_.offsets[i] + offset, blob.view));
-          bytes_written_ += blob.view.bytes.size();
-          const auto row = ragged_index_row(blob.view.shape, description_.ragged_dimensions, offset,
-                                            blob.view.bytes.size());
-          write_at(fd.get(),
-                   layout_.ragged_index_offset + (ragged * ranks + rank) * layout_.ragged_row_bytes,
-                   row, file_.string());
-          ++ragged;
-          break;
-        }
-        case StorageKind::kReplicated:
-          if (rank == 0) {
-            replicated_sums.push_back(writer.write(layout_.offsets[i], blob.view));
-            bytes_written_ += blob.view.bytes.size();
-          }
-          break;
-        case StorageKind::kGlobalArray:
-          break;  // write_arrays
-      }
-    }
-    writer.flush();
+    const auto sums = write_values(fd.get(), writer);
     if (writer.direct_bytes() > 0) {
       spdlog::debug("{}: {} of this rank's {} bytes written with direct I/O", file_.string(),
                     writer.direct_bytes(), bytes_written_);
     }
-    if (!node_sums.empty()) {
-      write_at(fd.get(), layout_.node_checksum_offset(rank, 0), checksum_table(node_sums),
-               file_.string());
+    // Each rank's checksums of its per-node values in one run of the table; rank 0's of the
+    // replicated blobs after every node's.
+    if (!sums.nodes.empty()) {
+      write_at(fd.get(), layout_.node_checksum_offset(static_cast<std::uint64_t>(comm_.rank()), 0),
+               checksum_table(sums.nodes), file_.string());
     }
-    if (!replicated_sums.empty()) {
-      write_at(fd.get(), layout_.checksums_offset + 8 * ranks * layout_.per_node_blobs,
-               checksum_table(replicated_sums), file_.string());
+    if (!sums.replicated.empty()) {
+      write_at(fd.get(),
+               layout_.checksums_offset + 8 * description_.ranks() * layout_.per_node_blobs,
+               checksum_table(sums.replicated), file_.string());
     }
     fault_point("save-write", epoch_);
     // Made durable from this rank: on a parallel file system one client's fsync does not flush

@@ -23,6 +23,7 @@
 #include "checkpoint_layout_v3.hpp"
 #include "epochrun/communicator.hpp"
 #include "mpi_io_file.hpp"
+#include "streaming_writer.hpp"
 #include "unsealed_file.hpp"
 
 namespace epochrun {
@@ -81,6 +82,14 @@ class PendingCheckpointV3 {
 
   template <typename Step>
   void agreed_step(const std::string& step, bool root_only, Step&& body);
+  // This rank's checksums of the values write_values wrote.
+  struct ValueSums {
+    std::vector<std::uint64_t> nodes;       // its per-node and ragged values, in blob order
+    std::vector<std::uint64_t> replicated;  // rank 0's: the replicated blobs, in blob order
+  };
+  // The data step's writes of this rank's per-node, ragged and (rank 0) replicated values with
+  // `writer`, and its ragged index rows with `fd`.
+  ValueSums write_values(int fd, StreamingWriter& writer);
   // Describe step: checks this rank's blobs, agrees with the others on them, decides which
   // per-node blobs are ragged and where this rank's ragged bytes go, and builds description_.
   void describe(const SavedFile& root, bool check_replicated);
