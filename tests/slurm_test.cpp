@@ -37,9 +37,10 @@ constexpr std::int64_t kPreemptAfterEpoch = 3;
 // Each case's job, restarts included, ends within this (a hang fails the case, not the suite).
 constexpr double kCaseSeconds = 180;
 
-// 0.3 to 1 s an epoch here (3 ranks on 2 busy cores), 24 epochs: long enough to be preempted in
-// the middle, short enough for ten runs. Few, large batches: each batch is an MPI_Allreduce,
-// which crawls when 3 ranks share 2 cores.
+// 0.2 to 0.4 s an epoch here (3 ranks on 2 cores), 24 epochs: long enough to be preempted in
+// the middle, and long against the launchers' start-up (the time-limit case sets its margin from
+// the uninterrupted run's wall time), short enough for ten runs. Few, large batches: each batch
+// is an MPI_Allreduce, which crawls when 3 ranks share 2 cores.
 std::vector<std::string> job_options() {
   return {"--job",
           "sgd_regression",
@@ -50,7 +51,7 @@ std::vector<std::string> job_options() {
           "--sgd_regression.batch_size",
           "24576",
           "--sgd_regression.batches_per_epoch",
-          "10",
+          "25",
           "--sgd_regression.max_epochs",
           std::to_string(kLastEpoch),
           "--sgd_regression.loss_threshold",
