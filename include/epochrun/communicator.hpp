@@ -174,7 +174,9 @@ class EPOCHRUN_API Communicator {
                        " bytes, not a whole number of elements");
       }
       auto& elements = values.emplace_back(part.size() / sizeof(T));
-      std::memcpy(elements.data(), part.data(), part.size());
+      if (!part.empty()) {  // an empty part may have no storage: memcpy needs a pointer
+        std::memcpy(elements.data(), part.data(), part.size());
+      }
     }
     return values;
   }

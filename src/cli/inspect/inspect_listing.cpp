@@ -39,7 +39,8 @@ nlohmann::json verify_blobs(const CheckpointReader& reader) {
     }
   };
   const auto& header = reader.header();
-  for (const auto& [node, records] : header.blobs) {
+  for (const auto& [name_of_node, records] : header.blobs) {
+    const std::string& node = name_of_node;  // a structured binding cannot be captured (C++20)
     for (const auto& record : records) {
       check(node + "/" + record.name,
             [&] { return reader.read_blob(node, record.name).byte_size(); });
