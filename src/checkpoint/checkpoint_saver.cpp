@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "blob_view.hpp"
 #include "checkpoint_directory_admin.hpp"
 #include "epochrun/errors.hpp"
 #include "human_bytes.hpp"
@@ -37,18 +38,25 @@ void CheckpointSaver::resumed_from(std::int64_t epoch) {
   last_commit_time_ = Clock::now();
 }
 
+void CheckpointSaver::set_blobs(std::vector<BlobPlan> blobs) {
+  blobs_ = std::move(blobs);
+  names_.clear();
+  for (const auto& plan : blobs_) {
+    names_.push_back(plan.name);
+  }
+}
+
 SavedFile CheckpointSaver::root_for(std::int64_t epoch) const {
   return SavedFile{epoch, job_, node_names_, options_.config_json};
 }
 
 std::vector<SavedBlob> CheckpointSaver::saved_blobs(const Workspace& workspace) const {
+  auto views = blob_views(workspace, names_);
   std::vector<SavedBlob> saved;
-  saved.reserve(blobs_.size());
-  for (const auto& plan : blobs_) {
-    const auto& blob = workspace.get(plan.name);
-    saved.push_back(
-        SavedBlob{BlobView{plan.name, blob.dtype(), blob.shape(), blob.raw(), {}, false}, plan.kind,
-                  plan.global_shape, plan.blocks});
+  saved.reserve(views.size());
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const auto& plan = blobs_[i];
+    saved.push_back(SavedBlob{std::move(views[i]), plan.kind, plan.global_shape, plan.blocks});
   }
   return saved;
 }

@@ -52,7 +52,7 @@ class CheckpointSaver {
 
   // What every checkpoint of this run holds: the loaded blobs, or what init created, each with
   // its kind of storage.
-  void set_blobs(std::vector<BlobPlan> blobs) { blobs_ = std::move(blobs); }
+  void set_blobs(std::vector<BlobPlan> blobs);
   // The epoch the run resumed from counts as committed (for the checkpoint policy).
   void resumed_from(std::int64_t epoch);
 
@@ -91,6 +91,7 @@ class CheckpointSaver {
   std::vector<std::string> node_names_;
   PostCommitSteps& post_commit_;
   std::vector<BlobPlan> blobs_;
+  std::vector<std::string> names_;              // blobs_' names, in its order, for blob_views
   std::optional<std::int64_t> last_committed_;  // by this run, or the epoch it resumed from
   std::chrono::steady_clock::time_point last_commit_time_ = std::chrono::steady_clock::now();
 

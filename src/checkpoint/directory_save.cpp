@@ -70,14 +70,6 @@ void DirectorySave::write_data() noexcept {
   }
 }
 
-std::uint64_t DirectorySave::bytes_written() const {
-  if (const auto* v2 = std::get_if<PendingCheckpoint>(&pending_)) {
-    return v2->bytes_written();
-  }
-  const auto* v3 = std::get_if<PendingCheckpointV3>(&pending_);
-  return v3 != nullptr ? v3->bytes_written() : 0;
-}
-
 SaveStats DirectorySave::commit() {
   auto* v2 = std::get_if<PendingCheckpoint>(&pending_);
   auto* v3 = std::get_if<PendingCheckpointV3>(&pending_);

@@ -39,8 +39,6 @@ class DirectorySave {
   // failure, the temporary file removed and every committed checkpoint as it was.
   SaveStats commit();
 
-  std::uint64_t bytes_written() const;
-
  private:
   DirectorySave(std::string context, std::filesystem::path final_path, const Communicator& comm,
                 std::int64_t epoch, std::chrono::duration<double> timeout);

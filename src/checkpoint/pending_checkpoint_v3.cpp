@@ -431,8 +431,8 @@ void PendingCheckpointV3::finish() {
       std::rethrow_exception(write_error_);
     }
   });
-  agreed_step("seal", true,
-              [&] { file_bytes_ = created_.seal(layout_.user_block_size, layout_.extents); });
+  // The committed file's size is read by the commit, after the rename.
+  agreed_step("seal", true, [&] { created_.seal(layout_.user_block_size, layout_.extents); });
 }
 
 }  // namespace epochrun

@@ -66,10 +66,6 @@ class PendingCheckpointV3 {
   // Collective (main thread): agree, seal. Throws on every rank when any rank failed.
   void finish();
 
-  // Bytes of blob data this rank wrote.
-  std::uint64_t bytes_written() const { return bytes_written_; }
-  // The sealed file's size, on rank 0 (0 elsewhere), after finish().
-  std::uint64_t file_bytes() const { return file_bytes_; }
   const std::filesystem::path& file() const { return file_; }
 
   PendingCheckpointV3(PendingCheckpointV3&&) noexcept = default;
@@ -109,8 +105,7 @@ class PendingCheckpointV3 {
   std::vector<std::uint64_t> ragged_offsets_;
   UnsealedFile created_;  // rank 0's, from its creation to its seal
   std::exception_ptr write_error_;
-  std::uint64_t bytes_written_ = 0;
-  std::uint64_t file_bytes_ = 0;
+  std::uint64_t bytes_written_ = 0;  // of blob data by this rank, for the direct-I/O log line
 };
 
 }  // namespace epochrun
