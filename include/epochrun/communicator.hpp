@@ -124,6 +124,13 @@ class EPOCHRUN_API Communicator {
     return from_bytes<std::remove_const_t<T>>(
         gather(std::span<const std::byte>(std::as_bytes(values)), root));
   }
+  // One element per rank, in rank order, on `root` only (empty elsewhere): one MPI_Gather.
+  template <Element T>
+  std::vector<T> gather(T value, int root = 0) const {
+    std::vector<T> values(rank() == root ? static_cast<std::size_t>(size()) : 0);
+    gather_fixed(&value, values.data(), mpi_datatype<T>(), root);
+    return values;
+  }
   template <ConstElement T, std::size_t N>
   std::vector<std::vector<std::remove_const_t<T>>> allgather(std::span<T, N> values) const {
     const auto bytes = std::as_bytes(values);
@@ -160,6 +167,7 @@ class EPOCHRUN_API Communicator {
  private:
   void allreduce_in_place(void* values, std::size_t count, MPI_Datatype type, Reduction op) const;
   void broadcast_in_place(void* values, std::size_t count, MPI_Datatype type, int root) const;
+  void gather_fixed(const void* value, void* values, MPI_Datatype type, int root) const;
   void exclusive_scan_sum_in_place(void* values, std::size_t count, MPI_Datatype type) const;
   void sendrecv_bytes(const void* send, std::size_t send_count, int destination, void* receive,
                       std::size_t receive_count, int source, int tag, MPI_Datatype type) const;

@@ -30,9 +30,11 @@ std::optional<std::string> first_error(const Communicator& comm,
 
 // first_error bounded on every rank, for the steps of a save or a load: no rank, failing or
 // not, waits much more than `timeout` for the others to arrive (rank 0 `timeout`, the others one
-// second more, so that rank 0 speaks first). Built on point-to-point messages to rank 0, which
-// answers every rank, so that the rank that gives up can name who did not come:
-// AgreementTimeout("ranks 1, 2 did not arrive within 600 s", or "rank 0 did not answer ...").
+// second more, so that rank 0 speaks first). One non-blocking reduction, as cheap as
+// first_error whatever the rank count, waited for without holding a core (polite_wait.hpp).
+// When it does not complete in time, a roll call (roll_call.hpp) finds the ranks that did not
+// come, and every rank that did throws the same AgreementTimeout("ranks 1, 2 did not arrive
+// within 600 s"; "rank 0 did not answer within 600 s" when rank 0 is the one missing).
 // After a timeout, messages of this agreement may still be in flight: the caller must end the
 // job (abort), not go on.
 std::optional<std::string> first_error_within(const Communicator& comm,

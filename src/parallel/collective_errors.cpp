@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <thread>
+
 #include "agreement.hpp"
 #include "epochrun/errors.hpp"
 #include "error_table.hpp"
@@ -79,9 +81,28 @@ void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr loc
     spdlog::critical("{}: {}; aborting the job rather than letting it hang", context,
                      timeout_error.what());
     spdlog::default_logger()->flush();
+    if (!comm.is_root()) {
+      // Rank 0 ends the job once the ranks that came have its verdict: a rank that ended it
+      // first could cut rank 0 off before its own line is out.
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
     comm.abort(ExitCode::kJobFailed);
   }
   raise_agreed(agreed, context);
+}
+
+void record_agreed_step(const std::string& context, step_times::Clock::time_point started,
+                        step_times::Clock::time_point worked) {
+  if (!step_times::recording()) {
+    return;
+  }
+  const auto last = context.rfind(": ");
+  const auto& named = step_times::current_name();
+  const auto step = !named.empty()              ? named
+                    : last == std::string::npos ? context
+                                                : context.substr(last + 2);
+  step_times::add(step, std::chrono::duration<double>(worked - started).count());
+  step_times::add_since(step + " (agree)", worked);
 }
 
 void rethrow_with_context(std::exception_ptr error, const std::string& context) {

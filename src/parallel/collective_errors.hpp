@@ -12,6 +12,7 @@
 
 #include "agreement_timeout.hpp"
 #include "epochrun/communicator.hpp"
+#include "step_times.hpp"
 
 namespace epochrun {
 
@@ -33,17 +34,25 @@ void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_erro
 void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr local_error,
                                 const std::string& context, std::chrono::duration<double> timeout);
 
+// When this thread records step times (step_times.hpp): the step `context` names (its last
+// ": " part) took from `started` to `worked`, and its agreement from then to now.
+void record_agreed_step(const std::string& context, step_times::Clock::time_point started,
+                        step_times::Clock::time_point worked);
+
 // Collective: runs `step` on this rank, then raise_if_any_failed_within.
 template <typename Step>
 void run_then_agree_within(const Communicator& comm, const std::string& context,
                            std::chrono::duration<double> timeout, Step&& step) {
+  const auto started = step_times::Clock::now();
   std::exception_ptr error;
   try {
     step();
   } catch (...) {
     error = std::current_exception();
   }
+  const auto worked = step_times::Clock::now();
   raise_if_any_failed_within(comm, error, context, timeout);
+  record_agreed_step(context, started, worked);
 }
 
 // Collective: run_then_agree_within with `step` run on rank 0 alone.

@@ -12,6 +12,7 @@ namespace epochrun {
 
 void check_mpi(int code, const char* call) {
   if (code == MPI_SUCCESS) {
+    step_times::count_call(call);
     return;
   }
   char text[MPI_MAX_ERROR_STRING];
@@ -159,6 +160,11 @@ std::vector<std::string> Communicator::allgather(const std::string& value) const
         joined.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(lengths[i])));
   }
   return values;
+}
+
+void Communicator::gather_fixed(const void* value, void* values, MPI_Datatype type,
+                                int root) const {
+  check_mpi(MPI_Gather(value, 1, type, values, 1, type, root, comm_), "MPI_Gather");
 }
 
 std::vector<std::vector<std::byte>> Communicator::gather(std::span<const std::byte> value,
