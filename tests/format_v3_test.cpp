@@ -53,7 +53,10 @@ void pwrite_all(int fd, const void* data, std::size_t size, std::uint64_t offset
 
 // Lays out `file` and fills every blob's bytes where the layout says, as the ranks would, then
 // seals it; returns the layout.
-LayoutV3 write_file(const std::filesystem::path& path, const FileDescription& file) {
+// `sealed_after_data`: sealed as files written before the seal moved to the lay-out were, the
+// index tables covered by the metadata hash instead of listed as data extents.
+LayoutV3 write_file(const std::filesystem::path& path, const FileDescription& file,
+                    bool sealed_after_data = false) {
   FileDescriptor fd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644));
   const auto layout = lay_out_checkpoint_file_v3(fd.get(), file, [] {});
   const auto index_of = [&](const std::string& name) {
@@ -86,7 +89,14 @@ LayoutV3 write_file(const std::filesystem::path& path, const FileDescription& fi
                layout.ragged_index_offset + rank * layout.ragged_row_bytes);
     ragged_at += 8 * shape[0];
   }
-  seal_checkpoint_file(fd.get(), path.string(), layout.user_block_size, layout.extents);
+  auto extents = layout.extents;
+  if (sealed_after_data) {
+    std::erase_if(extents, [&](const DataExtent& extent) {
+      return extent.offset == layout.checksums_offset ||
+             extent.offset == layout.ragged_index_offset;
+    });
+  }
+  seal_checkpoint_file(fd.get(), path.string(), layout.user_block_size, extents);
   return layout;
 }
 
@@ -130,6 +140,21 @@ TEST_F(FormatV3, ALaidOutFileReadsBackWithEveryBlobWhereItWasPut) {
   EXPECT_EQ(stored.ragged[0][2].size, 8u);
 }
 
+// A file sealed after its data step (the index tables under the metadata hash, as every file
+// written before the seal moved to the lay-out) reads back the same as one sealed at its
+// lay-out, whose extents list the tables.
+TEST_F(FormatV3, AFileSealedAfterItsDataStepReadsBackTheSame) {
+  const auto written = write_file(file, description(), true);
+  const auto stored = read_back(file);
+  EXPECT_EQ(stored.layout.offsets, written.offsets);
+  EXPECT_EQ(stored.layout.checksums_offset, written.checksums_offset);
+  EXPECT_EQ(stored.layout.ragged_index_offset, written.ragged_index_offset);
+  EXPECT_EQ(stored.layout.extents.size(), written.extents.size() - 2);
+  const auto now = directory / "now.h5";
+  write_file(now, description());
+  EXPECT_EQ(read_back(now).layout.extents.size(), written.extents.size());
+}
+
 TEST_F(FormatV3, TheMetadataDoesNotGrowWithTheRankCount) {
   // The same blobs at 3 and at 300 ranks: the same number of datasets and index rows.
   auto many = description();
@@ -145,8 +170,9 @@ TEST_F(FormatV3, TheMetadataDoesNotGrowWithTheRankCount) {
   }
   FileDescriptor fd(open((directory / "many.h5").c_str(), O_RDWR | O_CREAT | O_EXCL, 0644));
   const auto layout = lay_out_checkpoint_file_v3(fd.get(), many, [] {});
-  // field, model, samples, the pack: four extents at any rank count.
-  EXPECT_EQ(layout.extents.size(), 4u);
+  // field, model, samples, the pack, the checksum table and the ragged index: six extents at
+  // any rank count.
+  EXPECT_EQ(layout.extents.size(), 6u);
   const auto small = std::filesystem::file_size(directory / "many.h5");
   // Metadata: the node names and, per node, 41 checksums and a ragged row, under 1 KiB a node.
   EXPECT_LT(small, 300u * 1024);

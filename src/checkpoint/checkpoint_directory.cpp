@@ -163,18 +163,22 @@ Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator&
                        std::chrono::duration<double> timeout) {
   const auto file = directory.file_for(request.epoch);
   // Rank 0 finds the file and its version; the version's reader verifies it whole.
-  run_on_root_then_agree_within(comm, "load epoch " + std::to_string(request.epoch), timeout, [&] {
-    if (!directory.has_epoch(request.epoch)) {
-      throw CheckpointNotFound(directory.describe_missing(request.epoch));
-    }
-  });
   std::int64_t version = 0;
-  const std::string context = "checkpoint " + file.string();
-  run_on_root_then_agree_within(comm, context, timeout, [&] {
-    auto fd = open_regular_file_for_reading(file);
-    version = stored_format_version(fd.get(), verify_checkpoint_file(fd.get(), context));
-  });
-  comm.broadcast(version);
+  {
+    const step_times::Named step("find the file");
+    run_on_root_then_agree_within(
+        comm, "load epoch " + std::to_string(request.epoch), timeout, [&] {
+          if (!directory.has_epoch(request.epoch)) {
+            throw CheckpointNotFound(directory.describe_missing(request.epoch));
+          }
+        });
+    const std::string context = "checkpoint " + file.string();
+    run_on_root_then_agree_within(comm, context, timeout, [&] {
+      auto fd = open_regular_file_for_reading(file);
+      version = stored_format_version(fd.get(), verify_checkpoint_file(fd.get(), context));
+    });
+    comm.broadcast(version);
+  }
   if (version == kFormatVersion3) {
     return load_checkpoint_v3(file, comm, request, workspace, timeout);
   }

@@ -60,7 +60,7 @@ CheckpointIndex::Retired CheckpointIndex::retire(const std::vector<std::int64_t>
   return retired;
 }
 
-void CheckpointIndex::write() const {
+std::string CheckpointIndex::text() const {
   // The layout json_text(..., 2) gives, built from the kept entries.
   std::string text = "{\n  \"format\": \"epochrun-index\",\n  \"format_version\": 1,\n  \"job\": " +
                      json_text(job_) + ",\n  \"checkpoints\": [";
@@ -73,7 +73,15 @@ void CheckpointIndex::write() const {
   text += entries_.empty() ? "],\n" : "\n  ],\n";
   text += "  \"latest\": " + (entries_.empty() ? std::string("null") : std::to_string(*latest())) +
           "\n}\n";
-  write_file_atomically(directory_.path() / kIndexFileName, text);
+  return text;
+}
+
+std::filesystem::path CheckpointIndex::file() const {
+  return directory_.path() / kIndexFileName;
+}
+
+void CheckpointIndex::write() const {
+  write_file_atomically(file(), text());
 }
 
 }  // namespace epochrun

@@ -37,8 +37,12 @@ class CheckpointIndex {
   // gets the first error of a file that stays.
   Retired retire(const std::vector<std::int64_t>& epochs, std::optional<std::string>& failure);
 
-  // Replaces index.json with the epochs known here (temporary file, fsync, rename): the
-  // entries' text is kept from their commit, so this is one write of the file.
+  // index.json's text for the epochs known here: the entries' text is kept from their commit,
+  // so this is one concatenation.
+  std::string text() const;
+  // index.json's path.
+  std::filesystem::path file() const;
+  // Replaces index.json with text() (temporary file, fsync, rename).
   void write() const;
 
  private:

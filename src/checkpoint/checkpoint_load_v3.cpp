@@ -147,12 +147,16 @@ Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator&
   std::optional<StoredFileV3> stored;
   Loaded loaded;
   std::vector<std::pair<std::string, Blob>> values;
-  run_then_agree_within(comm, context, timeout, [&] {
-    auto fd = open_regular_file_for_reading(file);
-    stored.emplace(read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), context)));
-    check_request(*stored, request, comm.size());
-    values = read_values(fd.get(), *stored, request, comm, loaded.recreated);
-  });
+  {
+    const step_times::Named step("read and verify");
+    run_then_agree_within(comm, context, timeout, [&] {
+      auto fd = open_regular_file_for_reading(file);
+      stored.emplace(
+          read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), context)));
+      check_request(*stored, request, comm.size());
+      values = read_values(fd.get(), *stored, request, comm, loaded.recreated);
+    });
+  }
   read_arrays(file, *stored, request, comm, context, timeout, values);
   loaded.written_by_ranks = static_cast<std::int64_t>(stored->description.ranks());
   loaded.config_json = stored->description.config_json;

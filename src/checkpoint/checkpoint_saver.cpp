@@ -10,6 +10,7 @@
 #include "human_bytes.hpp"
 #include "seconds_since.hpp"
 #include "snapshot_copy.hpp"
+#include "step_times.hpp"
 
 namespace epochrun {
 namespace {
@@ -129,7 +130,9 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
   }
   try {
     auto save = begin_save(epoch, saved_blobs(workspace));
+    const auto writing = Clock::now();
     save.write_data();
+    step_times::add_since("write data", writing);
     committed(save.commit(), outcome);
   } catch (const std::exception& error) {
     commit_failed(epoch, error, outcome);
@@ -161,7 +164,9 @@ void CheckpointSaver::committed(const SaveStats& stats, SaveOutcome& outcome) {
   outcome.committed = true;
   last_committed_ = outcome.epoch;
   last_commit_time_ = Clock::now();
+  const auto after = Clock::now();
   outcome.deleted = post_commit_.after_commit(outcome.epoch, stats.file_bytes);
+  step_times::add_since("index and retention", after);
   outcome.log = fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
                             human_bytes(double(stats.file_bytes)), stats.seconds,
                             human_bytes(double(stats.file_bytes) / std::max(stats.seconds, 1e-9)));

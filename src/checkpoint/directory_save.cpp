@@ -19,13 +19,10 @@ DirectorySave::DirectorySave(std::string context, std::filesystem::path final_pa
       epoch_(epoch),
       timeout_(timeout) {}
 
-std::string DirectorySave::temporary_name(DirectorySave& save,
-                                          const CheckpointDirectory& directory) {
-  std::string temporary;
-  run_on_root_then_agree_within(*save.comm_, save.context_, save.timeout_, [&] {
-    create_private_directories(directory.path());
-    temporary = temporary_sibling(save.final_path_).string();
-  });
+std::string DirectorySave::temporary_name(DirectorySave& save) {
+  // Only a name: rank 0 creates the directory with the file, in the lay-out step.
+  std::string temporary =
+      save.comm_->is_root() ? temporary_sibling(save.final_path_).string() : std::string();
   save.comm_->broadcast(temporary);
   return temporary;
 }
@@ -35,7 +32,7 @@ DirectorySave DirectorySave::begin(const CheckpointDirectory& directory, const C
                                    std::chrono::duration<double> timeout) {
   DirectorySave save("save epoch " + std::to_string(header.epoch), directory.file_for(header.epoch),
                      comm, header.epoch, timeout);
-  const auto temporary = temporary_name(save, directory);
+  const auto temporary = temporary_name(save);
   try {
     save.pending_.emplace<PendingCheckpoint>(
         PendingCheckpoint::begin(temporary, comm, header, std::move(blobs), timeout));
@@ -52,7 +49,7 @@ DirectorySave DirectorySave::begin(const CheckpointDirectory& directory, const C
   const auto epoch = root.epoch;
   DirectorySave save("save epoch " + std::to_string(epoch), directory.file_for(epoch), comm, epoch,
                      timeout);
-  const auto temporary = temporary_name(save, directory);
+  const auto temporary = temporary_name(save);
   try {
     save.pending_.emplace<PendingCheckpointV3>(PendingCheckpointV3::begin(
         temporary, comm, std::move(root), std::move(blobs), timeout, hints, check_replicated));

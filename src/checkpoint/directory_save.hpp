@@ -49,8 +49,8 @@ class DirectorySave {
   std::int64_t epoch_;
   std::chrono::duration<double> timeout_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  // Rank 0 prepares the directory and picks the temporary name everyone writes to.
-  static std::string temporary_name(DirectorySave& save, const CheckpointDirectory& directory);
+  // Rank 0 picks the temporary name everyone writes to (it creates the directory with the file).
+  static std::string temporary_name(DirectorySave& save);
 
   std::variant<std::monostate, PendingCheckpoint, PendingCheckpointV3> pending_;
 };

@@ -2,14 +2,16 @@
 // PendingCheckpoint's, with a fixed cost that does not grow with ranks x blobs: the ranks agree
 // on their blobs by reductions and a prefix sum, rank 0 lays the file out from one description
 // per blob name, and every rank computes where its bytes go from a few broadcast offsets.
-// Internal to the library; saves write format version 2 until the runner moves to this.
+// Internal to the library; every save writes this version.
 //
-//   begin         collective, main thread: agree, lay out (rank 0), broadcast the offsets;
+//   begin         collective, main thread: agree, lay out and seal (rank 0), broadcast the
+//                 offsets;
 //   write_data    this rank alone, any thread, no MPI call: per-node, ragged and (rank 0)
 //                 replicated bytes with pwrite, checksummed as they stream, its index rows;
 //   write_arrays  collective, main thread: each global array with one collective MPI-IO
 //                 write, each rank's block hashed, then everything made durable;
-//   finish        collective, main thread: agree on every rank's writes, rank 0 seals the file.
+//   finish        collective, main thread: agree on every rank's writes; the file is then
+//                 complete and durable, ready for the commit (a rename).
 #pragma once
 
 #include <chrono>
@@ -63,7 +65,7 @@ class PendingCheckpointV3 {
   void write_data() noexcept;
   // Collective (main thread), after write_data: the global arrays, then fsync.
   void write_arrays();
-  // Collective (main thread): agree, seal. Throws on every rank when any rank failed.
+  // Collective (main thread): agree. Throws on every rank when any rank failed.
   void finish();
 
   const std::filesystem::path& file() const { return file_; }
@@ -103,7 +105,7 @@ class PendingCheckpointV3 {
   LayoutV3 layout_;
   // Per ragged blob (description order): this rank's byte offset in its dataset.
   std::vector<std::uint64_t> ragged_offsets_;
-  UnsealedFile created_;  // rank 0's, from its creation to its seal
+  UnsealedFile created_;  // rank 0's, from its creation until every rank's data is durable
   std::exception_ptr write_error_;
   std::uint64_t bytes_written_ = 0;  // of blob data by this rank, for the direct-I/O log line
 };

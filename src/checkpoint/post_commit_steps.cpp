@@ -25,6 +25,7 @@ PostCommitSteps::PostCommitSteps(const Communicator& comm, const CheckpointOptio
     }
     removal_.emplace(directory.path());
     index_.emplace(std::move(directory), std::move(job));
+    index_writer_.emplace(index_->file());
   });
 }
 
@@ -35,12 +36,7 @@ std::vector<std::int64_t> PostCommitSteps::after_commit(std::int64_t epoch,
   }
   if (options_.retention.keeps_everything()) {
     if (index_) {
-      try {
-        index_->write();
-      } catch (const std::exception& error) {
-        // A catalogue only; the next commit rewrites it.
-        spdlog::warn("index after epoch {}: {}", epoch, error.what());
-      }
+      index_writer_->write(index_->text());
     }
     return {};
   }
@@ -86,6 +82,7 @@ std::vector<std::int64_t> PostCommitSteps::delete_all() {
   auto deleted = delete_checkpoints([](const CheckpointIndex& index) { return index.epochs(); },
                                     "deletion after success");
   if (comm_.is_root() && index_) {
+    index_writer_->flush();  // no write after the removal recreates it
     std::error_code ignored;
     std::filesystem::remove(options_.checkpoint_dir / kIndexFileName, ignored);
     spdlog::info("the job succeeded: its checkpoints in {} were deleted",
@@ -132,13 +129,7 @@ std::vector<std::int64_t> PostCommitSteps::delete_checkpoints(Choose&& choose,
     std::optional<std::string> failure;
     auto retired = index_->retire(choose(*index_), failure);
     deleted = std::move(retired.gone);
-    try {
-      index_->write();
-    } catch (const std::exception& error) {
-      failure = failure.value_or(error.what());
-    }
-    // Only now: freeing the files' blocks stalls the file system's journal, which the index's
-    // fsyncs would then wait for.
+    index_writer_->write(index_->text());
     for (auto& [epoch, file] : retired.renamed) {
       removal_->remove(epoch, std::move(file));
     }

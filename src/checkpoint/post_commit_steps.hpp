@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "background_index.hpp"
 #include "background_removal.hpp"
 #include "checkpoint_index.hpp"
 #include "checkpoint_options.hpp"
@@ -61,6 +62,9 @@ class PostCommitSteps {
   // thread; destroyed (waiting for the last deletion) with this.
   std::optional<BackgroundRemoval> removal_;
   std::optional<CheckpointIndex> index_;
+  // Rank 0 with a directory: writes index.json off the job's thread; destroyed first, writing
+  // the last text.
+  std::optional<BackgroundIndex> index_writer_;
 };
 
 }  // namespace epochrun

@@ -54,6 +54,18 @@ std::uint64_t UnsealedFile::seal(std::uint64_t user_block_size,
   return bytes;
 }
 
+void UnsealedFile::seal_before_data(std::uint64_t user_block_size,
+                                    const std::vector<DataExtent>& extents) {
+  seal_checkpoint_file(fd_.get(), file_->string(), user_block_size, extents);
+  release_space_beyond_end(fd_.get());
+}
+
+void UnsealedFile::keep() noexcept {
+  // Unchecked: the data step's checked fsync already made the file durable.
+  fd_ = FileDescriptor(-1);
+  file_.reset();
+}
+
 void UnsealedFile::remove() noexcept {
   fd_ = FileDescriptor(-1);
   if (file_) {

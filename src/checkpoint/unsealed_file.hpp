@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collective_errors.hpp"
+#include "durable_file.hpp"
 #include "epochrun/communicator.hpp"
 #include "file_descriptor.hpp"
 #include "integrity_header.hpp"
@@ -28,7 +29,8 @@ class UnsealedFile {
 
   // Lay-out step (rank 0): refuses a checkpoint of about `needed` bytes that cannot fit before
   // anything is written (a write past the file-size limit would kill the process; a full disk
-  // half-way wastes the whole write), creates `file` (O_EXCL, mode 0644, held from now on) and
+  // half-way wastes the whole write), creates the directory when it is missing and `file`
+  // (O_EXCL, mode 0644, held from now on) and
   // calls lay_out(fd, created), which lays it out with serial HDF5 and calls created() once
   // HDF5 has created it: its space is reserved then, so that another process filling the disk
   // meanwhile cannot fail the save (HDF5 creates by truncating, which gives back space reserved
@@ -36,6 +38,7 @@ class UnsealedFile {
   template <typename LayOut>
   auto create_and_lay_out(const std::filesystem::path& file, std::uint64_t needed,
                           std::int64_t epoch, LayOut&& lay_out) {
+    create_private_directories(file.parent_path());
     check_room_for(file, needed);
     create(file);
     return lay_out(fd_.get(), [this, needed, epoch] { reserve(needed, epoch); });
@@ -64,6 +67,14 @@ class UnsealedFile {
   // Seals it (the integrity header over `extents`, the reservation beyond its end given back,
   // fsync) and lets it go: it stays. Returns its size.
   std::uint64_t seal(std::uint64_t user_block_size, const std::vector<DataExtent>& extents);
+  // Seals it before its data is written: the integrity header over `extents` (which must hold
+  // every byte a rank writes later), and the reservation beyond its end given back. The file
+  // stays this object's, removed if the save fails, until keep(); the data step's fsync makes
+  // the header durable with the data.
+  void seal_before_data(std::uint64_t user_block_size, const std::vector<DataExtent>& extents);
+  // After seal_before_data and a data step that succeeded everywhere: lets the file go (it
+  // stays), closing it. Nothing on a rank that holds none.
+  void keep() noexcept;
   // Removes the file now, when one is held.
   void remove() noexcept;
 

@@ -71,12 +71,16 @@ h5::Handle create_checkpoint_file(int fd, std::uint64_t user_block_size) {
                     "create file");
 }
 
+bool same_extents(const std::vector<DataExtent>& a, const std::vector<DataExtent>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const DataExtent& x, const DataExtent& y) {
+                      return x.offset == y.offset && x.length == y.length;
+                    });
+}
+
 void check_extents_match(const std::vector<DataExtent>& found,
                          const std::vector<DataExtent>& committed) {
-  const auto same = [](const DataExtent& a, const DataExtent& b) {
-    return a.offset == b.offset && a.length == b.length;
-  };
-  if (!std::equal(found.begin(), found.end(), committed.begin(), committed.end(), same)) {
+  if (!same_extents(found, committed)) {
     throw CorruptCheckpoint(
         "its datasets' storage does not match the data extents recorded at commit");
   }

@@ -31,6 +31,8 @@ std::pair<h5::Handle, std::uint64_t> create_dataset(hid_t parent, const std::str
 // and more aligned to a page.
 h5::Handle create_checkpoint_file(int fd, std::uint64_t user_block_size);
 
+// Whether two sorted extent lists are the same.
+bool same_extents(const std::vector<DataExtent>& a, const std::vector<DataExtent>& b);
 // CorruptCheckpoint unless the data extents a reader `found` (sorted) are exactly those the
 // integrity header recorded at commit: no blob reads metadata, another blob's bytes or past
 // the end.

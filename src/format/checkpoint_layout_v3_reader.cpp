@@ -283,21 +283,37 @@ void read_ragged_index(Reading& reading, hid_t index) {
   }
 }
 
-// The index tables each rank writes (checksums, ragged rows) are metadata, covered by the
-// integrity header's metadata hash: they must lie outside every data extent.
-void check_tables_outside_data(const Reading& reading) {
-  const auto& layout = reading.stored.layout;
-  const std::vector<std::pair<std::uint64_t, std::uint64_t>> tables = {
+// The index tables each rank writes (checksums, ragged rows): where a file sealed as it is laid
+// out records them, as data extents beside the blobs' (every file written now); a file sealed
+// after its data step (written before) covers them with its metadata hash instead, and then
+// they must lie outside every data extent. The layout's extents end up as the file records them.
+void check_extents(Reading& reading, const std::vector<DataExtent>& recorded) {
+  auto& layout = reading.stored.layout;
+  const std::vector<DataExtent> tables = {
       {layout.checksums_offset, 8 * reading.stored.checksums.size()},
       {layout.ragged_index_offset, layout.ragged_row_bytes * reading.stored.ragged.size() *
                                        reading.stored.description.ranks()}};
-  for (const auto& [offset, size] : tables) {
+  auto with_tables = layout.extents;
+  for (const auto& table : tables) {
+    if (table.length > 0) {
+      with_tables.push_back(table);
+    }
+  }
+  std::sort(with_tables.begin(), with_tables.end(),
+            [](const DataExtent& a, const DataExtent& b) { return a.offset < b.offset; });
+  if (same_extents(with_tables, recorded)) {
+    layout.extents = std::move(with_tables);
+    return;
+  }
+  for (const auto& table : tables) {
     for (const auto& extent : layout.extents) {
-      if (size > 0 && offset < extent.offset + extent.length && extent.offset < offset + size) {
+      if (table.length > 0 && table.offset < extent.offset + extent.length &&
+          extent.offset < table.offset + table.length) {
         throw CorruptCheckpoint("an index table lies inside blob data");
       }
     }
   }
+  check_extents_match(layout.extents, recorded);
 }
 
 }  // namespace
@@ -401,8 +417,7 @@ StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity)
     read_ragged_index(reading, index.get());
     std::sort(stored.layout.extents.begin(), stored.layout.extents.end(),
               [](const DataExtent& a, const DataExtent& b) { return a.offset < b.offset; });
-    check_tables_outside_data(reading);
-    check_extents_match(stored.layout.extents, integrity.extents);
+    check_extents(reading, integrity.extents);
     file.close("close");
     return stored;
   } catch (const Hdf5Error& error) {

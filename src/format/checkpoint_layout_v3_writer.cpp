@@ -141,11 +141,14 @@ void lay_out_index(const FileDescription& description, const Groups& groups, Lay
                                                           : 0;
     ragged += blob.kind == StorageKind::kRagged ? 1 : 0;
   }
+  // The tables the ranks fill in as they write are data extents, like the values: the file is
+  // sealed (its metadata hashed) as soon as it is laid out, before any rank writes.
   if (checksums > 0) {
     layout.checksums_offset =
         create_dataset(groups.index.get(), "xxh64", Handle(H5Tcopy(H5T_STD_U64LE), "copy type"),
                        {checksums}, groups.dcpl.get(), "the checksum table")
             .second;
+    layout.extents.push_back(DataExtent{layout.checksums_offset, 8 * checksums});
   }
   if (ragged > 0) {
     layout.ragged_row_bytes = 1 + 8 * description.ragged_dimensions + 16;
@@ -154,6 +157,8 @@ void lay_out_index(const FileDescription& description, const Groups& groups, Lay
                        ragged_row_file_type(description.ragged_dimensions), {ragged * ranks},
                        groups.dcpl.get(), "the ragged index")
             .second;
+    layout.extents.push_back(
+        DataExtent{layout.ragged_index_offset, layout.ragged_row_bytes * ragged * ranks});
   }
 }
 
