@@ -23,6 +23,7 @@
 
 #include "bench/bench_measures.hpp"
 #include "bench/global_array_bench.hpp"
+#include "bench/scale_bench.hpp"
 #include "collective_errors.hpp"
 #include "command_line.hpp"
 #include "epochrun/epochrun.hpp"
@@ -43,6 +44,9 @@ struct BenchOptions {
   std::string json_file;
   bool targets = false;
   bool global_arrays = false;
+  bool scale = false;
+  std::string layout_ranks = "1000,10000,100000";
+  std::int64_t layout_blobs = 10;
   std::int64_t small_blobs = 10'000;
   std::int64_t history = 3'000;
   std::int64_t commits = 20;
@@ -98,6 +102,11 @@ po::options_description bench_options_description(BenchOptions& o) {
                          "also write the results to this JSON file")(
       "targets", po::bool_switch(&o.targets), targets.c_str())(
       "global-arrays", po::bool_switch(&o.global_arrays), global_arrays.c_str())(
+      "scale", po::bool_switch(&o.scale), scale_help().c_str())(
+      "layout-ranks", po::value(&o.layout_ranks)->default_value(o.layout_ranks),
+      "--scale: the rank counts of the one-process lay-out, comma-separated")(
+      "layout-blobs", po::value(&o.layout_blobs)->default_value(o.layout_blobs),
+      "--scale: per-node blobs in the one-process lay-out")(
       "small-blobs", po::value(&o.small_blobs)->default_value(o.small_blobs),
       "--targets: blobs of 1 KiB per rank")("history",
                                             po::value(&o.history)->default_value(o.history),
@@ -134,6 +143,17 @@ void check_bench_options(const BenchOptions& o) {
     throw UsageError(
         "--global-arrays measures one array per run; --targets and --blobs do not go with it");
   }
+  if (o.scale && (o.targets || o.global_arrays || o.blobs != 1)) {
+    throw UsageError(
+        "--scale measures one tiny blob per rank; --targets, --global-arrays and --blobs do not "
+        "go with it");
+  }
+  if (o.scale) {
+    parse_layout_ranks(o.layout_ranks);
+  }
+  if (o.layout_blobs < 1 || o.layout_blobs > 10'000) {
+    throw UsageError("--layout-blobs must be in [1, 10000]");
+  }
   if (o.small_blobs < 1 || o.small_blobs > 1'000'000 || o.history < 10 || o.history > 1'000'000 ||
       o.commits < 1 || o.commits > 10'000) {
     throw UsageError(
@@ -151,6 +171,9 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
   if (values.count("help")) {
     std::cout << options << "\n";
     return std::nullopt;
+  }
+  if (o.scale && values["mib-per-rank"].defaulted()) {
+    o.mib_per_rank = kScaleMibPerRank;
   }
   check_bench_options(o);
   return o;
@@ -227,10 +250,13 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
           row["peak_added_bytes"].get<double>() / kMiB, row["state_bytes"].get<double>() / kMiB);
     }
   }
-  if (options.targets || options.global_arrays) {
+  if (options.scale) {
+    print_scale(rows);
+  }
+  if (options.targets || options.global_arrays || options.scale) {
     std::printf("targets (ratio <= limit):\n");
     for (const auto& row : rows) {
-      if (row.contains("met")) {
+      if (row.contains("met") && row.contains("ratio")) {
         std::printf("  %-20s ratio %6.3f  limit %4.2f  %s\n",
                     row["name"].get<std::string>().c_str(), row["ratio"].get<double>(),
                     row["target"].get<double>(), row["met"].get<bool>() ? "MET" : "NOT MET");
@@ -262,9 +288,18 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
   const auto bytes_per_rank =
       static_cast<std::uint64_t>(std::llround(options.mib_per_rank * (1 << 20)));
   auto rows =
-      options.global_arrays
+      options.scale ? measure_scale(comm, directory, bytes_per_rank, settings)
+      : options.global_arrays
           ? measure_global_arrays(comm, directory, bytes_per_rank, settings)
           : measure_disk(comm, directory, bytes_per_rank, options.blobs, settings, options.targets);
+  if (options.scale) {
+    run_on_root_then_agree(comm, "lay-out", [&] {
+      for (auto& row : measure_layout(directory, parse_layout_ranks(options.layout_ranks),
+                                      options.layout_blobs)) {
+        rows.push_back(std::move(row));
+      }
+    });
+  }
   if (options.targets) {
     for (auto& row : measure_small_blobs(comm, directory, options.small_blobs, settings)) {
       rows.push_back(std::move(row));
