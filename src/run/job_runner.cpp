@@ -80,7 +80,8 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            options.async_checkpoint,
                            options.async_max_staging_bytes,
                            options.mpi_io_hints,
-                           options.check_replicated};
+                           options.check_replicated,
+                           options.directory_lock};
 }
 
 // Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).
