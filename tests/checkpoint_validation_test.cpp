@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "checkpoint_directory_admin.hpp"
+#include "directory_lock.hpp"
 #include "epochrun/blob_file.hpp"
 #include "epochrun/errors.hpp"
 #include "sum_pipeline_fixture.hpp"
@@ -26,11 +27,14 @@ std::filesystem::path run_then_damage(const Communicator& comm,
   return file;
 }
 
-// Every file of a directory and its bytes.
+// Every file of a directory and its bytes, but the lock file: a run creates it if missing and
+// leaves it (empty) when it ends (directory_lock.hpp).
 std::map<std::string, std::string> snapshot(const std::filesystem::path& directory) {
   std::map<std::string, std::string> files;
   for (const auto& name : list_directory(directory)) {
-    files[name] = read_file(directory / name);
+    if (name != kLockFileName) {
+      files[name] = read_file(directory / name);
+    }
   }
   return files;
 }

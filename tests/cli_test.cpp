@@ -1,7 +1,10 @@
 // The program as a user runs it: `mpiexec -n 3 epochrun ...` in a fresh directory, its exit
 // codes, its one-line errors, its summary, and its files read back by h5py and h5dump.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -319,7 +322,14 @@ TEST_F(Cli, ASecondRunOnTheSameDirectoryIsRefusedWhileTheFirstRuns) {
   auto ended = first.wait(120);
   ASSERT_TRUE(ended.has_value());
   EXPECT_EQ(ended->exit_code, 0) << ended->err;
-  EXPECT_FALSE(std::filesystem::exists(cwd_ / "D" / ".epochrun.lock"));
+  // The lock file stays (removing it would let a run on another host lock a file that has lost
+  // its name), free and without a holder's record.
+  const auto lock = cwd_ / "D" / ".epochrun.lock";
+  EXPECT_EQ(read_file(lock), "");
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0) << "the lock was not released";
+  ::close(fd);
   auto third = run_process(command, cwd_.path(), kMpiEnvironment);
   EXPECT_EQ(third.exit_code, 0) << third.err;
 }
@@ -464,9 +474,10 @@ TEST_F(Cli, RetentionFlagsAndDeleteOnSuccess) {
                         "--keep-every", "3", "--summary-json", "s.json"},
                        cwd_.path(), 3);
   ASSERT_EQ(kept.exit_code, 0) << kept.err;
-  EXPECT_EQ(list_directory(cwd_ / "D"),
-            (std::vector<std::string>{"epoch-000000.h5", "epoch-000003.h5", "epoch-000004.h5",
-                                      "index.json", "metrics.jsonl", "runs.jsonl"}));
+  EXPECT_EQ(
+      list_directory(cwd_ / "D"),
+      (std::vector<std::string>{".epochrun.lock", "epoch-000000.h5", "epoch-000003.h5",
+                                "epoch-000004.h5", "index.json", "metrics.jsonl", "runs.jsonl"}));
   EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({1, 2}));
 
   auto backup = epochrun(
@@ -474,7 +485,8 @@ TEST_F(Cli, RetentionFlagsAndDeleteOnSuccess) {
       cwd_.path(), 3);
   ASSERT_EQ(backup.exit_code, 0) << backup.err;
   // The checkpoints go; the run history and the metrics stay.
-  EXPECT_EQ(list_directory(cwd_ / "B"), (std::vector<std::string>{"metrics.jsonl", "runs.jsonl"}));
+  EXPECT_EQ(list_directory(cwd_ / "B"),
+            (std::vector<std::string>{".epochrun.lock", "metrics.jsonl", "runs.jsonl"}));
 }
 
 // Whether `directory` holds a temporary name of `target` (a save's, or a retired checkpoint's).
@@ -511,9 +523,9 @@ class HeldKeepLastOneRun {
     ASSERT_TRUE(ended.has_value()) << "the job did not end";
     EXPECT_EQ(ended->exit_code, 0) << ended->err;
     EXPECT_EQ(read_json(cwd_ / "s.json")["deleted_checkpoints"], nlohmann::json({0, 1, 2, 3}));
-    EXPECT_EQ(
-        list_directory(cwd_ / "D"),
-        (std::vector<std::string>{"epoch-000004.h5", "index.json", "metrics.jsonl", "runs.jsonl"}));
+    EXPECT_EQ(list_directory(cwd_ / "D"),
+              (std::vector<std::string>{".epochrun.lock", "epoch-000004.h5", "index.json",
+                                        "metrics.jsonl", "runs.jsonl"}));
   }
 
  private:

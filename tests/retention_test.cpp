@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "checkpoint_directory_admin.hpp"
+#include "directory_lock.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/retention.hpp"
 #include "nlohmann/json.hpp"
@@ -103,7 +104,7 @@ TEST(Retention, DeleteOnSuccessRemovesTheCheckpointsOnlyAfterTheExitGroup) {
   world.barrier();
   // The checkpoints go; the run history and the metrics stay.
   EXPECT_EQ(list_directory(scratch / "ok"),
-            (std::vector<std::string>{kMetricsFileName, kRunHistoryFileName}));
+            (std::vector<std::string>{kLockFileName, kMetricsFileName, kRunHistoryFileName}));
 
   auto failing_job = jobs::make_sum_pipeline();
   std::int64_t committed_when_exit_ran = -1;

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "checkpoint_directory_admin.hpp"
+#include "directory_lock.hpp"
 #include "epochrun/epoch_limiter.hpp"
 #include "nlohmann/json.hpp"
 #include "run_history_file.hpp"
@@ -147,7 +148,7 @@ TEST(SaveFailure, AFullDiskFailsLaterSavesButTheJobGoesOnAndEarlierOnesStayValid
   }
   world.barrier();
   // Only committed checkpoints (and the index) are on the disk, and each one loads.
-  std::vector<std::string> expected_files;
+  std::vector<std::string> expected_files = {kLockFileName};
   for (auto epoch : summary.committed) {
     expected_files.push_back(checkpoint_file_name(epoch));
   }

@@ -30,6 +30,10 @@ struct CheckpointOptions {
   MpiIoHints mpi_io_hints;
   // Every save compares the ranks' replicated blobs and fails when they differ.
   bool check_replicated = false;
+  // Rank 0 holds the directory's lock, which every run that saves there holds: a temporary file
+  // of a save is then known to be the leftover of a run that is gone, and is removed. Unlocked,
+  // it may be another run's save in flight, and is left.
+  bool directory_locked = false;
 };
 
 }  // namespace epochrun

@@ -372,7 +372,13 @@ void PendingCheckpointV3::write_data() noexcept {
     }
     fault_point("save-write", epoch_);
     // Made durable from this rank: on a parallel file system one client's fsync does not flush
-    // another's cache.
+    // another's cache. The direct descriptor's own fsync and close are checked too: a network
+    // file system's write-behind may accept an O_DIRECT write and report its failure only there
+    // (GlusterFS), and unchecked the save would commit without those bytes.
+    if (direct_fd.valid()) {
+      sync_file(direct_fd.get(), file_.string());
+      direct_fd.close(file_.string());
+    }
     sync_file(fd.get(), file_.string());
     fd.close(file_.string());
   } catch (...) {

@@ -19,8 +19,11 @@ PostCommitSteps::PostCommitSteps(const Communicator& comm, const CheckpointOptio
       return;
     }
     CheckpointDirectory directory(options_.checkpoint_dir);
-    // A run killed inside a save leaves its temporary file behind: give that space back.
-    if (const int stale = remove_stale_checkpoint_temporaries(directory); stale > 0) {
+    // A run killed inside a save leaves its temporary file behind: give that space back, once
+    // the lock shows that its run is gone.
+    if (const int stale =
+            options_.directory_locked ? remove_stale_checkpoint_temporaries(directory) : 0;
+        stale > 0) {
       spdlog::info("removed {} temporary file(s) of an interrupted save", stale);
     }
     removal_.emplace(directory.path());

@@ -6,20 +6,19 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
+#include "random_token.hpp"
 
 namespace epochrun {
 namespace {
 
 // temporary_sibling's name: "." + target + kTemporaryMarker + pid + "." + kRandomDigits hex.
 constexpr char kTemporaryMarker[] = ".tmp.";
-constexpr std::size_t kRandomDigits = 16;
+constexpr std::size_t kRandomDigits = kRandomTokenDigits;
 
 void write_all(int fd, const char* data, std::size_t size, const std::string& what) {
   while (size > 0) {
@@ -105,8 +104,13 @@ void create_private_directories(const std::filesystem::path& directory) {
     if (errno != EEXIST) {
       throw Error(errno_message("create directory " + partial.string()));
     }
+    // EEXIST says only that the name is taken: what it leads to may be unreachable (a dead
+    // network mount answers ENOTCONN or ESTALE), and that is the cause to report.
     struct stat status {};
-    if (::stat(partial.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
+    if (::stat(partial.c_str(), &status) != 0) {
+      throw Error(errno_message("create directory " + partial.string() + ": stat"));
+    }
+    if (!S_ISDIR(status.st_mode)) {
       throw Error("create directory " + partial.string() + ": a non-directory is in the way");
     }
   }
@@ -141,11 +145,8 @@ int remove_stale_temporaries(const std::filesystem::path& directory,
 }
 
 std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
-  static thread_local std::mt19937_64 generator{std::random_device{}()};
-  char random[kRandomDigits + 1];
-  std::snprintf(random, sizeof random, "%016llx", static_cast<unsigned long long>(generator()));
   return target.parent_path() / ("." + target.filename().string() + kTemporaryMarker +
-                                 std::to_string(::getpid()) + "." + random);
+                                 std::to_string(::getpid()) + "." + random_token());
 }
 
 std::optional<std::string> temporary_target(std::string_view name) {

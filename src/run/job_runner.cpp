@@ -23,6 +23,7 @@
 #include "run_history_file.hpp"
 #include "run_metrics.hpp"
 #include "seconds_since.hpp"
+#include "shared_directory_check.hpp"
 #include "slurm_environment.hpp"
 #include "stop_decider.hpp"
 #include "time_budget.hpp"
@@ -80,7 +81,8 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            options.async_checkpoint,
                            options.async_max_staging_bytes,
                            options.mpi_io_hints,
-                           options.check_replicated};
+                           options.check_replicated,
+                           options.directory_lock};
 }
 
 // Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).
@@ -235,6 +237,7 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   const PreemptionSignals signals(options.preempt_signals);
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   auto lock = lock_directory(comm, options);
+  check_shared_directory(comm, options.checkpoint_dir, options.save_timeout);
   auto summary = begin_run();
   const auto checkpointing = checkpoint_options(options);
   PostCommitSteps post_commit(comm, checkpointing, job.name());

@@ -1,23 +1,17 @@
 #include "run_history_file.hpp"
 
-#include <unistd.h>
-
 #include <ctime>
 #include <fstream>
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/run_summary.hpp"
+#include "host_name.hpp"
 #include "json_text.hpp"
 #include "run_history_json.hpp"
 
 namespace epochrun {
 namespace {
-
-std::string host_name() {
-  char name[256] = {};
-  return ::gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
-}
 
 template <typename T>
 nlohmann::json optional_json(const std::optional<T>& value) {

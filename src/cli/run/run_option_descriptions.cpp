@@ -48,8 +48,8 @@ po::options_description general_options(GeneralOptions& o) {
       "seconds a rank whose task failed waits for the other ranks to hear of it before it aborts "
       "the whole job (exit 1): they may be blocked in a collective call of the job")(
       "no-directory-lock", po::bool_switch(),
-      "run without the checkpoint directory lock (for file systems without flock): no other run "
-      "may use the directory meanwhile")(
+      "run without the checkpoint directory lock (for file systems without flock, or whose flock "
+      "does not hold between hosts): no other run may use the directory meanwhile")(
       "mpi-io-hint", po::value(&o.mpi_io_hints)->composing(),
       "KEY=VALUE: an MPI-IO hint for the collective writes and reads of global arrays "
       "(romio_cb_write, romio_cb_read, cb_nodes, cb_buffer_size, striping_factor, "
