@@ -85,13 +85,19 @@ std::vector<std::int64_t> PostCommitSteps::delete_all() {
   auto deleted = delete_checkpoints([](const CheckpointIndex& index) { return index.epochs(); },
                                     "deletion after success");
   if (comm_.is_root() && index_) {
-    index_writer_->flush();  // no write after the removal recreates it
+    wait_for_the_index();  // no write after the removal recreates it
     std::error_code ignored;
     std::filesystem::remove(options_.checkpoint_dir / kIndexFileName, ignored);
     spdlog::info("the job succeeded: its checkpoints in {} were deleted",
                  options_.checkpoint_dir.string());
   }
   return deleted;
+}
+
+void PostCommitSteps::wait_for_the_index() {
+  if (index_writer_) {
+    index_writer_->flush();
+  }
 }
 
 std::optional<std::int64_t> PostCommitSteps::latest() const {

@@ -41,6 +41,9 @@ class PostCommitSteps {
   // Collective: deletes every checkpoint and the index (the job succeeded). Returns the
   // epochs deleted, on every rank.
   std::vector<std::int64_t> delete_all();
+  // Rank 0 (elsewhere nothing): returns once index.json holds the last commit or deletion,
+  // which a thread of its own writes. Not collective.
+  void wait_for_the_index();
   // Collective: the newest committed epoch in the directory.
   std::optional<std::int64_t> latest() const;
   // Rank 0 starts no deletion of a retired checkpoint while the returned hold lives (see

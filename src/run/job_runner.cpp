@@ -254,7 +254,8 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   summary.seconds = seconds_since(started);
   close_summary(decision, context.epoch, post_commit.latest(), summary);
   record_run(started_at, summary);
-  // When run() returns on any rank, the directory is in its final state, lock file gone. (On
+  post_commit.wait_for_the_index();
+  // When run() returns on any rank, the directory is in its final state, lock released. (On
   // the failure paths every rank throws together and rank 0 drops the lock while unwinding.)
   lock.reset();
   comm.barrier();
