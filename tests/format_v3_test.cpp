@@ -12,6 +12,7 @@
 #include "checkpoint_layout_v3.hpp"
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
+#include "stored_file_codec.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
@@ -176,6 +177,35 @@ TEST_F(FormatV3, TheMetadataDoesNotGrowWithTheRankCount) {
   const auto small = std::filesystem::file_size(directory / "many.h5");
   // Metadata: the node names and, per node, 41 checksums and a ragged row, under 1 KiB a node.
   EXPECT_LT(small, 300u * 1024);
+}
+
+// What rank 0 broadcasts of a file it read comes out on the other ranks as it went in, and a
+// cut or padded buffer is refused rather than read past its end.
+TEST_F(FormatV3, TheBroadcastLayoutDecodesToWhatWasRead) {
+  write_file(file, description());
+  const auto stored = read_back(file);
+  const auto bytes = encode_stored_file(stored);
+  const auto decoded = decode_stored_file(bytes);
+  EXPECT_EQ(encode_stored_file(decoded), bytes);
+  EXPECT_EQ(decoded.description.node_names, stored.description.node_names);
+  ASSERT_EQ(decoded.description.blobs.size(), stored.description.blobs.size());
+  for (std::size_t i = 0; i < stored.description.blobs.size(); ++i) {
+    EXPECT_EQ(decoded.description.blobs[i].writer_blocks,
+              stored.description.blobs[i].writer_blocks);
+    EXPECT_EQ(decoded.description.blobs[i].shape, stored.description.blobs[i].shape);
+  }
+  EXPECT_EQ(decoded.layout.offsets, stored.layout.offsets);
+  EXPECT_EQ(decoded.layout.packed, stored.layout.packed);
+  EXPECT_EQ(decoded.checksums, stored.checksums);
+  ASSERT_EQ(decoded.ragged.size(), stored.ragged.size());
+  EXPECT_EQ(decoded.ragged[0].back().shape, stored.ragged[0].back().shape);
+  EXPECT_EQ(decoded.ragged[0].back().offset, stored.ragged[0].back().offset);
+  auto cut = bytes;
+  cut.pop_back();
+  EXPECT_THROW(decode_stored_file(cut), MpiError);
+  auto padded = bytes;
+  padded.push_back(std::byte{0});
+  EXPECT_THROW(decode_stored_file(padded), MpiError);
 }
 
 TEST_F(FormatV3, AGlobalArrayWhoseWriterBlocksDoNotTileItIsRefused) {

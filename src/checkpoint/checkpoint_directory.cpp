@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "checkpoint_layout.hpp"
+#include "checkpoint_load_v3.hpp"
 #include "collective_errors.hpp"
 #include "directory_save.hpp"
 #include "durable_file.hpp"
@@ -162,8 +164,10 @@ Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator&
                        const LoadRequest& request, Workspace& workspace,
                        std::chrono::duration<double> timeout) {
   const auto file = directory.file_for(request.epoch);
-  // Rank 0 finds the file and its version; the version's reader verifies it whole.
+  // Rank 0 finds the file, verifies its integrity header and finds its version; a version 3
+  // layout it reads at the same time, and load_checkpoint_v3 broadcasts it.
   std::int64_t version = 0;
+  std::optional<StoredFileV3> stored;
   {
     const step_times::Named step("find the file");
     run_on_root_then_agree_within(
@@ -175,12 +179,13 @@ Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator&
     const std::string context = "checkpoint " + file.string();
     run_on_root_then_agree_within(comm, context, timeout, [&] {
       auto fd = open_regular_file_for_reading(file);
-      version = stored_format_version(fd.get(), verify_checkpoint_file(fd.get(), context));
+      stored = read_checkpoint_layout_if_v3(fd.get(), verify_checkpoint_file(fd.get(), context),
+                                            version);
     });
     comm.broadcast(version);
   }
   if (version == kFormatVersion3) {
-    return load_checkpoint_v3(file, comm, request, workspace, timeout);
+    return load_checkpoint_v3(file, comm, request, workspace, timeout, std::move(stored));
   }
   Loaded loaded;
   loaded.blobs = read_checkpoint_file(

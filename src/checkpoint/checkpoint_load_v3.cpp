@@ -8,6 +8,7 @@
 #include "global_array_io.hpp"
 #include "integrity_header.hpp"
 #include "regular_file.hpp"
+#include "stored_file_codec.hpp"
 #include "verified_read.hpp"
 
 namespace epochrun {
@@ -140,20 +141,36 @@ void read_arrays(const std::filesystem::path& file, const StoredFileV3& stored,
 
 Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator& comm,
                           const LoadRequest& request, Workspace& workspace,
-                          std::chrono::duration<double> timeout) {
+                          std::chrono::duration<double> timeout,
+                          std::optional<StoredFileV3> read_by_root) {
   const std::string context = "checkpoint " + file.string();
-  // Every rank verifies the integrity header and the layout before it reads a byte of data: what
-  // it reads next depends on them, and a file system may show ranks on other hosts other bytes.
-  std::optional<StoredFileV3> stored;
+  // Rank 0 verifies the integrity header and reads the layout (the metadata, once), and every
+  // rank gets what it found in one broadcast: each rank's own share is then its values alone,
+  // whatever the rank count. Every byte a rank reads is checked against the checksums rank 0
+  // read, so a file system that shows a rank on another host other bytes fails the load.
+  auto stored = std::move(read_by_root);
+  {
+    const step_times::Named step("read the layout");
+    run_on_root_then_agree_within(comm, context, timeout, [&] {
+      if (!stored) {
+        auto fd = open_regular_file_for_reading(file);
+        stored.emplace(
+            read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), context)));
+      }
+      check_request(*stored, request, comm.size());
+    });
+    auto bytes = comm.is_root() ? encode_stored_file(*stored) : std::vector<std::byte>{};
+    comm.broadcast(bytes);
+    if (!comm.is_root()) {
+      stored.emplace(decode_stored_file(bytes));
+    }
+  }
   Loaded loaded;
   std::vector<std::pair<std::string, Blob>> values;
   {
     const step_times::Named step("read and verify");
     run_then_agree_within(comm, context, timeout, [&] {
       auto fd = open_regular_file_for_reading(file);
-      stored.emplace(
-          read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), context)));
-      check_request(*stored, request, comm.size());
       values = read_values(fd.get(), *stored, request, comm, loaded.recreated);
     });
   }

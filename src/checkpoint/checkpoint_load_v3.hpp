@@ -9,9 +9,11 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "checkpoint_layout_v3.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/global_array.hpp"
 #include "epochrun/workspace.hpp"
@@ -49,13 +51,16 @@ struct Loaded {
   std::string config_json;             // the configuration the checkpoint records (rank 0)
 };
 
-// Collective: loads the version 3 `file` into `workspace`. Every rank verifies the file's
-// integrity header and layout and every byte it reads (a global array's writer blocks before
-// they are redistributed); the workspace changes only when every rank has all of its blobs.
+// Collective: loads the version 3 `file` into `workspace`. Rank 0 verifies the file's
+// integrity header and layout and broadcasts them; every rank verifies every byte it reads (a
+// global array's writer blocks before they are redistributed); the workspace changes only when
+// every rank has all of its blobs.
 // CheckpointMismatch (another job, a per-node blob without a rule), CorruptCheckpoint (damaged
 // bytes), the same on every rank; each step bounded by `timeout`.
+// `read_by_root`: the layout rank 0 already read and verified (ignored elsewhere), or nothing.
 Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator& comm,
                           const LoadRequest& request, Workspace& workspace,
-                          std::chrono::duration<double> timeout);
+                          std::chrono::duration<double> timeout,
+                          std::optional<StoredFileV3> read_by_root = std::nullopt);
 
 }  // namespace epochrun

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,10 @@ struct StoredFileV3 {
 // verified: CorruptCheckpoint for anything that does not match what lay_out_checkpoint_file_v3
 // writes, before any data is read; CheckpointMismatch for another format version.
 StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity);
+// The same, or nothing for a file of another version (`version` says which): one HDF5 open
+// finds the version and reads a version 3 layout.
+std::optional<StoredFileV3> read_checkpoint_layout_if_v3(int fd, const IntegrityHeader& integrity,
+                                                         std::int64_t& version);
 
 // Where one stored value of blob `blob` (index order) lies: node `rank`'s value of a per-node or
 // ragged blob, or the value of a replicated blob (`rank` ignored); its record carries the shape

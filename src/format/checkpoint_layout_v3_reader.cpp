@@ -388,6 +388,16 @@ std::vector<std::uint64_t> writer_checksums(const StoredFileV3& stored, std::siz
 }
 
 StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity) {
+  std::int64_t version = 0;
+  auto stored = read_checkpoint_layout_if_v3(fd, integrity, version);
+  if (!stored) {
+    throw CheckpointMismatch("format version " + std::to_string(version) + " is not version 3");
+  }
+  return std::move(*stored);
+}
+
+std::optional<StoredFileV3> read_checkpoint_layout_if_v3(int fd, const IntegrityHeader& integrity,
+                                                         std::int64_t& version) {
   h5::silence_error_printing();
   try {
     auto fapl = checkpoint_file_access();
@@ -395,9 +405,9 @@ StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity)
     StoredFileV3 stored;
     CheckpointHeader root;
     read_root_attributes(file.get(), root, integrity.file_size);
+    version = root.format_version;
     if (root.format_version != kFormatVersion3) {
-      throw CheckpointMismatch("format version " + std::to_string(root.format_version) +
-                               " is not version 3");
+      return std::nullopt;
     }
     stored.description =
         FileDescription{root.epoch, root.job, root.node_names, root.config_json, {}, 1};

@@ -1,0 +1,209 @@
+#include "stored_file_codec.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "epochrun/errors.hpp"
+
+namespace epochrun {
+namespace {
+
+// Little-endian 64-bit fields and length-prefixed strings and lists, in the order below.
+class Writer {
+ public:
+  void number(std::uint64_t value) {
+    for (int i = 0; i < 8; ++i) {
+      bytes_.push_back(static_cast<std::byte>(value >> (8 * i)));
+    }
+  }
+  void text(const std::string& value) {
+    number(value.size());
+    const auto* first = reinterpret_cast<const std::byte*>(value.data());
+    bytes_.insert(bytes_.end(), first, first + value.size());
+  }
+  template <typename T, typename Put>
+  void list(const std::vector<T>& values, Put&& put) {
+    number(values.size());
+    for (const auto& value : values) {
+      put(value);
+    }
+  }
+  void numbers(const std::vector<std::uint64_t>& values) {
+    list(values, [&](std::uint64_t value) { number(value); });
+  }
+  std::vector<std::byte> take() { return std::move(bytes_); }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::byte> bytes) : bytes_(bytes) {}
+  std::uint64_t number() {
+    need(8);
+    std::uint64_t value = 0;
+    for (int i = 0; i < 8; ++i) {
+      value |= std::uint64_t(std::to_integer<std::uint8_t>(bytes_[at_ + i])) << (8 * i);
+    }
+    at_ += 8;
+    return value;
+  }
+  std::string text() {
+    const auto size = number();
+    need(size);
+    std::string value(reinterpret_cast<const char*>(bytes_.data() + at_), size);
+    at_ += size;
+    return value;
+  }
+  // A list's length, refused when even one byte per element would not fit.
+  std::uint64_t length() {
+    const auto count = number();
+    need(count);
+    return count;
+  }
+  template <typename T, typename Get>
+  std::vector<T> list(Get&& get) {
+    const auto count = length();
+    std::vector<T> values;
+    values.reserve(count);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      values.push_back(get());
+    }
+    return values;
+  }
+  std::vector<std::uint64_t> numbers() {
+    return list<std::uint64_t>([&] { return number(); });
+  }
+  void finish() const {
+    if (at_ != bytes_.size()) {
+      throw MpiError("a broadcast checkpoint layout has " + std::to_string(bytes_.size() - at_) +
+                     " bytes too many");
+    }
+  }
+
+ private:
+  void need(std::uint64_t size) const {
+    if (size > bytes_.size() - at_) {
+      throw MpiError("a broadcast checkpoint layout ends early");
+    }
+  }
+  std::span<const std::byte> bytes_;
+  std::size_t at_ = 0;
+};
+
+void put_description(Writer& out, const FileDescription& description) {
+  out.number(static_cast<std::uint64_t>(description.epoch));
+  out.text(description.job);
+  out.list(description.node_names, [&](const std::string& name) { out.text(name); });
+  out.text(description.config_json);
+  out.number(description.ragged_dimensions);
+  out.list(description.blobs, [&](const BlobDescription& blob) {
+    out.text(blob.name);
+    out.number(static_cast<std::uint64_t>(blob.kind));
+    out.number(static_cast<std::uint64_t>(blob.dtype));
+    out.numbers(blob.shape);
+    out.number(blob.ragged_elements);
+    out.list(blob.writer_blocks, [&](const Block& block) {
+      out.numbers(block.start);
+      out.numbers(block.count);
+    });
+  });
+}
+
+FileDescription get_description(Reader& in) {
+  FileDescription description;
+  description.epoch = static_cast<std::int64_t>(in.number());
+  description.job = in.text();
+  description.node_names = in.list<std::string>([&] { return in.text(); });
+  description.config_json = in.text();
+  description.ragged_dimensions = in.number();
+  description.blobs = in.list<BlobDescription>([&] {
+    BlobDescription blob;
+    blob.name = in.text();
+    blob.kind = static_cast<StorageKind>(in.number());
+    blob.dtype = static_cast<DType>(in.number());
+    blob.shape = in.numbers();
+    blob.ragged_elements = in.number();
+    blob.writer_blocks = in.list<Block>([&] {
+      Block block;
+      block.start = in.numbers();
+      block.count = in.numbers();
+      return block;
+    });
+    return blob;
+  });
+  return description;
+}
+
+void put_layout(Writer& out, const LayoutV3& layout) {
+  out.numbers(layout.offsets);
+  out.list(layout.packed, [&](bool packed) { out.number(packed ? 1 : 0); });
+  out.numbers(layout.in_pack);
+  for (const auto value :
+       {layout.pack_offset, layout.pack_row_bytes, layout.checksums_offset, layout.per_node_blobs,
+        layout.ragged_index_offset, layout.ragged_row_bytes, layout.user_block_size}) {
+    out.number(value);
+  }
+  out.list(layout.extents, [&](const DataExtent& extent) {
+    out.number(extent.offset);
+    out.number(extent.length);
+  });
+}
+
+LayoutV3 get_layout(Reader& in) {
+  LayoutV3 layout;
+  layout.offsets = in.numbers();
+  layout.packed = in.list<bool>([&] { return in.number() != 0; });
+  layout.in_pack = in.numbers();
+  for (auto* value : {&layout.pack_offset, &layout.pack_row_bytes, &layout.checksums_offset,
+                      &layout.per_node_blobs, &layout.ragged_index_offset, &layout.ragged_row_bytes,
+                      &layout.user_block_size}) {
+    *value = in.number();
+  }
+  layout.extents = in.list<DataExtent>([&] {
+    DataExtent extent;
+    extent.offset = in.number();
+    extent.length = in.number();
+    return extent;
+  });
+  return layout;
+}
+
+}  // namespace
+
+std::vector<std::byte> encode_stored_file(const StoredFileV3& stored) {
+  Writer out;
+  put_description(out, stored.description);
+  put_layout(out, stored.layout);
+  out.numbers(stored.checksums);
+  out.list(stored.ragged, [&](const std::vector<RaggedValue>& values) {
+    out.list(values, [&](const RaggedValue& value) {
+      out.numbers(value.shape);
+      out.number(value.offset);
+      out.number(value.size);
+    });
+  });
+  return out.take();
+}
+
+StoredFileV3 decode_stored_file(std::span<const std::byte> bytes) {
+  Reader in(bytes);
+  StoredFileV3 stored;
+  stored.description = get_description(in);
+  stored.layout = get_layout(in);
+  stored.checksums = in.numbers();
+  stored.ragged = in.list<std::vector<RaggedValue>>([&] {
+    return in.list<RaggedValue>([&] {
+      RaggedValue value;
+      value.shape = in.numbers();
+      value.offset = in.number();
+      value.size = in.number();
+      return value;
+    });
+  });
+  in.finish();
+  return stored;
+}
+
+}  // namespace epochrun
