@@ -31,7 +31,7 @@ for ranks in $counts; do
     layout=(--layout-ranks 1000,10000,100000)
     first=0
   else
-    layout=(--layout-ranks 1)
+    layout=(--layout-ranks none)
   fi
   work="${DIR:-/tmp}/epochrun-scale-$$-$ranks"
   echo "+ mpirun -np $ranks --oversubscribe --bind-to none epochrun bench --scale ${layout[*]} $*" |

@@ -104,7 +104,7 @@ po::options_description bench_options_description(BenchOptions& o) {
       "global-arrays", po::bool_switch(&o.global_arrays), global_arrays.c_str())(
       "scale", po::bool_switch(&o.scale), scale_help().c_str())(
       "layout-ranks", po::value(&o.layout_ranks)->default_value(o.layout_ranks),
-      "--scale: the rank counts of the one-process lay-out, comma-separated")(
+      "--scale: the rank counts of the one-process lay-out, comma-separated, or none")(
       "layout-blobs", po::value(&o.layout_blobs)->default_value(o.layout_blobs),
       "--scale: per-node blobs in the one-process lay-out")(
       "small-blobs", po::value(&o.small_blobs)->default_value(o.small_blobs),

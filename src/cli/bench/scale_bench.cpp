@@ -124,6 +124,12 @@ void handmade_save(const Communicator& comm, const fs::path& directory, std::int
 void handmade_load(const Communicator& comm, const fs::path& directory, std::int64_t epoch,
                    std::size_t bytes) {
   const auto file = directory / ("handmade-" + std::to_string(epoch) + ".done");
+  // Rank 0 finds the file, as a resume finds its checkpoint, and says so.
+  int found = comm.is_root() && std::filesystem::is_regular_file(file) ? 1 : 0;
+  comm.broadcast(found);
+  if (found == 0) {
+    throw Error("hand-made load: " + file.string() + " is not there");
+  }
   int status = 0;
   try {
     auto fd = open_regular_file_for_reading(file);
@@ -195,8 +201,8 @@ std::string scale_help() {
   std::snprintf(text, sizeof text,
                 "measure the fixed cost instead: a tiny state (--mib-per-rank, default %g) saved "
                 "and loaded as a run does, against a hand-made equivalent (pwrite + fsync, one "
-                "gather, rename, one broadcast) (%g), with rank 0's time per step and its "
-                "traffic; then the lay-out of a file for --layout-ranks ranks in one process "
+                "gather, rename, one broadcast) (%g), with rank 0's time per step and its MPI "
+                "calls; then the lay-out of a file for --layout-ranks ranks in one process "
                 "(%g s at most for 100,000 ranks x 10 blobs, %g MiB of metadata per 1,000 "
                 "ranks)",
                 kScaleMibPerRank, kScaleTarget, kLayoutSecondsTarget,
@@ -206,6 +212,9 @@ std::string scale_help() {
 
 std::vector<std::int64_t> parse_layout_ranks(const std::string& text) {
   std::vector<std::int64_t> ranks;
+  if (text == "none") {
+    return ranks;
+  }
   std::size_t start = 0;
   while (start <= text.size()) {
     const auto end = std::min(text.find(',', start), text.size());
@@ -218,8 +227,10 @@ std::vector<std::int64_t> parse_layout_ranks(const std::string& text) {
       used = 0;
     }
     if (part.empty() || used != part.size() || value < 1 || value > 1'000'000) {
-      throw UsageError("--layout-ranks must be rank counts in [1, 1000000], comma-separated: '" +
-                       text + "'");
+      throw UsageError(
+          "--layout-ranks must be rank counts in [1, 1000000], comma-separated, or "
+          "none: '" +
+          text + "'");
     }
     ranks.push_back(value);
     start = end + 1;

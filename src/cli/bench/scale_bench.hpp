@@ -2,13 +2,16 @@
 // the bytes. A tiny state (--mib-per-rank, 64 KiB by default) is saved and loaded through the
 // job's own save and resume path, against a hand-made equivalent done the cheapest way, in the
 // same rounds on the same ranks; rank 0's time in each step of the save and of the load, and
-// the messages and bytes rank 0 sends and receives, are reported beside them. Run at growing
+// the MPI calls it makes (each collective is O(log ranks) messages in Open MPI's trees; a
+// point-to-point call per rank would show as a count that grows with the ranks), are reported
+// beside them. Run at growing
 // rank counts (scripts/scale_bench.sh), it shows which part grows with the ranks.
 //
 // The hand-made save: rank 0 creates the file and broadcasts that it did; every rank pwrites
 // its bytes at its own offset and fsyncs; an MPI_Gather of one status per rank; rank 0 renames
 // the file and fsyncs the directory; an MPI_Bcast of the result. The hand-made load: every
-// rank preads its bytes; a gather of one status; a broadcast.
+// rank preads its bytes; a gather of one status; a broadcast (after rank 0 found the file and
+// broadcast that it did, as a resume finds its checkpoint).
 #pragma once
 
 #include <cstdint>
@@ -35,16 +38,16 @@ inline constexpr double kScaleMibPerRank = 1.0 / 16;
 // --scale's help, with its targets.
 std::string scale_help();
 
-// "1000,10000,100000" as numbers; UsageError for anything else (each in [1, 1000000]).
+// "1000,10000,100000" as numbers ("none": no lay-out); UsageError for anything else (each in
+// [1, 1000000]).
 std::vector<std::int64_t> parse_layout_ranks(const std::string& text);
 
-// Rank 0: the steps, the traffic and the lay-out rows of a --scale run, after the table.
+// Rank 0: the steps, the MPI calls and the lay-out rows of a --scale run, after the table.
 void print_scale(const nlohmann::json& rows);
 
 // Collective: rows scale_save and scale_load (each against its hand-made limit, with its
-// target), then row scale_steps: rank 0's median seconds per step of a save and of a load,
-// and rank 0's messages and bytes sent and received per save, load and hand-made equivalent
-// (counted when Open MPI's monitoring is on: OMPI_MCA_pml_monitoring_enable=1).
+// target), then row scale_steps: rank 0's median seconds per step of a save and of a load and
+// of their hand-made equivalents, and the MPI calls it made in one of each.
 nlohmann::json measure_scale(const Communicator& comm, const std::filesystem::path& directory,
                              std::uint64_t bytes_per_rank, const MeasureSettings& settings);
 

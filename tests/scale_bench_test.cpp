@@ -1,0 +1,93 @@
+// `epochrun bench --scale` as a user runs it: its report's shape, and what it shows of the
+// protocol. Its timings decide nothing here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "launch.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+ProcessResult bench(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
+  std::vector<std::string> full = {"bench", "--scale"};
+  full.insert(full.end(), args.begin(), args.end());
+  return run_within(epochrun_on_ranks(3, full), cwd, 300);
+}
+
+// The save and load rows against their hand-made limits, rank 0's steps with their MPI calls,
+// and the one-process lay-out with its metadata. Rank 0's calls in a save are collectives
+// only: no point-to-point message per rank, which an agreement that collects one report from
+// every rank (as the save's agreements did before) would show as MPI_Recv calls.
+TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPointToPointCall) {
+  ScratchDir cwd;
+  auto result = bench(
+      {"--rounds", "5", "--layout-ranks", "1000,2000", "--json", "F", "--dir", "work"}, cwd.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(cwd / "work")) << "the working directory is left behind";
+  const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
+  std::vector<std::string> names;
+  for (const auto& row : rows) {
+    names.push_back(row.at("name").get<std::string>());
+  }
+  ASSERT_EQ(names, (std::vector<std::string>{"scale_save", "scale_load", "scale_steps",
+                                             "layout_1000", "layout_2000"}));
+  for (int i = 0; i < 2; ++i) {
+    const auto& row = rows[i];
+    EXPECT_TRUE(std::isfinite(row.at("ratio").get<double>()) && row.at("ratio") > 0) << row;
+    EXPECT_EQ(row.at("seconds").size(), 5U) << row;
+    EXPECT_EQ(row.at("mib_per_rank"), 1.0 / 16) << row;
+    EXPECT_EQ(row.at("target"), 3.0) << row;
+  }
+  const auto& steps = rows[2];
+  std::vector<std::string> save_steps;
+  for (const auto& step : steps.at("save").at("steps")) {
+    save_steps.push_back(step.at("step").get<std::string>());
+    EXPECT_GE(step.at("median_seconds").get<double>(), 0) << step;
+  }
+  for (const char* step : {"describe", "lay out", "write data", "write (agree)", "commit"}) {
+    EXPECT_NE(std::find(save_steps.begin(), save_steps.end(), step), save_steps.end())
+        << step << " not among " << steps.at("save").dump();
+  }
+  const auto& calls = steps.at("save").at("rank0_mpi_calls");
+  EXPECT_TRUE(calls.contains("MPI_Iallreduce")) << calls;
+  for (const char* point_to_point : {"MPI_Recv", "MPI_Isend", "MPI_Send"}) {
+    EXPECT_FALSE(calls.contains(point_to_point)) << calls;
+  }
+  EXPECT_TRUE(steps.at("hand-made save").at("rank0_mpi_calls").contains("MPI_Gather"));
+  for (int i = 3; i < 5; ++i) {
+    const auto& row = rows[i];
+    EXPECT_GT(row.at("metadata_bytes").get<double>(), 0) << row;
+    EXPECT_GT(row.at("seconds").get<double>(), 0) << row;
+    EXPECT_TRUE(row.at("met").is_boolean()) << row;
+  }
+  // Twice the ranks, about twice the metadata (node names, checksums): per 1,000 ranks the same.
+  const double per_thousand_1000 = rows[3].at("metadata_bytes_per_1000_ranks");
+  const double per_thousand_2000 = rows[4].at("metadata_bytes_per_1000_ranks");
+  EXPECT_LT(per_thousand_2000, 1.2 * per_thousand_1000);
+  EXPECT_NE(result.out.find("lay-out for    1000 ranks x 10 blobs"), std::string::npos)
+      << result.out;
+}
+
+TEST(ScaleBench, BadFlagsExitTwoWithOneLine) {
+  ScratchDir cwd;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--layout-ranks", "1000,x"},
+        std::vector<std::string>{"--layout-ranks", "0"}, std::vector<std::string>{"--targets"},
+        std::vector<std::string>{"--global-arrays"}, std::vector<std::string>{"--blobs", "2"},
+        std::vector<std::string>{"--layout-blobs", "0"}}) {
+    auto result = bench(args, cwd.path());
+    EXPECT_EQ(result.exit_code, 2) << args[0] << "\n" << result.err;
+    int error_lines = 0;
+    for (const auto& line : result.err_lines()) {
+      error_lines += line.rfind("epochrun: error: ", 0) == 0 ? 1 : 0;
+    }
+    EXPECT_EQ(error_lines, 1) << args[0] << "\n" << result.err;
+  }
+  EXPECT_TRUE(list_directory(cwd.path()).empty());
+}
+
+}  // namespace
+}  // namespace epochrun::testing
