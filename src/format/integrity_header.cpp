@@ -43,13 +43,23 @@ std::uint64_t hash_metadata(int fd, const IntegrityHeader& header, const std::st
   std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
                                                                    XXH64_freeState);
   XXH64_reset(state.get(), 0);
-  std::vector<std::byte> buffer(1 << 20);
+  // As large as the largest run of metadata, at most 1 MiB, and not zeroed: the metadata of a
+  // small checkpoint is a few KiB, and zeroing (and faulting in) a 1 MiB buffer cost each seal
+  // and each verification 0.4 ms, more than the rest of either.
+  std::uint64_t largest = 0;
+  std::uint64_t at = header.user_block_size;
+  for (const auto& extent : header.extents) {
+    largest = std::max(largest, extent.offset > at ? extent.offset - at : 0);
+    at = std::max(at, extent.offset + extent.length);
+  }
+  largest = std::max(largest, header.file_size > at ? header.file_size - at : 0);
+  const auto capacity = static_cast<std::size_t>(std::min<std::uint64_t>(largest, 1 << 20));
+  const std::unique_ptr<std::byte[]> buffer(new std::byte[std::max<std::size_t>(capacity, 1)]);
   auto hash_range = [&](std::uint64_t begin, std::uint64_t end) {
     while (begin < end) {
-      const auto size =
-          static_cast<std::size_t>(std::min<std::uint64_t>(end - begin, buffer.size()));
-      read_at(fd, begin, std::span(buffer.data(), size), what);
-      XXH64_update(state.get(), buffer.data(), size);
+      const auto size = static_cast<std::size_t>(std::min<std::uint64_t>(end - begin, capacity));
+      read_at(fd, begin, std::span(buffer.get(), size), what);
+      XXH64_update(state.get(), buffer.get(), size);
       begin += size;
     }
   };
