@@ -47,17 +47,18 @@ class UnsealedFile {
   int fd() const { return fd_.get(); }
 
   // A step of the save on every rank of `comm` (on rank 0 alone with `root_only`), then the
-  // ranks agree, each waiting at most `timeout` for the others (run_then_agree_within). When
-  // any rank failed, every rank throws and rank 0 removes the file.
+  // ranks agree, each waiting at most `timeout` for the others (run_then_agree_within, or
+  // run_on_root_then_agree_within). When any rank failed, every rank throws and rank 0 removes
+  // the file.
   template <typename Step>
   void agreed_step(const Communicator& comm, const std::string& context,
                    std::chrono::duration<double> timeout, bool root_only, Step&& body) {
     try {
-      run_then_agree_within(comm, context, timeout, [&] {
-        if (!root_only || comm.rank() == 0) {
-          body();
-        }
-      });
+      if (root_only) {
+        run_on_root_then_agree_within(comm, context, timeout, body);
+      } else {
+        run_then_agree_within(comm, context, timeout, body);
+      }
     } catch (...) {
       remove();  // gives the space of a failed attempt back
       throw;

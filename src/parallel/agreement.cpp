@@ -25,6 +25,23 @@ struct ReductionBuffers {
   MPI_Request request = MPI_REQUEST_NULL;
 };
 
+// Waits for `buffers`' request at most `timeout` (the other ranks one second more: rank 0 gives
+// up first and calls the roll while they still wait and answer); when it does not complete,
+// the roll call names the ranks that did not come (AgreementTimeout) and the buffers stay
+// MPI's, leaked, since the caller ends the job.
+void wait_within(const Communicator& comm, std::unique_ptr<ReductionBuffers>& buffers,
+                 std::chrono::duration<double> timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + to_steady(timeout) +
+                        (comm.is_root() ? std::chrono::seconds(0) : std::chrono::seconds(1));
+  RollCall roll_call(comm, std::to_string(static_cast<long long>(timeout.count())));
+  if (!wait_politely(buffers->request, [&] {
+        return roll_call.poll() || std::chrono::steady_clock::now() >= deadline;
+      })) {
+    buffers.release();  // still in MPI's hands
+    roll_call.give_up();
+  }
+}
+
 // Starts the reduction that finds the lowest failing rank.
 std::unique_ptr<ReductionBuffers> start_lowest_failing(const Communicator& comm,
                                                        const std::optional<std::string>& error) {
@@ -79,19 +96,21 @@ std::optional<std::string> first_error(const Communicator& comm,
 std::optional<std::string> first_error_within(const Communicator& comm,
                                               const std::optional<std::string>& local_error,
                                               std::chrono::duration<double> timeout) {
-  // Rank 0 gives up a second before the others, so that it calls the roll while they still
-  // wait and answer.
-  const auto deadline = std::chrono::steady_clock::now() + to_steady(timeout) +
-                        (comm.is_root() ? std::chrono::seconds(0) : std::chrono::seconds(1));
-  RollCall roll_call(comm, std::to_string(static_cast<long long>(timeout.count())));
   auto reduction = start_lowest_failing(comm, local_error);
-  if (!wait_politely(reduction->request, [&] {
-        return roll_call.poll() || std::chrono::steady_clock::now() >= deadline;
-      })) {
-    reduction.release();  // still in MPI's hands; the caller ends the job
-    roll_call.give_up();
-  }
+  wait_within(comm, reduction, timeout);
   return share_error(comm, local_error, reduction->failing);
+}
+
+std::optional<std::string> root_error_within(const Communicator& comm,
+                                             const std::optional<std::string>& root_error,
+                                             std::chrono::duration<double> timeout) {
+  auto outcome = std::make_unique<ReductionBuffers>();
+  // 0: rank 0 failed; otherwise none did (only rank 0 worked).
+  outcome->failing = comm.is_root() && root_error ? 0 : std::numeric_limits<int>::max();
+  check_mpi(MPI_Ibcast(&outcome->failing, 1, MPI_INT, 0, comm.raw(), &outcome->request),
+            "MPI_Ibcast");
+  wait_within(comm, outcome, timeout);
+  return share_error(comm, comm.is_root() ? root_error : std::nullopt, outcome->failing);
 }
 
 }  // namespace epochrun

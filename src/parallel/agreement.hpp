@@ -41,4 +41,12 @@ std::optional<std::string> first_error_within(const Communicator& comm,
                                               const std::optional<std::string>& local_error,
                                               std::chrono::duration<double> timeout);
 
+// first_error_within after a step only rank 0 worked in (the other ranks pass nothing): rank 0's
+// outcome reaches every rank in one non-blocking broadcast, cheaper on many ranks than a
+// reduction, since no rank waits for the others' arrival; a rank missing here is found by the
+// next agreement of every rank. The same bounds and roll call as first_error_within.
+std::optional<std::string> root_error_within(const Communicator& comm,
+                                             const std::optional<std::string>& root_error,
+                                             std::chrono::duration<double> timeout);
+
 }  // namespace epochrun

@@ -53,6 +53,27 @@ std::optional<std::string> describe_if_set(std::exception_ptr local_error) {
   return describe(local_error);
 }
 
+// The agreement `agree` makes, raised with `context`; when it times out, one critical line on
+// every rank that came (see AgreementTimeout) and the job ends.
+template <typename Agree>
+void raise_within(const Communicator& comm, const std::string& context, Agree&& agree) {
+  std::optional<std::string> agreed;
+  try {
+    agreed = agree();
+  } catch (const AgreementTimeout& timeout_error) {
+    spdlog::critical("{}: {}; aborting the job rather than letting it hang", context,
+                     timeout_error.what());
+    spdlog::default_logger()->flush();
+    if (!comm.is_root()) {
+      // Rank 0 ends the job once the ranks that came have its verdict: a rank that ended it
+      // first could cut rank 0 off before its own line is out.
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
+    comm.abort(ExitCode::kJobFailed);
+  }
+  raise_agreed(agreed, context);
+}
+
 }  // namespace
 
 void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_error,
@@ -74,21 +95,15 @@ void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_erro
 
 void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr local_error,
                                 const std::string& context, std::chrono::duration<double> timeout) {
-  std::optional<std::string> agreed;
-  try {
-    agreed = first_error_within(comm, describe_if_set(local_error), timeout);
-  } catch (const AgreementTimeout& timeout_error) {
-    spdlog::critical("{}: {}; aborting the job rather than letting it hang", context,
-                     timeout_error.what());
-    spdlog::default_logger()->flush();
-    if (!comm.is_root()) {
-      // Rank 0 ends the job once the ranks that came have its verdict: a rank that ended it
-      // first could cut rank 0 off before its own line is out.
-      std::this_thread::sleep_for(std::chrono::seconds(2));
-    }
-    comm.abort(ExitCode::kJobFailed);
-  }
-  raise_agreed(agreed, context);
+  raise_within(comm, context,
+               [&] { return first_error_within(comm, describe_if_set(local_error), timeout); });
+}
+
+void raise_if_root_failed_within(const Communicator& comm, std::exception_ptr root_error,
+                                 const std::string& context,
+                                 std::chrono::duration<double> timeout) {
+  raise_within(comm, context,
+               [&] { return root_error_within(comm, describe_if_set(root_error), timeout); });
 }
 
 void record_agreed_step(const std::string& context, step_times::Clock::time_point started,

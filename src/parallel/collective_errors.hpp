@@ -55,15 +55,27 @@ void run_then_agree_within(const Communicator& comm, const std::string& context,
   record_agreed_step(context, started, worked);
 }
 
-// Collective: run_then_agree_within with `step` run on rank 0 alone.
+// raise_if_any_failed_within after a step only rank 0 worked in (`root_error` is null on the
+// other ranks): rank 0's outcome is broadcast (root_error_within, agreement.hpp).
+void raise_if_root_failed_within(const Communicator& comm, std::exception_ptr root_error,
+                                 const std::string& context, std::chrono::duration<double> timeout);
+
+// Collective: `step` run on rank 0 alone, then raise_if_root_failed_within.
 template <typename Step>
 void run_on_root_then_agree_within(const Communicator& comm, const std::string& context,
                                    std::chrono::duration<double> timeout, Step&& step) {
-  run_then_agree_within(comm, context, timeout, [&] {
-    if (comm.is_root()) {
+  const auto started = step_times::Clock::now();
+  std::exception_ptr error;
+  if (comm.is_root()) {
+    try {
       step();
+    } catch (...) {
+      error = std::current_exception();
     }
-  });
+  }
+  const auto worked = step_times::Clock::now();
+  raise_if_root_failed_within(comm, error, context, timeout);
+  record_agreed_step(context, started, worked);
 }
 
 // Collective: runs `step` on this rank and raises the first failure of any rank on every rank,

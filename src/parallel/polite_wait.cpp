@@ -8,7 +8,7 @@ namespace epochrun {
 
 std::chrono::nanoseconds polite_pause(std::chrono::steady_clock::duration waited) {
   using std::chrono::microseconds;
-  if (waited < microseconds(50)) {
+  if (waited < std::chrono::milliseconds(10)) {
     return std::chrono::nanoseconds(0);
   }
   return std::clamp(std::chrono::duration_cast<std::chrono::nanoseconds>(waited / 8),

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <sched.h>
 #include <time.h>
 
 #include <chrono>
@@ -12,10 +13,22 @@
 namespace epochrun {
 
 // Tests `request` until it completes or until `stop()` returns true (checked between tests: a
-// deadline, a message that changes what to wait for). Between tests it spins for the first
-// 50 µs, which is all a quick collective on free cores takes, then sleeps for an eighth of the
-// time waited so far (20 µs to 2 ms): a late completion is seen at most ~12% late, and a
-// thousand waiting ranks wake at most 500 times a second each. True when the request completed.
+// deadline, a message that changes what to wait for). For the first 10 ms it yields the core
+// between tests (sched_yield: a rank that shares its core with others lets them run first, and
+// a collective's intermediate ranks still pass messages on at once, as Open MPI's own waits do
+// when ranks outnumber cores); a wait that lasts longer is one for slow work (a large write, a
+// stuck rank), and it then sleeps an eighth of the time waited so far between tests (up to
+// 2 ms): a late completion is seen at most ~12% late and a thousand waiting ranks wake at most
+// 500 times a second each. True when the request completed.
+template <typename Stop>
+bool wait_politely(MPI_Request& request, Stop&& stop);
+
+// The pause between two tests after `waited`, as described above (zero: yield).
+std::chrono::nanoseconds polite_pause(std::chrono::steady_clock::duration waited);
+
+// MPI_Test, checked. True when the request completed.
+bool request_done(MPI_Request& request);
+
 template <typename Stop>
 bool wait_politely(MPI_Request& request, Stop&& stop);
 
