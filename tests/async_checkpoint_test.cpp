@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -177,27 +176,50 @@ bool direct_io_works(const std::filesystem::path& directory) {
   return works;
 }
 
-// `run` (the epochrun command line for extra arguments) synchronously and with
-// --async-checkpoint, each in a directory of its own: epochs 0 to 2 saved in the background
-// (the last one is synchronous), each logged by rank 0 with `direct_line` (the other ranks log
-// warnings only), and every committed epoch, 0 to 3, what the synchronous run committed.
-void expect_direct_background_saves(
-    const std::function<std::vector<std::string>(const std::vector<std::string>&)>& run,
-    const std::string& direct_line) {
+// Blobs of 1 MiB and more go from the snapshot to the disk with direct I/O, the unaligned tail
+// through the page cache, and the files hold exactly what a synchronous save of the same run
+// writes: sgd_regression with 262,000 features on 2 ranks, whose replicated weights (2,096,000
+// bytes: 511 pages and 2,944 bytes) and optimizer state (the velocity of the weights and the
+// bias, 2,096,008 bytes) rank 0 writes.
+TEST(AsyncDirectIo, LargeBlobsWrittenWithDirectIoMatchTheSynchronousSave) {
+  auto sgd = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"run",
+                                     "--job",
+                                     "sgd_regression",
+                                     "--checkpoint-dir",
+                                     "D",
+                                     "--sgd_regression.features",
+                                     "262000",
+                                     "--sgd_regression.samples",
+                                     "8",
+                                     "--sgd_regression.batch_size",
+                                     "4",
+                                     "--sgd_regression.max_epochs",
+                                     "3",
+                                     "--sgd_regression.loss_threshold",
+                                     "0",
+                                     "--sgd_regression.model_file",
+                                     ""};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return epochrun_on_ranks(2, args);
+  };
   ScratchDir sync;
   ScratchDir async;
   if (!direct_io_works(async.path())) {
     GTEST_SKIP() << "the file system of " << async.path() << " refuses direct I/O";
   }
-  const auto synchronous = run_bounded(run({}), sync.path());
+  const auto synchronous = run_bounded(sgd({}), sync.path());
   ASSERT_EQ(synchronous.exit_code, 0) << synchronous.err;
   const auto background =
-      run_bounded(run({"--async-checkpoint", "--log-level", "debug"}), async.path());
+      run_bounded(sgd({"--async-checkpoint", "--log-level", "debug"}), async.path());
   ASSERT_EQ(background.exit_code, 0) << background.err;
+  // Epochs 0 to 2 in the background (the last one is synchronous), as rank 0 logs them (the
+  // other ranks log warnings only): 511 whole pages of each of the two large blobs directly,
+  // their tails and the small blobs (5,936 bytes in all) through the cache.
   const std::string all = background.out + background.err;
   std::size_t direct = 0;
-  for (auto at = all.find(direct_line); at != std::string::npos;
-       at = all.find(direct_line, at + 1)) {
+  const std::string line = "4186112 of this rank's 4192048 bytes written with direct I/O";
+  for (auto at = all.find(line); at != std::string::npos; at = all.find(line, at + 1)) {
     ++direct;
   }
   EXPECT_EQ(direct, 3u) << all;
@@ -208,38 +230,6 @@ void expect_direct_background_saves(
   }
 }
 
-// Blobs of 1 MiB and more go from the snapshot to the disk with direct I/O, the unaligned tail
-// through the page cache, and the files hold exactly what a synchronous save of the same run
-// writes: sgd_regression with 262,000 features on 2 ranks, whose replicated weights (2,096,000
-// bytes: 511 pages and 2,944 bytes) and optimizer state (the velocity of the weights and the
-// bias, 2,096,008 bytes) rank 0 writes: 511 whole pages of each of the two large blobs
-// directly, their tails and the small blobs (5,936 bytes in all) through the cache.
-TEST(AsyncDirectIo, LargeBlobsWrittenWithDirectIoMatchTheSynchronousSave) {
-  expect_direct_background_saves(
-      [](const std::vector<std::string>& extra) {
-        std::vector<std::string> args = {"run",
-                                         "--job",
-                                         "sgd_regression",
-                                         "--checkpoint-dir",
-                                         "D",
-                                         "--sgd_regression.features",
-                                         "262000",
-                                         "--sgd_regression.samples",
-                                         "8",
-                                         "--sgd_regression.batch_size",
-                                         "4",
-                                         "--sgd_regression.max_epochs",
-                                         "3",
-                                         "--sgd_regression.loss_threshold",
-                                         "0",
-                                         "--sgd_regression.model_file",
-                                         ""};
-        args.insert(args.end(), extra.begin(), extra.end());
-        return epochrun_on_ranks(2, args);
-      },
-      "4186112 of this rank's 4192048 bytes written with direct I/O");
-}
-
 // A global array whose every block is whole rows of it (heat_diffusion on 3 ranks: a [3, 1]
 // process grid) is written by the background thread like any large blob, from the snapshot
 // with direct I/O, instead of by a collective write at the next epoch boundary, where the job
@@ -247,25 +237,46 @@ TEST(AsyncDirectIo, LargeBlobsWrittenWithDirectIoMatchTheSynchronousSave) {
 // rows of 8 KiB per rank, 1,310,720 bytes (320 whole pages) written directly, and rank 0's
 // three replicated scalars (24 bytes) through the cache.
 TEST(AsyncDirectIo, AGlobalArrayOfWholeRowBlocksIsWrittenInTheBackground) {
-  expect_direct_background_saves(
-      [](const std::vector<std::string>& extra) {
-        std::vector<std::string> args = {"run",
-                                         "--job",
-                                         "heat_diffusion",
-                                         "--checkpoint-dir",
-                                         "D",
-                                         "--heat_diffusion.rows",
-                                         "480",
-                                         "--heat_diffusion.columns",
-                                         "1024",
-                                         "--heat_diffusion.tolerance",
-                                         "0",
-                                         "--num-epochs",
-                                         "3"};
-        args.insert(args.end(), extra.begin(), extra.end());
-        return epochrun_on_ranks(3, args);
-      },
-      "1310720 of this rank's 1310744 bytes written with direct I/O");
+  auto heat = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"run",
+                                     "--job",
+                                     "heat_diffusion",
+                                     "--checkpoint-dir",
+                                     "D",
+                                     "--heat_diffusion.rows",
+                                     "480",
+                                     "--heat_diffusion.columns",
+                                     "1024",
+                                     "--heat_diffusion.tolerance",
+                                     "0",
+                                     "--num-epochs",
+                                     "3"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return epochrun_on_ranks(3, args);
+  };
+  ScratchDir sync;
+  ScratchDir async;
+  if (!direct_io_works(async.path())) {
+    GTEST_SKIP() << "the file system of " << async.path() << " refuses direct I/O";
+  }
+  const auto synchronous = run_bounded(heat({}), sync.path());
+  ASSERT_EQ(synchronous.exit_code, 0) << synchronous.err;
+  const auto background =
+      run_bounded(heat({"--async-checkpoint", "--log-level", "debug"}), async.path());
+  ASSERT_EQ(background.exit_code, 0) << background.err;
+  // Epochs 0 to 2 in the background (the last one is synchronous), as rank 0 logs them.
+  const std::string all = background.out + background.err;
+  std::size_t direct = 0;
+  const std::string line = "1310720 of this rank's 1310744 bytes written with direct I/O";
+  for (auto at = all.find(line); at != std::string::npos; at = all.find(line, at + 1)) {
+    ++direct;
+  }
+  EXPECT_EQ(direct, 3u) << all;
+  EXPECT_EQ(CheckpointDirectory(async / "D").committed_epochs(),
+            (std::vector<std::int64_t>{0, 1, 2, 3}));
+  for (std::int64_t epoch = 0; epoch <= 3; ++epoch) {
+    EXPECT_EQ(epoch_of(async.path(), epoch), epoch_of(sync.path(), epoch)) << "epoch " << epoch;
+  }
 }
 
 }  // namespace

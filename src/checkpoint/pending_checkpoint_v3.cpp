@@ -351,7 +351,7 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
       case StorageKind::kGlobalArray:
         if (array_block_offsets_[i]) {
           sums.arrays.emplace_back(checksum_offsets[i] + 8 * rank,
-                                   writer.write_whole(*array_block_offsets_[i], view));
+                                   writer.write(*array_block_offsets_[i], view));
           bytes_written_ += view.bytes.size();
         }
         break;  // the others: write_arrays

@@ -38,18 +38,6 @@ std::uint64_t StreamingWriter::write(std::uint64_t offset, const BlobView& blob)
   return blob.xxh64 ? *blob.xxh64 : XXH64_digest(state_.get());
 }
 
-std::uint64_t StreamingWriter::write_whole(std::uint64_t offset, const BlobView& blob) {
-  if (blob.direct || blob.bytes.size() < kPiece) {
-    return write(offset, blob);
-  }
-  flush();
-  write_at(fd_, offset, blob.bytes, what_);
-  // Only a hint: the fsync that ends the write makes every byte durable and reports failures.
-  (void)::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(blob.bytes.size()),
-                          SYNC_FILE_RANGE_WRITE);
-  return blob.xxh64 ? *blob.xxh64 : XXH64(blob.bytes.data(), blob.bytes.size(), 0);
-}
-
 void StreamingWriter::flush() {
   if (!gathered_.empty()) {
     put(gathered_at_, gathered_);

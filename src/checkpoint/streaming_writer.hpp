@@ -32,14 +32,6 @@ class StreamingWriter {
   // Returns the blob's xxh64.
   std::uint64_t write(std::uint64_t offset, const BlobView& blob);
 
-  // Writes the blob as one piece, starts its writeback, then hashes it (unless its hash came
-  // with it) while the disk works; a blob marked direct or under kPiece as write() does.
-  // Returns its xxh64. For a large block of a shared file that every rank writes at once, as
-  // the collective write did before: one write per rank takes the file's lock once (in 1 MiB
-  // pieces a 3 x 256 MiB heat_diffusion save's write step took 0.35 to 0.41 s per rank, in one
-  // piece 0.22 to 0.25 s; docs/benchmarks.md, "Inside a job").
-  std::uint64_t write_whole(std::uint64_t offset, const BlobView& blob);
-
   // Writes what small blobs are still gathered; call it after the last write().
   void flush();
 

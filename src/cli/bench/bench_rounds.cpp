@@ -83,10 +83,6 @@ void write_limit(const std::filesystem::path& file, const Workspace& workspace,
   constexpr std::size_t kHintedPiece = 8 << 20;
   FileDescriptor fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   check(fd.valid(), "create " + file.string());
-  if (writeback == Writeback::kHinted) {
-    // Only a hint too: where the file system cannot reserve, the writes allocate as they go.
-    (void)::fallocate(fd.get(), FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(workspace.byte_size()));
-  }
   off_t offset = 0;
   for (const auto& [name, blob] : workspace.blobs()) {
     const auto bytes = blob.raw();

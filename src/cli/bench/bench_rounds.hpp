@@ -36,11 +36,9 @@ Workspace random_workspace(std::uint64_t bytes, std::int64_t count, int rank);
 // How a limit hands its bytes to the kernel.
 enum class Writeback {
   kAtFsync,  // pwrite of each blob whole, then fsync: the plain write
-  // The file's space reserved first (fallocate, FALLOC_FL_KEEP_SIZE, where the file system
-  // can), then pwrite in pieces of 8 MiB, each followed by sync_file_range(SYNC_FILE_RANGE_WRITE)
-  // of it, then fsync: the disk starts on each piece while the next is copied and writeback
-  // allocates no blocks, what a save does (UnsealedFile, StreamingWriter), and the fastest way
-  // to the disk measured here.
+  // pwrite in pieces of 8 MiB, each followed by sync_file_range(SYNC_FILE_RANGE_WRITE) of it,
+  // then fsync: the disk starts on each piece while the next is copied, the writeback hint a
+  // save gives (StreamingWriter), and the fastest way to the disk measured here.
   kHinted,
 };
 
