@@ -230,54 +230,5 @@ TEST(AsyncDirectIo, LargeBlobsWrittenWithDirectIoMatchTheSynchronousSave) {
   }
 }
 
-// A global array whose every block is whole rows of it (heat_diffusion on 3 ranks: a [3, 1]
-// process grid) is written by the background thread like any large blob, from the snapshot
-// with direct I/O, instead of by a collective write at the next epoch boundary, where the job
-// waited for it; the files hold what a synchronous save writes. 480 x 1024 float64 cells: 160
-// rows of 8 KiB per rank, 1,310,720 bytes (320 whole pages) written directly, and rank 0's
-// three replicated scalars (24 bytes) through the cache.
-TEST(AsyncDirectIo, AGlobalArrayOfWholeRowBlocksIsWrittenInTheBackground) {
-  auto heat = [](const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"run",
-                                     "--job",
-                                     "heat_diffusion",
-                                     "--checkpoint-dir",
-                                     "D",
-                                     "--heat_diffusion.rows",
-                                     "480",
-                                     "--heat_diffusion.columns",
-                                     "1024",
-                                     "--heat_diffusion.tolerance",
-                                     "0",
-                                     "--num-epochs",
-                                     "3"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return epochrun_on_ranks(3, args);
-  };
-  ScratchDir sync;
-  ScratchDir async;
-  if (!direct_io_works(async.path())) {
-    GTEST_SKIP() << "the file system of " << async.path() << " refuses direct I/O";
-  }
-  const auto synchronous = run_bounded(heat({}), sync.path());
-  ASSERT_EQ(synchronous.exit_code, 0) << synchronous.err;
-  const auto background =
-      run_bounded(heat({"--async-checkpoint", "--log-level", "debug"}), async.path());
-  ASSERT_EQ(background.exit_code, 0) << background.err;
-  // Epochs 0 to 2 in the background (the last one is synchronous), as rank 0 logs them.
-  const std::string all = background.out + background.err;
-  std::size_t direct = 0;
-  const std::string line = "1310720 of this rank's 1310744 bytes written with direct I/O";
-  for (auto at = all.find(line); at != std::string::npos; at = all.find(line, at + 1)) {
-    ++direct;
-  }
-  EXPECT_EQ(direct, 3u) << all;
-  EXPECT_EQ(CheckpointDirectory(async / "D").committed_epochs(),
-            (std::vector<std::int64_t>{0, 1, 2, 3}));
-  for (std::int64_t epoch = 0; epoch <= 3; ++epoch) {
-    EXPECT_EQ(epoch_of(async.path(), epoch), epoch_of(sync.path(), epoch)) << "epoch " << epoch;
-  }
-}
-
 }  // namespace
 }  // namespace epochrun::testing

@@ -220,29 +220,6 @@ BandsRead read_bands(MpiIoFile& file, const StoredGlobalArray& stored,
 
 }  // namespace
 
-std::optional<std::uint64_t> contiguous_block_offset(const StoredArray& where, const Block& block) {
-  const auto& shape = where.global_shape;
-  // From the last dimension inwards: whole dimensions, then at most one partial one, then
-  // counts of 1 (or an empty block, which has no bytes to place).
-  std::size_t d = shape.size();
-  while (d > 0 && block.count[d - 1] == shape[d - 1]) {
-    --d;
-  }
-  if (d > 0) {
-    --d;  // the partial one
-  }
-  for (std::size_t outer = 0; outer < d; ++outer) {
-    if (block.count[outer] != 1 && block.element_count() > 0) {
-      return std::nullopt;
-    }
-  }
-  std::uint64_t first = 0;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    first = first * shape[i] + block.start[i];
-  }
-  return where.offset + first * where.element_bytes;
-}
-
 std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
                                  const StoredArray& where, const Block& block,
                                  std::span<const std::byte> data, const std::string& context,

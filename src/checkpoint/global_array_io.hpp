@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,12 +28,6 @@ struct StoredGlobalArray {
   std::vector<Block> writer_blocks;         // index = the rank that wrote it
   std::vector<std::uint64_t> writer_xxh64;  // of each writer block's elements, row-major
 };
-
-// Where `block`'s bytes start in the file when they are one run of it (every dimension after
-// the first it does not hold whole has a count of 1 before it, e.g. whole rows of a row-major
-// array): then a plain write of the block's row-major bytes at that offset is the block's
-// write. nullopt when the block's bytes are strided in the file.
-std::optional<std::uint64_t> contiguous_block_offset(const StoredArray& where, const Block& block);
 
 // Collective: this rank writes `data`, its `block` of the array at `where`, and returns the
 // xxh64 of those bytes. Every rank throws when any rank failed. `phases`, when given, gets the

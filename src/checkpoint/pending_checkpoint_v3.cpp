@@ -308,7 +308,6 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
       pending.layout_ = unflatten(flat, pending.description_.blobs.size());
     }
   }
-  pending.plan_array_writes();
   return pending;
 }
 
@@ -316,7 +315,6 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
   const auto& described = description_.blobs;
   const std::uint64_t rank = static_cast<std::uint64_t>(comm_.rank());
   const std::uint64_t ranks = description_.ranks();
-  const auto checksum_offsets = array_checksum_offsets();
   ValueSums sums;
   std::size_t ragged = 0;
   for (std::size_t i = 0; i < described.size(); ++i) {
@@ -349,68 +347,20 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
         }
         break;
       case StorageKind::kGlobalArray:
-        if (array_block_offsets_[i]) {
-          sums.arrays.emplace_back(checksum_offsets[i] + 8 * rank,
-                                   writer.write(*array_block_offsets_[i], view));
-          bytes_written_ += view.bytes.size();
-        }
-        break;  // the others: write_arrays
+        break;  // write_arrays
     }
   }
   writer.flush();
   return sums;
 }
 
-std::vector<std::uint64_t> PendingCheckpointV3::array_checksum_offsets() const {
-  const auto& described = description_.blobs;
-  // After every node's per-node checksums and the replicated blobs', each array's writers' in
-  // blob order.
-  std::uint64_t at = layout_.checksums_offset +
-                     8 * (description_.ranks() * layout_.per_node_blobs +
-                          static_cast<std::uint64_t>(std::count_if(
-                              described.begin(), described.end(), [](const BlobDescription& blob) {
-                                return blob.kind == StorageKind::kReplicated;
-                              })));
-  std::vector<std::uint64_t> offsets(described.size(), 0);
-  for (std::size_t i = 0; i < described.size(); ++i) {
-    if (described[i].kind == StorageKind::kGlobalArray) {
-      offsets[i] = at;
-      at += 8 * described[i].writer_blocks.size();
-    }
-  }
-  return offsets;
-}
-
-void PendingCheckpointV3::plan_array_writes() {
-  const auto& described = description_.blobs;
-  const auto rank = static_cast<std::size_t>(comm_.rank());
-  array_block_offsets_.assign(described.size(), std::nullopt);
-  for (std::size_t i = 0; i < described.size(); ++i) {
-    const auto& where = described[i];
-    if (where.kind != StorageKind::kGlobalArray) {
-      continue;
-    }
-    const StoredArray stored{layout_.offsets[i], where.shape, element_size(where.dtype)};
-    // Every rank decides alike from the blocks they all know: either all write their block in
-    // the data step or all take part in the collective write.
-    const bool each_one_run =
-        std::all_of(where.writer_blocks.begin(), where.writer_blocks.end(),
-                    [&](const Block& block) { return contiguous_block_offset(stored, block); });
-    if (each_one_run) {
-      array_block_offsets_[i] = contiguous_block_offset(stored, where.writer_blocks[rank]);
-    }
-  }
-}
-
 void PendingCheckpointV3::write_data() noexcept {
   try {
     fault_point("save-create", epoch_);
     auto fd = open_regular_file_for_writing(file_);
-    bool direct = false;
-    for (std::size_t i = 0; i < blobs_.size(); ++i) {
-      direct = direct || (blobs_[i].view.direct &&
-                          (blobs_[i].kind != StorageKind::kGlobalArray || array_block_offsets_[i]));
-    }
+    const bool direct = std::any_of(blobs_.begin(), blobs_.end(), [](const SavedBlob& blob) {
+      return blob.view.direct && blob.kind != StorageKind::kGlobalArray;
+    });
     auto direct_fd = direct ? open_for_direct_writing(file_) : FileDescriptor(-1);
     StreamingWriter writer(fd.get(), direct_fd.get(), file_.string());
     auto write_timer = std::make_optional<PhaseTimer>(phases_, SavePhase::kWrite);
@@ -432,9 +382,6 @@ void PendingCheckpointV3::write_data() noexcept {
                layout_.checksums_offset + 8 * description_.ranks() * layout_.per_node_blobs,
                checksum_table(sums.replicated), file_.string());
     }
-    for (const auto& [at, sum] : sums.arrays) {
-      write_at(fd.get(), at, checksum_table({sum}), file_.string());
-    }
     checksums_timer.reset();
     fault_point("save-write", epoch_);
     // Made durable from this rank: on a parallel file system one client's fsync does not flush
@@ -455,56 +402,48 @@ void PendingCheckpointV3::write_data() noexcept {
 
 void PendingCheckpointV3::write_arrays() {
   const auto& described = description_.blobs;
-  std::vector<std::size_t> arrays;
-  bool collective = false;
-  for (std::size_t i = 0; i < described.size(); ++i) {
-    if (described[i].kind == StorageKind::kGlobalArray) {
-      arrays.push_back(i);
-      collective = collective || !array_block_offsets_[i];
-    }
-  }
-  if (arrays.empty()) {
+  if (std::none_of(described.begin(), described.end(), [](const BlobDescription& blob) {
+        return blob.kind == StorageKind::kGlobalArray;
+      })) {
     return;
   }
   // A rank whose data step failed still takes part: every rank makes the same collective calls,
   // and the failure is agreed on in finish().
-  const auto checksum_offsets = array_checksum_offsets();
-  const auto rank = static_cast<std::size_t>(comm_.rank());
+  std::uint64_t checksum_at =
+      layout_.checksums_offset +
+      8 * (description_.ranks() * layout_.per_node_blobs +
+           static_cast<std::uint64_t>(std::count_if(
+               described.begin(), described.end(),
+               [](const BlobDescription& blob) { return blob.kind == StorageKind::kReplicated; })));
   std::vector<std::uint64_t> sums;
   std::vector<std::uint64_t> sums_at;
   std::optional<MpiIoFile> file;
-  if (collective) {
-    agreed_step("open for collective writes", SavePhase::kWrite, false,
-                [&] { file.emplace(comm_, file_, MpiIoFile::Access::kWrite, hints_); });
-  }
+  agreed_step("open for collective writes", SavePhase::kWrite, false,
+              [&] { file.emplace(comm_, file_, MpiIoFile::Access::kWrite, hints_); });
   try {
-    for (const auto i : arrays) {
+    for (std::size_t i = 0; i < described.size(); ++i) {
       const auto& where = described[i];
-      // Agreed before the collective call: a rank that cannot take part says so, and no rank
-      // enters a collective write another will never join. (An array the data step wrote
-      // passes here too, so that a failure at this point fails the save alike.)
-      agreed_step("global array '" + where.name + "'", SavePhase::kWrite, false,
-                  [&] { fault_point("save-write-array", epoch_); });
-      if (array_block_offsets_[i]) {
+      if (where.kind != StorageKind::kGlobalArray) {
         continue;
       }
+      const auto rank = static_cast<std::size_t>(comm_.rank());
       const StoredArray stored{layout_.offsets[i], where.shape, element_size(where.dtype)};
+      // Agreed before the collective call: a rank that cannot take part says so, and no rank
+      // enters a collective write another will never join.
+      agreed_step("global array '" + where.name + "'", SavePhase::kWrite, false,
+                  [&] { fault_point("save-write-array", epoch_); });
       sums.push_back(
           write_global_array(comm_, *file, stored, where.writer_blocks[rank], blobs_[i].view.bytes,
                              context_ + ": global array '" + where.name + "'", timeout_, &phases_));
-      sums_at.push_back(checksum_offsets[i] + 8 * rank);
+      sums_at.push_back(checksum_at + 8 * rank);
+      checksum_at += 8 * where.writer_blocks.size();
       bytes_written_ += blobs_[i].view.bytes.size();
     }
-    if (collective) {
-      agreed_step("sync the global arrays", SavePhase::kFsync, false,
-                  [&] { file->sync_and_close(); });
-    }
+    agreed_step("sync the global arrays", SavePhase::kFsync, false,
+                [&] { file->sync_and_close(); });
   } catch (...) {
     created_.remove();
     throw;
-  }
-  if (!collective) {
-    return;
   }
   agreed_step("write the global arrays' checksums", SavePhase::kChecksums, false, [&] {
     auto fd = open_regular_file_for_writing(file_);

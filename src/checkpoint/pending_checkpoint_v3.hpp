@@ -7,10 +7,8 @@
 //   begin         collective, main thread: agree, lay out and seal (rank 0), broadcast the
 //                 offsets;
 //   write_data    this rank alone, any thread, no MPI call: per-node, ragged and (rank 0)
-//                 replicated bytes with pwrite, checksummed as they stream, its index rows,
-//                 and its block of each global array whose every block is one run of the
-//                 file (rows of a row-major array): no collective call is needed for those;
-//   write_arrays  collective, main thread: each other global array with one collective MPI-IO
+//                 replicated bytes with pwrite, checksummed as they stream, its index rows;
+//   write_arrays  collective, main thread: each global array with one collective MPI-IO
 //                 write, each rank's block hashed, then everything made durable;
 //   finish        collective, main thread: agree on every rank's writes; the file is then
 //                 complete and durable, ready for the commit (a rename).
@@ -91,13 +89,7 @@ class PendingCheckpointV3 {
   struct ValueSums {
     std::vector<std::uint64_t> nodes;       // its per-node and ragged values, in blob order
     std::vector<std::uint64_t> replicated;  // rank 0's: the replicated blobs, in blob order
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> arrays;  // (where, xxh64) of its blocks
   };
-  // Where each global array's checksums start in the file, by blob (0 for other blobs).
-  std::vector<std::uint64_t> array_checksum_offsets() const;
-  // Decides, per global array, whether the data step writes it (every rank's block one run of
-  // the file) or write_arrays does, collectively.
-  void plan_array_writes();
   // The data step's writes of this rank's per-node, ragged and (rank 0) replicated values with
   // `writer`, and its ragged index rows with `fd`.
   ValueSums write_values(int fd, StreamingWriter& writer);
@@ -118,10 +110,6 @@ class PendingCheckpointV3 {
   LayoutV3 layout_;
   // Per ragged blob (description order): this rank's byte offset in its dataset.
   std::vector<std::uint64_t> ragged_offsets_;
-  // Per blob (description order): where this rank's block of a global array starts in the file
-  // when the data step writes it like any blob; nullopt for the arrays write_arrays writes
-  // collectively and for other blobs.
-  std::vector<std::optional<std::uint64_t>> array_block_offsets_;
   UnsealedFile created_;  // rank 0's, from its creation until every rank's data is durable
   std::exception_ptr write_error_;
   std::uint64_t bytes_written_ = 0;  // of blob data by this rank, for the direct-I/O log line
