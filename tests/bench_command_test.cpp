@@ -4,6 +4,8 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "launch.hpp"
@@ -14,7 +16,7 @@ namespace {
 
 // `epochrun bench args...` on 3 ranks in `cwd`; fails the test when it runs over 5 minutes.
 ProcessResult bench(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
-  std::vector<std::string> full = {"bench"};
+  std::vector<std::string> full = {"bench", "--machine-mib", "1"};
   full.insert(full.end(), args.begin(), args.end());
   ChildProcess child(epochrun_on_ranks(3, full), cwd, kMpiEnvironment);
   auto result = child.wait(300);
@@ -25,23 +27,74 @@ ProcessResult bench(const std::vector<std::string>& args, const std::filesystem:
   return *result;
 }
 
+// The machine's figures (the first row) as the bench measured them: every figure there and
+// positive, the ranks and cores consistent, and the same figures printed before the table.
+void expect_machine_figures(const nlohmann::json& machine, const std::string& out) {
+  ASSERT_EQ(machine.at("name"), "machine") << machine;
+  for (const char* key : {"first_touch_mb_per_s", "page_cache_copy_mb_per_s",
+                          "plain_write_mb_per_s", "hinted_write_mb_per_s"}) {
+    ASSERT_TRUE(machine.at(key).is_number()) << key << " in " << machine;
+    const double value = machine.at(key).get<double>();
+    EXPECT_TRUE(std::isfinite(value) && value > 0) << key << " = " << value;
+    char printed[32];
+    std::snprintf(printed, sizeof printed, "%.0f", value);
+    EXPECT_NE(out.find(printed), std::string::npos) << key << " " << printed << "\n" << out;
+  }
+  EXPECT_EQ(machine.at("bytes_per_rank"), 1 << 20);
+  EXPECT_EQ(machine.at("ranks"), 3);
+  EXPECT_GE(machine.at("ranks_on_host").get<int>(), 1);
+  EXPECT_LE(machine.at("ranks_on_host").get<int>(), 3);
+  EXPECT_GE(machine.at("cores").get<int>(), 1);
+  EXPECT_GE(machine.at("cpus_allowed").get<int>(), 1);
+  EXPECT_LE(machine.at("cpus_allowed").get<int>(), machine.at("cores").get<int>());
+  EXPECT_FALSE(machine.at("file_system").get<std::string>().empty());
+  EXPECT_FALSE(machine.at("transparent_hugepages").get<std::string>().empty());
+  EXPECT_NE(out.find("machine: "), std::string::npos) << out;
+  EXPECT_LT(out.find("machine: "), out.find("measure ")) << "the figures come before the table";
+}
+
+// A row's ratio with its median's 95% interval: the interval holds the ratio, `stable` says
+// whether it is within +-5% of it, and the rounds are what the seconds hold.
+void expect_ratio_figures(const nlohmann::json& row, std::int64_t min_rounds,
+                          std::int64_t max_rounds) {
+  const auto rounds = row.at("rounds").get<std::int64_t>();
+  EXPECT_EQ(row.at("seconds").size(), std::size_t(rounds)) << row;
+  EXPECT_GE(rounds, min_rounds) << row;
+  EXPECT_LE(rounds, max_rounds) << row;
+  const auto& interval = row.at("ratio_interval");
+  if (rounds < 6) {
+    EXPECT_TRUE(interval.is_null()) << row;
+    EXPECT_FALSE(row.at("ratio_stable").get<bool>()) << row;
+    return;
+  }
+  ASSERT_EQ(interval.size(), 2u) << row;
+  const double ratio = row.at("ratio").get<double>();
+  EXPECT_LE(interval[0].get<double>(), ratio) << row;
+  EXPECT_GE(interval[1].get<double>(), ratio) << row;
+  EXPECT_EQ(row.at("ratio_stable").get<bool>(),
+            interval[0].get<double>() >= 0.95 * ratio && interval[1].get<double>() <= 1.05 * ratio)
+      << row;
+}
+
 TEST(BenchCommand, WritesOneJsonObjectPerMeasureWithFinitePositiveRatios) {
   ScratchDir cwd;
-  auto result = bench(
-      {"--mib-per-rank", "1", "--rounds", "5", "--blobs", "4", "--json", "F", "--dir", "work"},
-      cwd.path());
+  auto result = bench({"--mib-per-rank", "1", "--rounds", "5", "--max-rounds", "7", "--blobs", "4",
+                       "--json", "F", "--dir", "work"},
+                      cwd.path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("save"), std::string::npos) << result.out;
   EXPECT_FALSE(std::filesystem::exists(cwd / "work")) << "the working directory is left behind";
 
   const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
   ASSERT_TRUE(rows.is_array());
+  expect_machine_figures(rows.at(0), result.out);
   std::vector<std::string> names;
   for (const auto& row : rows) {
     names.push_back(row.at("name").get<std::string>());
     if (!row.contains("ratio")) {
-      continue;  // a memory row (below)
+      continue;  // the machine or a memory row
     }
+    expect_ratio_figures(row, 5, 7);
     for (const char* key : {"median_seconds", "limit_median_seconds", "ratio", "min_seconds",
                             "max_seconds", "mb_per_second"}) {
       ASSERT_TRUE(row.at(key).is_number()) << key << " in " << row.dump();
@@ -53,12 +106,17 @@ TEST(BenchCommand, WritesOneJsonObjectPerMeasureWithFinitePositiveRatios) {
     EXPECT_EQ(row.at("ranks"), 3);
     EXPECT_EQ(row.at("mib_per_rank"), 1.0);
     EXPECT_EQ(row.at("blobs"), 4);
-    EXPECT_EQ(row.at("rounds"), 5);
-    EXPECT_EQ(row.at("seconds").size(), 5u);
+    EXPECT_EQ(row.at("min_rounds"), 5);
     EXPECT_TRUE(row.at("cold").is_boolean());
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"save", "load", "write_limit", "read_limit",
+  EXPECT_EQ(names, (std::vector<std::string>{"machine", "save", "save_vs_hinted_write", "load",
+                                             "write_limit", "write_limit_hinted", "read_limit",
                                              "save_memory", "load_memory"}));
+  // Every measure ran the same rounds, and the save is the same series against both limits.
+  EXPECT_EQ(rows[1]["seconds"], rows[2]["seconds"]);
+  EXPECT_EQ(rows[1]["rounds"], rows[3]["rounds"]);
+  EXPECT_EQ(rows[1]["limit"], "write_limit");
+  EXPECT_EQ(rows[2]["limit"], "write_limit_hinted");
   for (const auto& row : rows) {
     if (row.contains("peak_added_bytes")) {
       // The peak resident memory of a save and a load against the state's size.
@@ -82,8 +140,12 @@ TEST(BenchCommand, GlobalArraysMeasureTheCollectiveSaveAndLoadsAgainstTheirLimit
   EXPECT_FALSE(std::filesystem::exists(cwd / "work")) << "the working directory is left behind";
   const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
   ASSERT_TRUE(rows.is_array());
+  expect_machine_figures(rows.at(0), result.out);
   std::map<std::string, std::string> limits;
   for (const auto& row : rows) {
+    if (row.at("name") == "machine") {
+      continue;
+    }
     limits[row.at("name").get<std::string>()] = row.at("limit").get<std::string>();
     for (const char* key : {"median_seconds", "limit_median_seconds", "ratio", "min_seconds",
                             "max_seconds", "mb_per_second"}) {
@@ -110,6 +172,9 @@ TEST(BenchCommand, GlobalArraysMeasureTheCollectiveSaveAndLoadsAgainstTheirLimit
                         {"array_read_limit_fewer_ranks", "array_read_limit_fewer_ranks"}}));
   for (const auto& row : rows) {
     const auto name = row["name"].get<std::string>();
+    if (name == "machine") {
+      continue;
+    }
     if (name == "array_save" || name == "array_load" || name == "array_load_fewer_ranks") {
       EXPECT_EQ(row.at("target"), 1.25) << name;
       EXPECT_EQ(row.at("met").get<bool>(), row["ratio"].get<double>() <= 1.25) << name;
@@ -156,6 +221,7 @@ TEST(BenchCommand, TargetsPrintEachTargetWithItsRatioLimitAndVerdict) {
     }
   }
   EXPECT_EQ(targets, (std::map<std::string, double>{{"save", 1.11},
+                                                    {"save_vs_hinted_write", 1.10},
                                                     {"load", 1.25},
                                                     {"save_small_blobs", 2.0},
                                                     {"load_small_blobs", 2.0},
@@ -194,9 +260,11 @@ TEST(BenchCommand, BadFlagsExitTwoWithOneLineAndTouchNothing) {
   std::filesystem::create_directory(cwd / "busy");
   write_file(cwd / "busy" / "keep", "mine");
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--frobnicate"}, std::vector<std::string>{"--rounds", "4"},
+       {std::vector<std::string>{"--frobnicate"},
+        std::vector<std::string>{"--rounds", "4"},
         std::vector<std::string>{"--mib-per-rank", "0"},
-        std::vector<std::string>{"--mib-per-rank", "nan"}, std::vector<std::string>{"--blobs", "0"},
+        std::vector<std::string>{"--mib-per-rank", "nan"},
+        std::vector<std::string>{"--blobs", "0"},
         std::vector<std::string>{"--mib-per-rank", "0.0001", "--blobs", "1000"},
         std::vector<std::string>{"--dir", "busy"},
         std::vector<std::string>{"--json", "no_such_dir/F", "--dir", "work"},
@@ -204,7 +272,15 @@ TEST(BenchCommand, BadFlagsExitTwoWithOneLineAndTouchNothing) {
         std::vector<std::string>{"--targets", "--history", "9"},
         std::vector<std::string>{"--targets", "--history-dir", "busy", "--dir", "work"},
         std::vector<std::string>{"--global-arrays", "--targets"},
-        std::vector<std::string>{"--global-arrays", "--blobs", "2"}}) {
+        std::vector<std::string>{"--global-arrays", "--blobs", "2"},
+        std::vector<std::string>{"--rounds", "6", "--max-rounds", "5"},
+        std::vector<std::string>{"--machine-mib", "0"},
+        std::vector<std::string>{"--job", "no_such_job"},
+        std::vector<std::string>{"--job", "heat_diffusion", "--heat_diffusion.no_such_key", "1"},
+        std::vector<std::string>{"--job", "heat_diffusion", "--heat_diffusion.rows", "0"},
+        std::vector<std::string>{"--job", "heat_diffusion", "--targets"},
+        std::vector<std::string>{"--job", "heat_diffusion", "--num-epochs", "0"},
+        std::vector<std::string>{"--heat_diffusion.rows", "64"}}) {
     auto result = bench(args, cwd.path());
     EXPECT_EQ(result.exit_code, 2) << args[0] << "\n" << result.err;
     int error_lines = 0;
@@ -215,6 +291,76 @@ TEST(BenchCommand, BadFlagsExitTwoWithOneLineAndTouchNothing) {
   }
   EXPECT_EQ(list_directory(cwd.path()), std::vector<std::string>{"busy"});
   EXPECT_EQ(read_file(cwd / "busy" / "keep"), "mine");
+}
+
+// --job: the real job run with synchronous, asynchronous and no checkpoints, each figure there
+// and consistent (the save's cost from the same runs' times, the limits of the same bytes, one
+// save's phases on every rank from the runs' metrics); which targets are met is the machine's.
+TEST(BenchCommand, AJobIsMeasuredWithItsSavesCostItsLimitsAndOneSavesPhases) {
+  ScratchDir cwd;
+  auto result = bench(
+      {"--job", "heat_diffusion", "--heat_diffusion.rows", "96", "--heat_diffusion.columns", "64",
+       "--num-epochs", "2", "--rounds", "5", "--max-rounds", "6", "--json", "F", "--dir", "work"},
+      cwd.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(cwd / "work")) << "the working directory is left behind";
+  const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
+  expect_machine_figures(rows.at(0), result.out);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& row : rows) {
+    by_name[row.at("name").get<std::string>()] = row;
+  }
+  const std::map<std::string, std::string> limits = {
+      {"job_save", "job_write_limit"},
+      {"job_save_vs_hinted_write", "job_write_limit_hinted"},
+      {"job_save_seconds", "job_write_limit"},
+      {"job_async_run", "job_no_checkpoints_run"},
+      {"job_sync_run", "job_no_checkpoints_run"},
+      {"job_write_limit", "job_write_limit"},
+      {"job_write_limit_hinted", "job_write_limit_hinted"},
+      {"job_no_checkpoints_run", "job_no_checkpoints_run"}};
+  for (const auto& [name, limit] : limits) {
+    ASSERT_TRUE(by_name.count(name)) << name << " missing from " << rows.dump();
+    const auto& row = by_name[name];
+    EXPECT_EQ(row.at("limit"), limit) << name;
+    EXPECT_EQ(row.at("job"), "heat_diffusion");
+    EXPECT_EQ(row.at("epochs"), 2);
+    expect_ratio_figures(row, 5, 6);
+    EXPECT_TRUE(std::isfinite(row.at("ratio").get<double>())) << row;
+    // 96 x 64 float64 cells, the step counter and the largest change: what the limits write.
+    EXPECT_GE(row.at("bytes").get<double>(), 96 * 64 * 8) << row;
+  }
+  // Every measure in the same rounds; the save's cost is the runs' difference per save (3 saves:
+  // init and 2 epochs).
+  const auto rounds = by_name["job_save"]["rounds"].get<std::size_t>();
+  for (std::size_t i = 0; i < rounds; ++i) {
+    const double sync = by_name["job_sync_run"]["seconds"][i].get<double>();
+    const double none = by_name["job_no_checkpoints_run"]["seconds"][i].get<double>();
+    EXPECT_NEAR(by_name["job_save"]["seconds"][i].get<double>(), (sync - none) / 3, 1e-9) << i;
+  }
+  for (const char* name : {"job_save", "job_save_vs_hinted_write", "job_async_run"}) {
+    const auto& row = by_name[name];
+    EXPECT_EQ(row.at("met").get<bool>(), row["ratio"].get<double>() <= row["target"].get<double>())
+        << name;
+  }
+  // One save's phases on each rank: 3 synchronous saves per run and 2 asynchronous ones (init's
+  // and epoch 1's; the last epoch's is synchronous).
+  const auto& phases = by_name.at("job_save_phases");
+  for (const auto& [kind, saves] : {std::pair<const char*, std::size_t>{"sync", 3},
+                                    std::pair<const char*, std::size_t>{"async", 2}}) {
+    ASSERT_EQ(phases.at(kind).size(), 3u) << phases;
+    for (const auto& rank : phases.at(kind)) {
+      EXPECT_EQ(rank.at("saves"), saves * rounds) << kind << " " << rank;
+      EXPECT_EQ(rank.at("phases").size(), 10u) << rank;
+      for (const auto& [phase, seconds] : rank.at("phases").items()) {
+        EXPECT_GE(seconds.get<double>(), 0) << phase;
+      }
+      EXPECT_GT(rank.at("save_seconds").get<double>(), 0) << rank;
+    }
+  }
+  EXPECT_NE(result.out.find("one synchronous save of heat_diffusion by phase"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("targets (ratio <= limit):"), std::string::npos) << result.out;
 }
 
 // A disk too small for the checkpoint: one line, exit 1, no hang, and nothing left on it.

@@ -99,6 +99,7 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     return outcome;
   }
   const auto started = Clock::now();
+  const auto faults_before = PageFaults::now();
   post_commit_.make_room_for_a_save();
   for (const auto& plan : blobs_) {
     outcome.bytes += workspace.get(plan.name).byte_size();
@@ -113,7 +114,10 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     }
   } else if (background) {
     try {
-      in_flight_.emplace(begin_save(epoch, snapshot(workspace)));
+      std::optional<PhaseTimer> copying(std::in_place, outcome.phases, SavePhase::kSnapshot);
+      auto copies = snapshot(workspace);
+      copying.reset();
+      in_flight_.emplace(begin_save(epoch, std::move(copies)));
     } catch (const std::exception& error) {
       commit_failed(epoch, error, outcome);
       outcome.seconds = outcome.blocked_seconds = seconds_since(started);
@@ -123,6 +127,7 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     in_flight_started_ = started;
     outcome.in_background = true;
     outcome.blocked_seconds = seconds_since(started);
+    outcome.phases.faults = PageFaults::now() - faults_before;
     outcome.log = fmt::format("checkpoint started in the background ({} snapshot in {:.3f} s)",
                               human_bytes(double(outcome.bytes)), outcome.blocked_seconds);
     in_flight_outcome_ = outcome;
@@ -133,11 +138,14 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     const auto writing = Clock::now();
     save.write_data();
     step_times::add_since("write data", writing);
-    committed(save.commit(), outcome);
+    const auto stats = save.commit();
+    outcome.phases += save.phases();
+    committed(stats, outcome);
   } catch (const std::exception& error) {
     commit_failed(epoch, error, outcome);
   }
   outcome.seconds = outcome.blocked_seconds = seconds_since(started);
+  outcome.phases.faults = PageFaults::now() - faults_before;
   return outcome;
 }
 
@@ -146,17 +154,21 @@ std::optional<SaveOutcome> CheckpointSaver::complete() {
     return std::nullopt;
   }
   const auto waiting = Clock::now();
+  const auto faults_before = PageFaults::now();
   writer_.join();
   auto outcome = in_flight_outcome_;
   outcome.in_background = false;
   try {
-    committed(in_flight_->commit(), outcome);
+    const auto stats = in_flight_->commit();
+    outcome.phases += in_flight_->phases();
+    committed(stats, outcome);
   } catch (const std::exception& error) {
     commit_failed(outcome.epoch, error, outcome);
   }
   in_flight_.reset();
   outcome.blocked_seconds = seconds_since(waiting);
   outcome.seconds = seconds_since(in_flight_started_);
+  outcome.phases.faults += PageFaults::now() - faults_before;
   return outcome;
 }
 
@@ -165,7 +177,10 @@ void CheckpointSaver::committed(const SaveStats& stats, SaveOutcome& outcome) {
   last_committed_ = outcome.epoch;
   last_commit_time_ = Clock::now();
   const auto after = Clock::now();
-  outcome.deleted = post_commit_.after_commit(outcome.epoch, stats.file_bytes);
+  {
+    const PhaseTimer timer(outcome.phases, SavePhase::kPostCommit);
+    outcome.deleted = post_commit_.after_commit(outcome.epoch, stats.file_bytes);
+  }
   step_times::add_since("index and retention", after);
   outcome.log = fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
                             human_bytes(double(stats.file_bytes)), stats.seconds,

@@ -23,6 +23,7 @@
 #include "epochrun/communicator.hpp"
 #include "epochrun/workspace.hpp"
 #include "post_commit_steps.hpp"
+#include "save_phases.hpp"
 #include "staging_buffer.hpp"
 
 namespace epochrun {
@@ -38,6 +39,9 @@ struct SaveOutcome {
   bool committed = false;
   std::optional<std::string> failure;  // the agreed error of a save that failed
   std::vector<std::int64_t> deleted;   // epochs the post-commit steps deleted after it
+  // Where the save's time went on this rank (the whole save, once it completed) and the page
+  // faults the process took while the job's thread was in it.
+  SavePhases phases;
 };
 
 class CheckpointSaver {

@@ -20,6 +20,7 @@ DirectorySave::DirectorySave(std::string context, std::filesystem::path final_pa
       timeout_(timeout) {}
 
 std::string DirectorySave::temporary_name(DirectorySave& save) {
+  const PhaseTimer timer(save.phases_, SavePhase::kDescribe);
   // Only a name: rank 0 creates the directory with the file, in the lay-out step.
   std::string temporary =
       save.comm_->is_root() ? temporary_sibling(save.final_path_).string() : std::string();
@@ -67,6 +68,14 @@ void DirectorySave::write_data() noexcept {
   }
 }
 
+SavePhases DirectorySave::phases() const {
+  auto phases = phases_;
+  if (const auto* v3 = std::get_if<PendingCheckpointV3>(&pending_)) {
+    phases += v3->phases();
+  }
+  return phases;
+}
+
 SaveStats DirectorySave::commit() {
   auto* v2 = std::get_if<PendingCheckpoint>(&pending_);
   auto* v3 = std::get_if<PendingCheckpointV3>(&pending_);
@@ -82,8 +91,12 @@ SaveStats DirectorySave::commit() {
     fault_point("save-before-rename", epoch_);
     // The commit point: rank 0 renames the complete, durable file to its final name
     // (atomically replacing an older file of the same epoch) and makes the rename durable.
-    run_on_root_then_agree_within(*comm_, context_ + ": commit", timeout_,
-                                  [&] { rename_durably(temporary, final_path_); });
+    timed_step(
+        phases_, SavePhase::kCommit,
+        [&](auto&& step) {
+          run_on_root_then_agree_within(*comm_, context_ + ": commit", timeout_, step);
+        },
+        [&] { rename_durably(temporary, final_path_); });
   } catch (const std::exception& failure) {
     if (comm_->is_root()) {
       ::unlink(temporary.c_str());  // gives the space of a failed attempt back

@@ -39,6 +39,9 @@ class DirectorySave {
   // failure, the temporary file removed and every committed checkpoint as it was.
   SaveStats commit();
 
+  // Where this rank's time went so far (version 3 saves; nothing for version 2).
+  SavePhases phases() const;
+
  private:
   DirectorySave(std::string context, std::filesystem::path final_path, const Communicator& comm,
                 std::int64_t epoch, std::chrono::duration<double> timeout);
@@ -53,6 +56,7 @@ class DirectorySave {
   static std::string temporary_name(DirectorySave& save);
 
   std::variant<std::monostate, PendingCheckpoint, PendingCheckpointV3> pending_;
+  SavePhases phases_;  // the steps outside the pending checkpoint: naming, committing
 };
 
 }  // namespace epochrun

@@ -11,6 +11,7 @@
 #include "block_redistribution.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
+#include "seconds_since.hpp"
 
 namespace epochrun {
 
@@ -222,23 +223,32 @@ BandsRead read_bands(MpiIoFile& file, const StoredGlobalArray& stored,
 std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
                                  const StoredArray& where, const Block& block,
                                  std::span<const std::byte> data, const std::string& context,
-                                 std::chrono::duration<double> timeout) {
+                                 std::chrono::duration<double> timeout, SavePhases* phases) {
+  SavePhases mine;
+  const auto agreed = [&](auto&& step) { run_then_agree_within(comm, context, timeout, step); };
   // Every rank's block is checked before any rank enters the collective write.
-  run_then_agree_within(comm, context, timeout, [&] {
+  timed_step(mine, SavePhase::kWrite, agreed, [&] {
     if (data.size() != block.element_count() * where.element_bytes) {
       throw UsageError("global array block " + block_to_string(block) + " of " +
                        std::to_string(data.size()) + " bytes");
     }
   });
   std::uint64_t hash = 0;
-  run_then_agree_within(comm, context, timeout, [&] {
+  timed_step(mine, SavePhase::kWrite, agreed, [&] {
     file.write_block_all(where, block, data);
     // Writes to one file take turns in the kernel: a rank done early gets its bytes going to
     // the disk while the others still write (as a plain pwrite + fsync does), and hashes
     // meanwhile.
     file.start_writeback(where, block);
+    const auto hashing = std::chrono::steady_clock::now();
     hash = xxh64(data);
+    const double hashed = seconds_since(hashing);
+    mine.add(SavePhase::kHash, hashed);
+    mine.add(SavePhase::kWrite, -hashed);  // inside the step's time: hashing, not writing
   });
+  if (phases != nullptr) {
+    *phases += mine;
+  }
   return hash;
 }
 

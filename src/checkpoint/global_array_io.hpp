@@ -17,6 +17,7 @@
 #include "epochrun/communicator.hpp"
 #include "epochrun/global_array.hpp"
 #include "mpi_io_file.hpp"
+#include "save_phases.hpp"
 
 namespace epochrun {
 
@@ -29,11 +30,13 @@ struct StoredGlobalArray {
 };
 
 // Collective: this rank writes `data`, its `block` of the array at `where`, and returns the
-// xxh64 of those bytes. Every rank throws when any rank failed.
+// xxh64 of those bytes. Every rank throws when any rank failed. `phases`, when given, gets the
+// time of the write, of the hash and of the wait for the other ranks.
 std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
                                  const StoredArray& where, const Block& block,
                                  std::span<const std::byte> data, const std::string& context,
-                                 std::chrono::duration<double> timeout);
+                                 std::chrono::duration<double> timeout,
+                                 SavePhases* phases = nullptr);
 
 // Collective at any rank count: reads `stored` into `mine`, this rank's block of `wanted_by`
 // (index = rank). Each writer block is cut into bands of whole rows at the wanted blocks' row

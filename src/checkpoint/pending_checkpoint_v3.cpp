@@ -231,14 +231,19 @@ FileDescription description_of(const SavedFile& root, const std::vector<SavedBlo
 }  // namespace
 
 template <typename Step>
-void PendingCheckpointV3::agreed_step(const std::string& step, bool root_only, Step&& body) {
-  created_.agreed_step(comm_, context_ + ": " + step, timeout_, root_only,
-                       std::forward<Step>(body));
+void PendingCheckpointV3::agreed_step(const std::string& step, SavePhase phase, bool root_only,
+                                      Step&& body) {
+  timed_step(
+      phases_, phase,
+      [&](auto&& timed) {
+        created_.agreed_step(comm_, context_ + ": " + step, timeout_, root_only, timed);
+      },
+      std::forward<Step>(body));
 }
 
 void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated) {
   const int ranks = comm_.size();
-  agreed_step("describe", false, [&] {
+  agreed_step("describe", SavePhase::kDescribe, false, [&] {
     if (root.node_names.size() != static_cast<std::size_t>(ranks)) {
       throw Error("the file names " + std::to_string(root.node_names.size()) + " nodes for " +
                   std::to_string(ranks) + " ranks");
@@ -248,6 +253,7 @@ void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated)
     check_blobs(blobs_, ranks);
   });
   const auto agreeing = step_times::Clock::now();
+  const PhaseTimer timer(phases_, SavePhase::kDescribe);
   const auto agreed = agree_on_blobs(comm_, context_, blobs_, check_replicated);
   step_times::add_since("agree on blobs", agreeing);
   // Per-node blobs whose shape differs between nodes are ragged: each node's bytes go back to
@@ -284,7 +290,7 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
   // and sealed at once: every byte the ranks write next lies in a data extent, so its metadata
   // is final, and the data step's fsyncs make the header durable with the data. A save then
   // waits for the disk once, as a plain write does, rather than once more for the seal.
-  pending.agreed_step("lay out", true, [&] {
+  pending.agreed_step("lay out", SavePhase::kLayOut, true, [&] {
     pending.layout_ = pending.created_.create_and_lay_out(
         file, estimated_file_bytes(pending.description_), pending.epoch_,
         [&](int fd, const std::function<void()>& created) {
@@ -292,12 +298,15 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
         });
     pending.created_.seal_before_data(pending.layout_.user_block_size, pending.layout_.extents);
   });
-  const auto sending = step_times::Clock::now();
-  auto flat = comm.rank() == 0 ? flatten(pending.layout_) : std::vector<std::int64_t>{};
-  comm.broadcast(flat);
-  step_times::add_since("send the layout", sending);
-  if (comm.rank() != 0) {
-    pending.layout_ = unflatten(flat, pending.description_.blobs.size());
+  {
+    const PhaseTimer timer(pending.phases_, SavePhase::kLayOut);
+    const auto sending = step_times::Clock::now();
+    auto flat = comm.rank() == 0 ? flatten(pending.layout_) : std::vector<std::int64_t>{};
+    comm.broadcast(flat);
+    step_times::add_since("send the layout", sending);
+    if (comm.rank() != 0) {
+      pending.layout_ = unflatten(flat, pending.description_.blobs.size());
+    }
   }
   return pending;
 }
@@ -354,13 +363,16 @@ void PendingCheckpointV3::write_data() noexcept {
     });
     auto direct_fd = direct ? open_for_direct_writing(file_) : FileDescriptor(-1);
     StreamingWriter writer(fd.get(), direct_fd.get(), file_.string());
+    auto write_timer = std::make_optional<PhaseTimer>(phases_, SavePhase::kWrite);
     const auto sums = write_values(fd.get(), writer);
+    write_timer.reset();
     if (writer.direct_bytes() > 0) {
       spdlog::debug("{}: {} of this rank's {} bytes written with direct I/O", file_.string(),
                     writer.direct_bytes(), bytes_written_);
     }
     // Each rank's checksums of its per-node values in one run of the table; rank 0's of the
     // replicated blobs after every node's.
+    auto checksums_timer = std::make_optional<PhaseTimer>(phases_, SavePhase::kChecksums);
     if (!sums.nodes.empty()) {
       write_at(fd.get(), layout_.node_checksum_offset(static_cast<std::uint64_t>(comm_.rank()), 0),
                checksum_table(sums.nodes), file_.string());
@@ -370,11 +382,13 @@ void PendingCheckpointV3::write_data() noexcept {
                layout_.checksums_offset + 8 * description_.ranks() * layout_.per_node_blobs,
                checksum_table(sums.replicated), file_.string());
     }
+    checksums_timer.reset();
     fault_point("save-write", epoch_);
     // Made durable from this rank: on a parallel file system one client's fsync does not flush
     // another's cache. The direct descriptor's own fsync and close are checked too: a network
     // file system's write-behind may accept an O_DIRECT write and report its failure only there
     // (GlusterFS), and unchecked the save would commit without those bytes.
+    const PhaseTimer fsync_timer(phases_, SavePhase::kFsync);
     if (direct_fd.valid()) {
       sync_file(direct_fd.get(), file_.string());
       direct_fd.close(file_.string());
@@ -404,7 +418,7 @@ void PendingCheckpointV3::write_arrays() {
   std::vector<std::uint64_t> sums;
   std::vector<std::uint64_t> sums_at;
   std::optional<MpiIoFile> file;
-  agreed_step("open for collective writes", false,
+  agreed_step("open for collective writes", SavePhase::kWrite, false,
               [&] { file.emplace(comm_, file_, MpiIoFile::Access::kWrite, hints_); });
   try {
     for (std::size_t i = 0; i < described.size(); ++i) {
@@ -416,21 +430,22 @@ void PendingCheckpointV3::write_arrays() {
       const StoredArray stored{layout_.offsets[i], where.shape, element_size(where.dtype)};
       // Agreed before the collective call: a rank that cannot take part says so, and no rank
       // enters a collective write another will never join.
-      agreed_step("global array '" + where.name + "'", false,
+      agreed_step("global array '" + where.name + "'", SavePhase::kWrite, false,
                   [&] { fault_point("save-write-array", epoch_); });
       sums.push_back(
           write_global_array(comm_, *file, stored, where.writer_blocks[rank], blobs_[i].view.bytes,
-                             context_ + ": global array '" + where.name + "'", timeout_));
+                             context_ + ": global array '" + where.name + "'", timeout_, &phases_));
       sums_at.push_back(checksum_at + 8 * rank);
       checksum_at += 8 * where.writer_blocks.size();
       bytes_written_ += blobs_[i].view.bytes.size();
     }
-    agreed_step("sync the global arrays", false, [&] { file->sync_and_close(); });
+    agreed_step("sync the global arrays", SavePhase::kFsync, false,
+                [&] { file->sync_and_close(); });
   } catch (...) {
     created_.remove();
     throw;
   }
-  agreed_step("write the global arrays' checksums", false, [&] {
+  agreed_step("write the global arrays' checksums", SavePhase::kChecksums, false, [&] {
     auto fd = open_regular_file_for_writing(file_);
     for (std::size_t k = 0; k < sums.size(); ++k) {
       write_at(fd.get(), sums_at[k], checksum_table({sums[k]}), file_.string());
@@ -441,7 +456,7 @@ void PendingCheckpointV3::write_arrays() {
 }
 
 void PendingCheckpointV3::finish() {
-  agreed_step("write", false, [&] {
+  agreed_step("write", SavePhase::kWaiting, false, [&] {
     if (write_error_) {
       std::rethrow_exception(write_error_);
     }

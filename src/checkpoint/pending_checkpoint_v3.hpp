@@ -25,6 +25,7 @@
 #include "checkpoint_layout_v3.hpp"
 #include "epochrun/communicator.hpp"
 #include "mpi_io_file.hpp"
+#include "save_phases.hpp"
 #include "streaming_writer.hpp"
 #include "unsealed_file.hpp"
 
@@ -69,6 +70,8 @@ class PendingCheckpointV3 {
   void finish();
 
   const std::filesystem::path& file() const { return file_; }
+  // Where this rank's time went in the steps so far.
+  const SavePhases& phases() const { return phases_; }
 
   PendingCheckpointV3(PendingCheckpointV3&&) noexcept = default;
   PendingCheckpointV3& operator=(PendingCheckpointV3&&) noexcept = default;
@@ -78,8 +81,10 @@ class PendingCheckpointV3 {
                       std::chrono::duration<double> timeout)
       : file_(std::move(file)), comm_(std::move(comm)), timeout_(timeout) {}
 
+  // A step of the save (UnsealedFile::agreed_step): its body's time goes to `phase`, the
+  // agreement's to waiting.
   template <typename Step>
-  void agreed_step(const std::string& step, bool root_only, Step&& body);
+  void agreed_step(const std::string& step, SavePhase phase, bool root_only, Step&& body);
   // This rank's checksums of the values write_values wrote.
   struct ValueSums {
     std::vector<std::uint64_t> nodes;       // its per-node and ragged values, in blob order
@@ -108,6 +113,7 @@ class PendingCheckpointV3 {
   UnsealedFile created_;  // rank 0's, from its creation until every rank's data is durable
   std::exception_ptr write_error_;
   std::uint64_t bytes_written_ = 0;  // of blob data by this rank, for the direct-I/O log line
+  SavePhases phases_;
 };
 
 }  // namespace epochrun

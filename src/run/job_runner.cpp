@@ -39,7 +39,7 @@ EpochFigures epoch_figures(double epoch_seconds, const SaveOutcome& save) {
   if (save.in_background) {
     return {epoch_seconds, save.blocked_seconds, {}, {}};
   }
-  return {epoch_seconds, save.blocked_seconds, save.seconds, save.bytes};
+  return {epoch_seconds, save.blocked_seconds, save.seconds, save.bytes, save.phases};
 }
 
 // Runs `step`, a task group or the stop conditions, which agree on a failure across the ranks.

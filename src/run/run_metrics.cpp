@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,21 @@ struct RunMetrics::Figures {
   double load_seconds = kAbsent;
   double load_bytes = kAbsent;
   double peak_rss_bytes = kAbsent;
+  // A save's phases (kAbsent when there is no save in the line) and page faults.
+  std::array<double, kSavePhaseNames.size()> save_phases = absent_phases();
+  double save_minor_faults = kAbsent;
+  double save_major_faults = kAbsent;
+
+  static std::array<double, kSavePhaseNames.size()> absent_phases() {
+    std::array<double, kSavePhaseNames.size()> phases;
+    phases.fill(kAbsent);
+    return phases;
+  }
+  void set_phases(const SavePhases& phases) {
+    save_phases = phases.seconds;
+    save_minor_faults = double(phases.faults.minor);
+    save_major_faults = double(phases.faults.major);
+  }
 };
 
 namespace {
@@ -89,6 +105,9 @@ void RunMetrics::epoch(std::int64_t epoch, const EpochFigures& figures) const {
   mine.blocked_seconds = figures.blocked_seconds.value_or(Figures::kAbsent);
   mine.save_seconds = figures.save_seconds.value_or(Figures::kAbsent);
   mine.save_bytes = figures.save_bytes ? double(*figures.save_bytes) : Figures::kAbsent;
+  if (figures.save_phases) {
+    mine.set_phases(*figures.save_phases);
+  }
   mine.peak_rss_bytes = peak_rss_bytes();
   append("epoch", epoch, mine, std::nullopt);
 }
@@ -106,6 +125,7 @@ void RunMetrics::save(const SaveOutcome& save) const {
   mine.blocked_seconds = save.blocked_seconds;
   mine.save_seconds = save.seconds;
   mine.save_bytes = double(save.bytes);
+  mine.set_phases(save.phases);
   mine.peak_rss_bytes = peak_rss_bytes();
   append("save", save.epoch, mine, save.committed);
 }
@@ -131,6 +151,15 @@ void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figu
     put(entry, "load_seconds", figures.load_seconds);
     put(entry, "load_bytes", figures.load_bytes, true);
     put(entry, "peak_rss_bytes", figures.peak_rss_bytes, true);
+    if (!std::isnan(figures.save_phases[0])) {
+      nlohmann::json phases = nlohmann::json::object();
+      for (std::size_t i = 0; i < kSavePhaseNames.size(); ++i) {
+        phases[kSavePhaseNames[i]] = figures.save_phases[i];
+      }
+      entry["save_phases"] = std::move(phases);
+      put(entry, "save_minor_faults", figures.save_minor_faults, true);
+      put(entry, "save_major_faults", figures.save_major_faults, true);
+    }
     ranks.push_back(std::move(entry));
   }
   nlohmann::json line = {{"run_started", run_started_}, {"event", event}, {"epoch", epoch}};

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "epochrun/communicator.hpp"
+#include "save_phases.hpp"
 
 namespace epochrun {
 
@@ -23,6 +24,7 @@ struct EpochFigures {
   std::optional<double> blocked_seconds;    // the job's thread stopped by this epoch's checkpoint
   std::optional<double> save_seconds;       // the save, when it completed within this epoch
   std::optional<std::uint64_t> save_bytes;  // this rank's bytes in that save
+  std::optional<SavePhases> save_phases;    // where that save's time went
 };
 
 class RunMetrics {

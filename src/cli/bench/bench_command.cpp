@@ -23,6 +23,8 @@
 
 #include "bench/bench_measures.hpp"
 #include "bench/global_array_bench.hpp"
+#include "bench/job_bench.hpp"
+#include "bench/machine_figures.hpp"
 #include "bench/scale_bench.hpp"
 #include "collective_errors.hpp"
 #include "command_line.hpp"
@@ -51,6 +53,9 @@ struct BenchOptions {
   std::int64_t history = 3'000;
   std::int64_t commits = 20;
   std::string history_directory;  // empty: inside --dir
+  std::int64_t max_rounds = 15;
+  double machine_mib = 256;
+  JobBenchOptions job;  // --job: empty job name when not given
 };
 
 // --targets' help: what each target compares and its limit, taken from the limits the
@@ -115,7 +120,21 @@ po::options_description bench_options_description(BenchOptions& o) {
       "--targets: tiny checkpoints committed per round into each history")(
       "history-dir", po::value(&o.history_directory),
       "--targets: where the histories are built (new or empty; removed at the end; tmpfs "
-      "builds them fastest); default: inside --dir");
+      "builds them fastest); default: inside --dir")(
+      "max-rounds", po::value(&o.max_rounds)->default_value(o.max_rounds),
+      "after --rounds, more rounds (up to this many in all) until the median of each target's "
+      "per-round ratio is known within +-5% (its 95% interval); the report says when it was not")(
+      "machine-mib", po::value(&o.machine_mib)->default_value(o.machine_mib),
+      "MiB per rank of the machine's figures printed first (fresh memory, page-cache copy, "
+      "plain and hinted disk writes)")(
+      "job", po::value(&o.job.job),
+      "measure inside this registered job instead (epochrun list-jobs), its options after it "
+      "(--<job>.<key> VALUE): the job run with synchronous checkpoints, asynchronous ones and "
+      "none for --num-epochs epochs, a save's cost against pwrite + fsync of the same bytes "
+      "(1.11) and with writeback hints (1.10), the asynchronous run against the run without "
+      "checkpoints (1.10), and one save's time by phase")(
+      "num-epochs", po::value(&o.job.epochs)->default_value(o.job.epochs),
+      "--job: epochs of each run");
   return options;
 }
 
@@ -154,6 +173,23 @@ void check_bench_options(const BenchOptions& o) {
   if (o.layout_blobs < 1 || o.layout_blobs > 10'000) {
     throw UsageError("--layout-blobs must be in [1, 10000]");
   }
+  if (o.max_rounds < o.rounds || o.max_rounds > 1000) {
+    throw UsageError("--max-rounds must be in [--rounds, 1000]");
+  }
+  if (!std::isfinite(o.machine_mib) || o.machine_mib < 1.0 / 256 || o.machine_mib > 1 << 20) {
+    throw UsageError("--machine-mib must be in [1/256, 1048576]");
+  }
+  if (!o.job.job.empty() && (o.targets || o.global_arrays || o.scale || o.blobs != 1)) {
+    throw UsageError(
+        "--job measures inside a job; --targets, --global-arrays, --scale and --blobs do not go "
+        "with it");
+  }
+  if (o.job.epochs < 1 || o.job.epochs > 1'000'000) {
+    throw UsageError("--num-epochs must be in [1, 1000000]");
+  }
+  if (!o.job.job.empty()) {
+    check_job_options(o.job);
+  }
   if (o.small_blobs < 1 || o.small_blobs > 1'000'000 || o.history < 10 || o.history > 1'000'000 ||
       o.commits < 1 || o.commits > 10'000) {
     throw UsageError(
@@ -166,7 +202,9 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
   BenchOptions o;
   const auto options = bench_options_description(o);
   po::variables_map values;
-  po::store(po::command_line_parser(argc, argv).options(options).run(), values);
+  const auto parsed =
+      po::command_line_parser(argc, argv).options(options).allow_unregistered().run();
+  po::store(parsed, values);
   po::notify(values);
   if (values.count("help")) {
     std::cout << options << "\n";
@@ -174,6 +212,11 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
   }
   if (o.scale && values["mib-per-rank"].defaulted()) {
     o.mib_per_rank = kScaleMibPerRank;
+  }
+  // The job's own options go to it (and its parser refuses the ones it does not know).
+  o.job.job_arguments = po::collect_unrecognized(parsed.options, po::include_positional);
+  if (o.job.job.empty() && !o.job.job_arguments.empty()) {
+    throw UsageError("unrecognised option '" + o.job.job_arguments.front() + "'");
   }
   check_bench_options(o);
   return o;
@@ -186,8 +229,17 @@ bool is_timing(const nlohmann::json& row) {
 // The first line of the table: what was measured, how and where.
 void print_heading(const nlohmann::json& rows, const BenchOptions& options, int ranks, bool cold,
                    const fs::path& directory) {
+  if (!options.job.job.empty()) {
+    std::printf(
+        "epochrun bench --job %s: %d ranks, %lld epochs a run, %s, at least %lld rounds "
+        "(A B C D E, E D C B A, ...), in %s\n",
+        options.job.job.c_str(), ranks, static_cast<long long>(options.job.epochs),
+        rows.at(1)["job_options"].dump().c_str(), static_cast<long long>(options.rounds),
+        directory.c_str());
+    return;
+  }
   if (options.global_arrays) {
-    const auto& first = rows.at(0);
+    const auto& first = rows.at(1);
     std::printf(
         "epochrun bench --global-arrays: %d ranks, float64 array %s over a process grid %s, "
         "%.0f bytes per rank, %lld rounds (A B C, C B A, ...), %s reads, in %s\n",
@@ -205,6 +257,9 @@ void print_heading(const nlohmann::json& rows, const BenchOptions& options, int 
 
 void print_table(const nlohmann::json& rows, const BenchOptions& options, int ranks, bool cold,
                  const fs::path& directory) {
+  if (!rows.empty() && rows[0]["name"] == "machine") {
+    print_machine(rows[0]);
+  }
   print_heading(rows, options, ranks, cold, directory);
   // Columns as wide as the longest name (the global arrays' are longer than the others').
   int name_width = 20;
@@ -237,8 +292,27 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
       "ratio: median over the rounds of measure / limit, each pair timed in the same "
       "round\n");
   for (const auto& row : rows) {
-    std::printf("  %-*s %s\n", name_width, row["name"].get<std::string>().c_str(),
-                row["what"].get<std::string>().c_str());
+    if (is_timing(row) && !row.value("ratio_stable", true)) {
+      const auto& interval = row["ratio_interval"];
+      std::printf("  %-*s ratio NOT stable within +-5%% after %lld rounds: 95%% interval %s\n",
+                  name_width, row["name"].get<std::string>().c_str(),
+                  row["rounds"].get<long long>(),
+                  interval.is_null() ? "unknown (fewer than 6 rounds)"
+                                     : ("[" + std::to_string(interval[0].get<double>()) + ", " +
+                                        std::to_string(interval[1].get<double>()) + "]")
+                                           .c_str());
+    }
+  }
+  for (const auto& row : rows) {
+    if (row["name"] != "machine") {
+      std::printf("  %-*s %s\n", name_width, row["name"].get<std::string>().c_str(),
+                  row["what"].get<std::string>().c_str());
+    }
+  }
+  for (const auto& row : rows) {
+    if (row["name"] == "job_save_phases") {
+      print_job_phases(row);
+    }
   }
   constexpr double kMiB = 1 << 20;
   for (const auto& row : rows) {
@@ -253,7 +327,7 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
   if (options.scale) {
     print_scale(rows);
   }
-  if (options.targets || options.global_arrays || options.scale) {
+  if (options.targets || options.global_arrays || options.scale || !options.job.job.empty()) {
     std::printf("targets (ratio <= limit):\n");
     for (const auto& row : rows) {
       if (row.contains("met") && row.contains("ratio")) {
@@ -284,14 +358,23 @@ void prepare_directory(const fs::path& directory, const std::string& flag) {
 // Every measure the options ask for, in the order they are printed.
 nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
                        const fs::path& directory, const fs::path& history_directory, bool& cold) {
-  MeasureSettings settings{options.rounds, options.cold};
+  MeasureSettings settings{options.rounds, options.max_rounds, options.cold};
   const auto bytes_per_rank =
       static_cast<std::uint64_t>(std::llround(options.mib_per_rank * (1 << 20)));
-  auto rows =
-      options.scale ? measure_scale(comm, directory, bytes_per_rank, settings)
-      : options.global_arrays
-          ? measure_global_arrays(comm, directory, bytes_per_rank, settings)
-          : measure_disk(comm, directory, bytes_per_rank, options.blobs, settings, options.targets);
+  auto rows = nlohmann::json::array();
+  if (!options.scale) {  // tiny checkpoints: their fixed cost is not the disk's or memory's
+    rows.push_back(
+        measure_machine(comm, directory,
+                        static_cast<std::uint64_t>(std::llround(options.machine_mib * (1 << 20)))));
+  }
+  for (auto& row : options.scale ? measure_scale(comm, directory, bytes_per_rank, settings)
+                   : !options.job.job.empty() ? measure_job(comm, directory, options.job, settings)
+                   : options.global_arrays
+                       ? measure_global_arrays(comm, directory, bytes_per_rank, settings)
+                       : measure_disk(comm, directory, bytes_per_rank, options.blobs, settings,
+                                      options.targets)) {
+    rows.push_back(std::move(row));
+  }
   if (options.scale) {
     run_on_root_then_agree(comm, "lay-out", [&] {
       for (auto& row : measure_layout(directory, parse_layout_ranks(options.layout_ranks),
@@ -311,13 +394,22 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
   }
   cold = settings.cold;
   for (auto& row : rows) {
+    if (row["name"] == "machine") {
+      continue;
+    }
     row.update({{"ranks", comm.size()},
                 {"mib_per_rank", options.mib_per_rank},
                 {"blobs", options.blobs},
-                {"rounds", options.rounds},
+                {"min_rounds", options.rounds},
                 {"cold", cold}});
-    if (options.global_arrays) {
-      row.erase("blobs");  // one array, no blobs
+    if (!row.contains("rounds")) {
+      row["rounds"] = options.rounds;  // rows without per-round ratios
+    }
+    if (options.global_arrays || !options.job.job.empty()) {
+      row.erase("blobs");  // one array, or the job's own blobs
+    }
+    if (!options.job.job.empty()) {
+      row.erase("mib_per_rank");  // the job's options decide its size
     }
   }
   return rows;

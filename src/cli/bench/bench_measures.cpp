@@ -1,10 +1,12 @@
 #include "bench/bench_measures.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
 #include <optional>
 
 #include "bench/bench_rounds.hpp"
+#include "bench/median.hpp"
 #include "bench/peak_memory.hpp"
 #include "checkpoint_directory_admin.hpp"
 #include "checkpoint_index.hpp"
@@ -66,6 +68,10 @@ nlohmann::json measure_memory(const Communicator& comm, const CheckpointDirector
 struct DiskSeries {
   Series save{"save", "CheckpointDirectory::save: one shared HDF5 file, committed", {}};
   Series write{"write_limit", "pwrite + fsync of the same bytes, one file per rank", {}};
+  Series hinted{"write_limit_hinted",
+                "the same with writeback started after every 8 MiB (sync_file_range), one file "
+                "per rank",
+                {}};
   Series load{"load", "CheckpointDirectory::load, every checksum verified", {}};
   Series read{"read_limit", "pread of the same bytes into freshly allocated buffers", {}};
 };
@@ -77,20 +83,27 @@ void measure_disk_round(const Communicator& comm, const fs::path& directory,
                         const Workspace& workspace, MeasureSettings& settings, DiskSeries& series) {
   const auto round = header.epoch;
   const auto names = workspace.names();
-  const auto plain =
-      directory / "plain" /
-      ("round-" + std::to_string(round) + "-rank-" + std::to_string(comm.rank()) + ".bin");
+  const auto plain_file = [&](const char* kind) {
+    return directory / "plain" /
+           ("round-" + std::to_string(round) + "-rank-" + std::to_string(comm.rank()) + kind);
+  };
+  const auto plain = plain_file(".bin");
+  const auto hinted = plain_file("-hinted.bin");
   bool same = false;
-  alternate(
-      round,
-      [&] {
-        series.save.seconds.push_back(timed(
-            comm, "save", [&] { save_checkpoint(checkpoints, comm, header, workspace, names); }));
-      },
-      [&] {
-        series.write.seconds.push_back(
-            timed(comm, "write_limit", [&] { write_limit(plain, workspace); }));
-      });
+  in_turn(round, {[&] {
+                    series.save.seconds.push_back(timed(comm, "save", [&] {
+                      save_checkpoint(checkpoints, comm, header, workspace, names);
+                    }));
+                  },
+                  [&] {
+                    series.write.seconds.push_back(
+                        timed(comm, "write_limit", [&] { write_limit(plain, workspace); }));
+                  },
+                  [&] {
+                    series.hinted.seconds.push_back(timed(comm, "write_limit_hinted", [&] {
+                      write_limit(hinted, workspace, Writeback::kHinted);
+                    }));
+                  }});
   alternate(
       round,
       [&] {
@@ -115,6 +128,7 @@ void measure_disk_round(const Communicator& comm, const fs::path& directory,
     }
     // Each round's files go before the next, so that no round measures a fuller directory.
     fs::remove(plain);
+    fs::remove(hinted);
   });
   run_on_root_then_agree(comm, "round " + std::to_string(round),
                          [&] { remove_checkpoints(checkpoints, {round}); });
@@ -154,6 +168,16 @@ void remove_added(History& from, std::int64_t commits) {
 
 }  // namespace
 
+bool last_round(const MeasureSettings& settings, std::int64_t round,
+                const std::vector<std::vector<double>>& ratios) {
+  if (round + 1 < settings.rounds) {
+    return false;
+  }
+  return round + 1 >= settings.max_rounds ||
+         std::all_of(ratios.begin(), ratios.end(),
+                     [](const auto& each) { return median_is_stable(each); });
+}
+
 nlohmann::json with_target(nlohmann::json row, double target) {
   row["target"] = target;
   row["met"] = row["ratio"].get<double>() <= target;
@@ -178,19 +202,30 @@ nlohmann::json measure_disk(const Communicator& comm, const fs::path& directory,
   auto header = bench_header(comm);
   const CheckpointDirectory checkpoints(directory / "checkpoints");
   DiskSeries series;
-  for (std::int64_t round = 0; round < settings.rounds; ++round) {
+  for (std::int64_t round = 0;; ++round) {
     header.epoch = round;
     measure_disk_round(comm, directory, checkpoints, header, workspace, settings, series);
+    if (last_round(settings, round,
+                   {ratios(series.save, series.write), ratios(series.save, series.hinted),
+                    ratios(series.load, series.read)})) {
+      break;
+    }
   }
   const double bytes = double(bytes_per_rank) * comm.size();
+  const auto targeted = [&](nlohmann::json row, double target) {
+    return targets ? with_target(std::move(row), target) : row;
+  };
+  Series save_vs_hinted = series.save;
+  save_vs_hinted.name = "save_vs_hinted_write";
   auto rows = nlohmann::json::array();
-  rows.push_back(targets ? with_target(compare(series.save, series.write, bytes), kSaveTarget)
-                         : compare(series.save, series.write, bytes));
-  rows.push_back(targets ? with_target(compare(series.load, series.read, bytes), kLoadTarget)
-                         : compare(series.load, series.read, bytes));
+  rows.push_back(targeted(compare(series.save, series.write, bytes), kSaveTarget));
+  rows.push_back(targeted(compare(save_vs_hinted, series.hinted, bytes), kSaveHintedTarget));
+  rows.push_back(targeted(compare(series.load, series.read, bytes), kLoadTarget));
   rows.push_back(compare(series.write, series.write, bytes));
+  rows.push_back(compare(series.hinted, series.hinted, bytes));
   rows.push_back(compare(series.read, series.read, bytes));
-  for (auto& row : measure_memory(comm, checkpoints, header, workspace, settings.rounds)) {
+  const auto epoch = static_cast<std::int64_t>(series.save.seconds.size());
+  for (auto& row : measure_memory(comm, checkpoints, header, workspace, epoch)) {
     rows.push_back(std::move(row));
   }
   return rows;

@@ -48,6 +48,14 @@ void alternate(std::int64_t round, const std::function<void()>& a, const std::fu
   }
 }
 
+void in_turn(std::int64_t round, const std::vector<std::function<void()>>& steps) {
+  if (round % 2 == 0) {
+    std::for_each(steps.begin(), steps.end(), [](const auto& step) { step(); });
+  } else {
+    std::for_each(steps.rbegin(), steps.rend(), [](const auto& step) { step(); });
+  }
+}
+
 Workspace random_workspace(std::uint64_t bytes, std::int64_t count, int rank) {
   Workspace workspace;
   std::uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(rank + 1);
@@ -70,16 +78,24 @@ Workspace random_workspace(std::uint64_t bytes, std::int64_t count, int rank) {
   return workspace;
 }
 
-void write_limit(const std::filesystem::path& file, const Workspace& workspace) {
+void write_limit(const std::filesystem::path& file, const Workspace& workspace,
+                 Writeback writeback) {
+  constexpr std::size_t kHintedPiece = 8 << 20;
   FileDescriptor fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   check(fd.valid(), "create " + file.string());
   off_t offset = 0;
   for (const auto& [name, blob] : workspace.blobs()) {
     const auto bytes = blob.raw();
+    const std::size_t piece = writeback == Writeback::kHinted ? kHintedPiece : bytes.size();
     for (std::size_t done = 0; done < bytes.size();) {
-      const ssize_t written = ::pwrite(fd.get(), bytes.data() + done, bytes.size() - done,
-                                       offset + static_cast<off_t>(done));
+      const auto length = std::min(piece, bytes.size() - done);
+      const ssize_t written =
+          ::pwrite(fd.get(), bytes.data() + done, length, offset + static_cast<off_t>(done));
       check(written > 0, "write " + file.string());
+      if (writeback == Writeback::kHinted) {
+        (void)::sync_file_range(fd.get(), offset + static_cast<off_t>(done), written,
+                                SYNC_FILE_RANGE_WRITE);
+      }
       done += static_cast<std::size_t>(written);
     }
     offset += static_cast<off_t>(bytes.size());
@@ -121,22 +137,37 @@ bool drop_page_cache(const Communicator& comm) {
   return dropped == 1;
 }
 
-nlohmann::json compare(const Series& measure, const Series& limit, double bytes) {
-  std::vector<double> ratios;
+std::vector<double> ratios(const Series& measure, const Series& limit) {
+  std::vector<double> each;
   for (std::size_t i = 0; i < measure.seconds.size(); ++i) {
-    ratios.push_back(measure.seconds[i] / limit.seconds[i]);
+    each.push_back(measure.seconds[i] / limit.seconds[i]);
   }
+  return each;
+}
+
+nlohmann::json ratio_figures(const std::vector<double>& ratios) {
+  const auto interval = median_interval(ratios);
+  return {{"ratio", median(ratios)},
+          {"ratio_interval",
+           interval ? nlohmann::json{interval->first, interval->second} : nlohmann::json(nullptr)},
+          {"ratio_stable", median_is_stable(ratios)},
+          {"rounds", ratios.size()}};
+}
+
+nlohmann::json compare(const Series& measure, const Series& limit, double bytes) {
   const double median_seconds = median(measure.seconds);
-  return {{"name", measure.name},
-          {"what", measure.what},
-          {"limit", limit.name},
-          {"median_seconds", median_seconds},
-          {"min_seconds", *std::min_element(measure.seconds.begin(), measure.seconds.end())},
-          {"max_seconds", *std::max_element(measure.seconds.begin(), measure.seconds.end())},
-          {"limit_median_seconds", median(limit.seconds)},
-          {"ratio", median(ratios)},
-          {"mb_per_second", bytes / 1e6 / median_seconds},
-          {"seconds", measure.seconds}};
+  auto row = nlohmann::json{
+      {"name", measure.name},
+      {"what", measure.what},
+      {"limit", limit.name},
+      {"median_seconds", median_seconds},
+      {"min_seconds", *std::min_element(measure.seconds.begin(), measure.seconds.end())},
+      {"max_seconds", *std::max_element(measure.seconds.begin(), measure.seconds.end())},
+      {"limit_median_seconds", median(limit.seconds)},
+      {"mb_per_second", bytes / 1e6 / median_seconds},
+      {"seconds", measure.seconds}};
+  row.update(ratio_figures(ratios(measure, limit)));
+  return row;
 }
 
 }  // namespace epochrun::cli

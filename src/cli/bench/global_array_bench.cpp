@@ -255,16 +255,6 @@ struct ArraySeries {
   std::string load_io_mode;
 };
 
-// `steps` in order in even rounds and in reverse in odd ones (A B C, C B A): whatever runs
-// after a burst of writes pays for its draining, so the first and the last trade places.
-void in_turn(std::int64_t round, const std::vector<std::function<void()>>& steps) {
-  if (round % 2 == 0) {
-    std::for_each(steps.begin(), steps.end(), [](const auto& step) { step(); });
-  } else {
-    std::for_each(steps.rbegin(), steps.rend(), [](const auto& step) { step(); });
-  }
-}
-
 // The files of one round: the array written by MPI-IO, by H5Dwrite, and the plain file.
 struct RoundFiles {
   fs::path mpiio;
