@@ -69,8 +69,9 @@ PreemptionSignals::PreemptionSignals(std::vector<int> signals) : signals_(std::m
     struct sigaction action {};
     action.sa_handler = record_preemption_signal;
     sigemptyset(&action.sa_mask);
-    // SA_RESTART: the MPI and HDF5 calls under way carry on; SA_RESETHAND: see the header.
-    action.sa_flags = SA_RESTART | SA_RESETHAND;
+    // SA_RESTART: the MPI and HDF5 calls under way carry on. No SA_RESETHAND: a repeated
+    // signal is the same request (see the header).
+    action.sa_flags = SA_RESTART;
     previous_.emplace_back();
     sigaction(signal, &action, &previous_.back());
   }
@@ -84,12 +85,6 @@ PreemptionSignals::~PreemptionSignals() {
 
 int PreemptionSignals::received() {
   return received_signal;
-}
-
-void PreemptionSignals::restore_defaults() const {
-  for (int signal : signals_) {
-    std::signal(signal, SIG_DFL);
-  }
 }
 
 }  // namespace epochrun

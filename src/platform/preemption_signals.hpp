@@ -2,9 +2,12 @@
 // the runner at its stop decision. Internal to the library.
 //
 // The handler sets one sig_atomic_t and nothing else, so it is safe whatever the rank was doing
-// (inside MPI, HDF5 or malloc). SA_RESETHAND gives the signal its default action back on first
-// delivery: a second one of the same kind stops the process at once, and once the runner has
-// decided to stop, restore_defaults() does the same for every preemption signal.
+// (inside MPI, HDF5 or malloc). It stays installed for the whole run: a preemption signal is a
+// request to stop after a checkpoint, and the same request made again -- by the batch shell
+// passing it on and by slurmstepd signalling the step directly, which a rank of a multi-node job
+// both gets; by SLURM's SIGTERM when the job ends during the last save -- changes nothing. A
+// rank that must end at once gets SIGKILL (SLURM sends it KillWait seconds after its SIGTERM,
+// mpirun a second after its own), or a signal that is not a preemption signal.
 #pragma once
 
 #include <signal.h>
@@ -31,9 +34,9 @@ class PreemptionSignals {
 
   // The first preemption signal this process received, 0 when none.
   static int received();
-  // From the decision to stop on: any further preemption signal takes its default action
-  // (for TERM and USR1: the process ends at once, without a new checkpoint).
-  void restore_defaults() const;
+  // Called by the runner at its decision to stop. A further preemption signal is recorded as
+  // before (see above): there is nothing to change, and this goes with the runner's calls.
+  void restore_defaults() const {}
 
  private:
   std::vector<int> signals_;
