@@ -14,16 +14,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "epochrun/blob_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "launch.hpp"
+#include "slurm_job_state.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
@@ -224,6 +229,7 @@ CheckpointContents everything_in(const std::filesystem::path& file) {
 struct RunResults {
   std::map<std::int64_t, CheckpointContents> epochs;
   std::map<std::string, Blob> output;
+  double seconds = 0;  // how long the run took (only for the single-host runs)
 };
 
 RunResults results_of(const std::filesystem::path& directory, const std::string& output_file) {
@@ -359,16 +365,18 @@ class Multihost : public ::testing::Test {
   }
 
   // The same job on one host (this machine, `ranks` ranks through mpiexec), run once per job
-  // and rank count.
+  // options and rank count.
   static const RunResults& single_host_run(const JobCase& job, int ranks) {
-    static std::map<std::pair<std::string, int>, RunResults> runs;
-    const auto key = std::pair(job.name, ranks);
+    static std::map<std::pair<std::vector<std::string>, int>, RunResults> runs;
+    const auto key = std::pair(job.options, ranks);
     if (runs.count(key) == 0) {
       ScratchDir directory;
+      const auto started = Clock::now();
       const auto result = run_within(epochrun_on_ranks(ranks, run_args(job.options)),
                                      directory.path(), kJobEndsWithinSeconds);
       EXPECT_EQ(result.exit_code, 0) << result.err;
       runs[key] = results_of(directory.path(), job.output_file);
+      runs[key].seconds = std::chrono::duration<double>(Clock::now() - started).count();
     }
     return runs.at(key);
   }
@@ -560,6 +568,260 @@ TEST_F(MultihostFaults, OneHostCutOffMidSaveEndsTheJobAndResumesExactlyOnAnother
       << ended->err;
   expect_resume_on_other_placement_is_exact();
 }
+
+// slurm/epochrun.sbatch with `sbatch -N 3` on the harness's SLURM cluster (slurm-hosts.sh): one
+// rank per host, launched by srun or by mpirun, preempted by `scancel --signal=USR1 --full`, by
+// `--batch`, or by a one-minute time limit with its warning signal. The job must requeue itself
+// and end COMPLETED, bit-identical to an uninterrupted run on one host, with every interrupted
+// run recorded (exit 75, the next one resuming from its last committed epoch) and no rank ended
+// by a signal. EPOCHRUN_MULTIHOST_SLURM_TRIALS=N runs each case N times (default 1).
+enum class Launcher { kSrun, kMpirun };
+enum class Preemption { kUsr1Full, kUsr1Batch, kTimeLimit };
+
+const std::map<std::string, std::string>& slurm_environment() {
+  static const auto kEnvironment = [] {
+    auto environment = kHarnessEnvironment;
+    environment["SLURM_CONF"] = "/run/multihost/slurm/slurm.conf";
+    return environment;
+  }();
+  return kEnvironment;
+}
+
+ProcessResult slurm_command(const std::vector<std::string>& argv) {
+  return run_within(argv, "/", 60, slurm_environment());
+}
+
+// 24 epochs of about 0.5 s on the hosts: long enough to be preempted in the middle, short
+// enough for many trials (slurm_test.cpp's job).
+constexpr std::int64_t kSlurmLastEpoch = 24;
+const JobCase kSlurmJob = {
+    "sgd_regression",
+    {"--job", "sgd_regression", "--log-level", "warn", "--sgd_regression.features", "512",
+     "--sgd_regression.samples", "60000", "--sgd_regression.batch_size", "24576",
+     "--sgd_regression.batches_per_epoch", "25", "--sgd_regression.max_epochs",
+     std::to_string(kSlurmLastEpoch), "--sgd_regression.loss_threshold", "0",
+     "--sgd_regression.model_file", "model.h5"},
+    "model.h5"};
+// A preemption is sent once this epoch has committed.
+constexpr std::int64_t kSlurmPreemptAfterEpoch = 3;
+// Each trial's job, restarts included, ends within this.
+constexpr double kSlurmTrialSeconds = 240;
+
+std::string slurm_case_name(const std::tuple<Launcher, Preemption>& param) {
+  const std::map<Preemption, std::string> preemptions = {
+      {Preemption::kUsr1Full, "ScancelUsr1Full"},
+      {Preemption::kUsr1Batch, "ScancelUsr1Batch"},
+      {Preemption::kTimeLimit, "TimeLimitWithWarningSignal"}};
+  return std::string(std::get<0>(param) == Launcher::kSrun ? "Srun_" : "Mpirun_") +
+         preemptions.at(std::get<1>(param));
+}
+
+SlurmJobState slurm_job_state(const std::string& id) {
+  return parse_slurm_job_state(slurm_command({"scontrol", "-o", "show", "job", id}).out);
+}
+
+class MultihostSlurm : public Multihost,
+                       public ::testing::WithParamInterface<std::tuple<Launcher, Preemption>> {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::is_directory(kHarness) || !Harness::up_) {
+      return;
+    }
+    const auto started = run_harness({(kHarness / "slurm-hosts.sh").string(), "start"}, 300);
+    slurm_up_ = started.exit_code == 0;
+    ASSERT_TRUE(slurm_up_) << started.out << started.err;
+  }
+  static void TearDownTestSuite() {
+    if (slurm_up_) {
+      const auto stopped = run_harness({(kHarness / "slurm-hosts.sh").string(), "stop"});
+      EXPECT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
+      slurm_up_ = false;
+    }
+  }
+  void SetUp() override {
+    Multihost::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    ASSERT_TRUE(slurm_up_) << "slurm-hosts.sh start failed";
+  }
+  void TearDown() override {
+    if (!job_id_.empty()) {
+      slurm_command({"scancel", job_id_});
+    }
+    Multihost::TearDown();
+  }
+
+  // The newest committed epoch of the job's run directory, as host3 sees it (-1: none).
+  std::int64_t newest_epoch() {
+    const auto listed = on_host("host3", "ls '" + (shared_ / "run/ck").string() + "'");
+    std::int64_t newest = -1;
+    const std::regex name("epoch-([0-9]{6})\\.h5");
+    std::istringstream lines(listed.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch match;
+      if (std::regex_match(line, match, name)) {
+        newest = std::max<std::int64_t>(newest, std::stoll(match[1]));
+      }
+    }
+    return newest;
+  }
+
+  // One trial: submit, preempt, let it run to its end (skipping only SLURM's requeue delay),
+  // check the outcome.
+  void preempt_and_finish(Launcher launcher, Preemption preemption, int trial) {
+    job_id_.clear();
+    const auto made = on_host(
+        "host1", "rm -rf '" + shared_.string() + "'/* && mkdir -p '" + shared_.string() + "'");
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const auto output_file = local_ / ("job-" + std::to_string(trial) + ".out");
+    const auto& reference = single_host_run(kSlurmJob, 3);
+    std::vector<std::string> sbatch = {"sbatch",
+                                       "--parsable",
+                                       "-N",
+                                       "3",
+                                       "--ntasks=3",
+                                       "--ntasks-per-node=1",
+                                       "--chdir=" + shared_.string(),
+                                       "--output=" + output_file.string(),
+                                       "--job-name=" + slurm_case_name(GetParam())};
+    // ck/ under the run directory, as results_of() reads it.
+    auto options = kSlurmJob.options;
+    options.insert(options.end(), {"--checkpoint-dir", "ck"});
+    if (preemption == Preemption::kTimeLimit) {
+      // The warning comes at one of slurmctld's checks, anywhere in the first minute; the
+      // runner's own prediction stops a run once the next epoch would not end --time-margin
+      // before the end. A margin that leaves each run about half of what the job took on one
+      // host makes sure that the limit stops it at least once (slurm_test.cpp does the same).
+      sbatch.insert(sbatch.end(), {"--time=00:01:00", "--signal=B:USR1@50"});
+      const double margin = std::clamp(59 - reference.seconds / 2, 30.0, 59.0);
+      options.insert(options.end(), {"--time-margin", std::to_string(margin)});
+    }
+    sbatch.push_back(
+        (std::filesystem::path(EPOCHRUN_SOURCE_DIR) / "slurm/epochrun.sbatch").string());
+    sbatch.insert(sbatch.end(), options.begin(), options.end());
+    auto environment = slurm_environment();
+    for (const auto& [key, value] : launcher_environment()) {
+      environment[key] = value;
+    }
+    // The ranks talk over the bridge only, whoever launches them (srun's ranks and mpirun's
+    // orteds read these from the environment).
+    environment["OMPI_MCA_btl"] = "tcp,self";
+    environment["OMPI_MCA_btl_tcp_if_include"] = Harness::subnet_;
+    environment["OMPI_MCA_oob_tcp_if_include"] = Harness::subnet_;
+    environment["EPOCHRUN"] = EPOCHRUN_BINARY;
+    environment["EPOCHRUN_RUN_DIR"] = "run";
+    environment["EPOCHRUN_LAUNCHER"] = launcher == Launcher::kSrun ? "srun" : "mpirun";
+    const auto submitted = run_within(sbatch, "/", 60, environment);
+    ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+    job_id_ = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+
+    const auto deadline = Clock::now() + std::chrono::duration<double>(kSlurmTrialSeconds);
+    const auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
+    if (preemption != Preemption::kTimeLimit) {
+      while (newest_epoch() < kSlurmPreemptAfterEpoch && Clock::now() < deadline) {
+        ASSERT_NE(slurm_job_state(job_id_).state, "COMPLETED") << "finished before preempted";
+        pause();
+      }
+      const auto sent =
+          slurm_command({"scancel", "--signal=USR1",
+                         preemption == Preemption::kUsr1Full ? "--full" : "--batch", job_id_});
+      ASSERT_EQ(sent.exit_code, 0) << sent.err;
+    }
+
+    SlurmJobState state;
+    bool pending = false;
+    auto pending_since = Clock::now();
+    while (Clock::now() < deadline) {
+      state = slurm_job_state(job_id_);
+      if (state.state != "PENDING" && state.state != "RUNNING" && state.state != "COMPLETING" &&
+          state.state != "REQUEUED" && state.state != "CONFIGURING" && state.state != "SIGNALING") {
+        break;
+      }
+      if (state.state == "PENDING" && state.restarts > 0 && state.reason == "BeginTime") {
+        if (!pending) {
+          pending = true;
+          pending_since = Clock::now();
+        } else if (Clock::now() - pending_since >= std::chrono::seconds(2) &&
+                   !has_slurm_step_processes(job_id_)) {
+          slurm_command({"scontrol", "update", "JobId=" + job_id_, "StartTime=now"});
+          pending = false;
+        }
+      } else {
+        pending = false;
+      }
+      pause();
+    }
+    const std::string output = read_file(output_file);
+    std::cout << slurm_case_name(GetParam()) << " trial " << trial << ": job " << job_id_ << " "
+              << state.state << " after " << state.restarts << " restart(s)\n";
+    ASSERT_EQ(state.state, "COMPLETED") << "job " << job_id_ << " (" << state.reason << ")\n"
+                                        << output;
+    EXPECT_GE(state.restarts, 1) << output;
+    // No rank ended by a signal: srun names the signal of a task ("task 1: Terminated", "task
+    // 0: User defined signal 1") where an exit says "task 1: Exited with exit code 75", mpirun
+    // names a process that "exited on signal", the script a status of 128 + N after it passed a
+    // signal on.
+    EXPECT_FALSE(std::regex_search(
+        output, std::regex("task [0-9]+: (?!Exited with exit code)|exited on signal|ended with "
+                           "status")))
+        << "a rank was ended by a signal:\n"
+        << output;
+
+    const auto directory = fetch("run-" + std::to_string(trial));
+    const auto finished = results_of(directory / "run", kSlurmJob.output_file);
+    ASSERT_EQ(finished.epochs.size(), reference.epochs.size()) << output;
+    EXPECT_TRUE(finished.epochs == reference.epochs)
+        << "the checkpoints differ from the uninterrupted single-host run's";
+    EXPECT_TRUE(finished.output == reference.output)
+        << "the model differs from the uninterrupted single-host run's";
+
+    // Every run recorded itself: each interrupted one with exit 75, the next resuming from its
+    // last committed epoch, and no epoch computed twice.
+    std::vector<nlohmann::json> history;
+    std::istringstream lines(read_file(directory / "run/ck/runs.jsonl"));
+    for (std::string line; std::getline(lines, line);) {
+      history.push_back(nlohmann::json::parse(line));
+    }
+    ASSERT_EQ(static_cast<int>(history.size()), state.restarts + 1) << output;
+    std::int64_t epochs_run = 0;
+    for (std::size_t i = 0; i < history.size(); ++i) {
+      epochs_run += history[i]["epochs_run"].get<std::int64_t>();
+      if (i + 1 < history.size()) {
+        EXPECT_EQ(history[i]["exit_code"], 75) << history[i].dump();
+        EXPECT_EQ(history[i + 1]["resumed_from"], history[i]["last_committed_epoch"]) << output;
+      }
+    }
+    EXPECT_EQ(history.back()["exit_code"], 0);
+    EXPECT_EQ(epochs_run, kSlurmLastEpoch) << "an epoch was computed twice:\n" << output;
+  }
+
+  static inline bool slurm_up_ = false;
+  std::string job_id_;
+};
+
+TEST_P(MultihostSlurm, JobEndsCompletedAndIdentical) {
+  const char* trials_text = std::getenv("EPOCHRUN_MULTIHOST_SLURM_TRIALS");
+  const int trials = trials_text != nullptr ? std::max(1, std::atoi(trials_text)) : 1;
+  // Every trial runs, also after one failed, so that a run of many trials counts them all.
+  const auto* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+  int passed = 0;
+  for (int trial = 1; trial <= trials; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const int failures_before = result->total_part_count();
+    preempt_and_finish(std::get<0>(GetParam()), std::get<1>(GetParam()), trial);
+    passed += result->total_part_count() == failures_before ? 1 : 0;
+  }
+  std::cout << slurm_case_name(GetParam()) << ": " << passed << " of " << trials
+            << " trials passed\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryLauncherAndPreemption, MultihostSlurm,
+                         ::testing::Combine(::testing::Values(Launcher::kSrun, Launcher::kMpirun),
+                                            ::testing::Values(Preemption::kUsr1Full,
+                                                              Preemption::kUsr1Batch,
+                                                              Preemption::kTimeLimit)),
+                         [](const auto& test) { return slurm_case_name(test.param); });
 
 }  // namespace
 }  // namespace epochrun::testing
