@@ -761,12 +761,24 @@ class MultihostSlurm : public Multihost,
     // No rank ended by a signal: srun names the signal of a task ("task 1: Terminated", "task
     // 0: User defined signal 1") where an exit says "task 1: Exited with exit code 75", mpirun
     // names a process that "exited on signal", the script a status of 128 + N after it passed a
-    // signal on.
-    EXPECT_FALSE(std::regex_search(
-        output, std::regex("task [0-9]+: (?!Exited with exit code)|exited on signal|ended with "
-                           "status")))
+    // signal on. One exception, the start-up window of docs/PREEMPTION.md: the time limit's
+    // warning can come (SLURM sends it up to a minute early) while a run's ranks are still
+    // starting, before they catch signals; they end of SIGUSR1 (the script sees 138) before
+    // recording anything, and the script requeues the job.
+    const bool killed_at_start_up =
+        preemption == Preemption::kTimeLimit &&
+        output.find("task 0: User defined signal 1") != std::string::npos;
+    const std::string signal_end =
+        killed_at_start_up ? "task [0-9]+: (?!Exited with exit code|User defined signal 1)|exited "
+                             "on signal|ended with status (?!138 )"
+                           : "task [0-9]+: (?!Exited with exit code)|exited on signal|ended with "
+                             "status";
+    EXPECT_FALSE(std::regex_search(output, std::regex(signal_end)))
         << "a rank was ended by a signal:\n"
         << output;
+    if (killed_at_start_up) {
+      std::cout << "  a run's ranks were ended by the warning signal during their start-up\n";
+    }
 
     const auto directory = fetch("run-" + std::to_string(trial));
     const auto finished = results_of(directory / "run", kSlurmJob.output_file);
@@ -783,7 +795,9 @@ class MultihostSlurm : public Multihost,
     for (std::string line; std::getline(lines, line);) {
       history.push_back(nlohmann::json::parse(line));
     }
-    ASSERT_EQ(static_cast<int>(history.size()), state.restarts + 1) << output;
+    // A run ended at its start-up left no record; the next resumed where the one before ended.
+    ASSERT_EQ(static_cast<int>(history.size()), state.restarts + (killed_at_start_up ? 0 : 1))
+        << output;
     std::int64_t epochs_run = 0;
     for (std::size_t i = 0; i < history.size(); ++i) {
       epochs_run += history[i]["epochs_run"].get<std::int64_t>();
