@@ -3,11 +3,11 @@
 # when they are missing, configures and builds, then runs.
 #
 #   ./dev.sh run             sgd_regression on 3 MPI ranks with its built-in default configuration
-#   ./dev.sh test            the whole test suite (ctest), the real-SLURM tests included
+#   ./dev.sh test            the whole test suite (ctest), the real-SLURM and multihost tests included
 #   ./dev.sh build           install and build only
 #   ./dev.sh install PREFIX  build, then install epochrun into PREFIX (headers, libepochrun.so,
 #                            the program, CMake package, pkg-config file, slurm/ and config/)
-#   ./dev.sh test-sanitized  the suite but the SLURM and install tests, built with
+#   ./dev.sh test-sanitized  the suite but the SLURM, multihost and install tests, built with
 #                            AddressSanitizer + UBSan (./build-sanitized)
 #   ./dev.sh fuzz [SECONDS]  each libFuzzer target for SECONDS (default 60), clang build (./build-fuzz)
 #   ./dev.sh bench [ARGS]    checkpoint save/load against plain POSIX I/O on 3 ranks
@@ -131,11 +131,12 @@ case "${1:-}" in
     # leaks of theirs; memory errors and undefined behaviour still fail the run.
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     cd "$root/build-sanitized"
-    # The SLURM cluster tests exercise the batch script and SLURM, not memory safety: `test`
-    # runs them, leaving them out here keeps CI within its time. The install test builds the
+    # The SLURM cluster tests and the multihost tests exercise the batch script, SLURM and a
+    # network file system, not memory safety: `test` runs them, leaving them out here keeps CI
+    # within its time. The install test builds the
     # kmeans example, uninstrumented, against this instrumented library, which ASan refuses
     # ("ASan runtime does not come first"); it checks packaging, which `test` covers.
-    ctest --output-on-failure --timeout 1800 -LE "slurm|install"
+    ctest --output-on-failure --timeout 1800 -LE "slurm|multihost|install"
     ;;
   fuzz)
     seconds="${2:-60}"

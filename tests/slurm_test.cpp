@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -20,6 +19,7 @@
 #include "epochrun/blob_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "launch.hpp"
+#include "slurm_job_state.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
@@ -80,40 +80,8 @@ std::int64_t newest_epoch(const std::filesystem::path& directory) {
   return newest;
 }
 
-// Whether a slurmstepd of job `id` ("slurmstepd: [ID.batch]", "[ID.0]") still runs here. A
-// requeued job let start again while its previous run's batch step was still ending was marked
-// COMPLETED by that old step's exit (seen once, after its ranks had died of a signal).
-bool has_processes(const std::string& id) {
-  const std::string prefix = "slurmstepd: [" + id + ".";
-  for (const auto& entry : list_directory("/proc")) {
-    if (!entry.empty() && std::isdigit(static_cast<unsigned char>(entry[0])) &&
-        read_file(std::filesystem::path("/proc") / entry / "cmdline").rfind(prefix, 0) == 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
-struct JobInfo {
-  std::string state;  // PENDING, RUNNING, COMPLETED, ...
-  std::string reason;
-  int restarts = -1;
-};
-
-JobInfo job_info(const std::string& id) {
-  auto result = run_bounded({"scontrol", "-o", "show", "job", id}, "/");
-  JobInfo info;
-  std::smatch match;
-  if (std::regex_search(result.out, match, std::regex("JobState=(\\S+)"))) {
-    info.state = match[1];
-  }
-  if (std::regex_search(result.out, match, std::regex("Reason=(\\S+)"))) {
-    info.reason = match[1];
-  }
-  if (std::regex_search(result.out, match, std::regex("Restarts=([0-9]+)"))) {
-    info.restarts = std::stoi(match[1]);
-  }
-  return info;
+SlurmJobState job_info(const std::string& id) {
+  return parse_slurm_job_state(run_bounded({"scontrol", "-o", "show", "job", id}, "/").out);
 }
 
 std::vector<nlohmann::json> read_history(const std::filesystem::path& file) {
@@ -251,7 +219,7 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
 
     // Until the job ends: once it has been PENDING (requeued) for 2 s and its previous run has
     // ended, let it start now instead of in two minutes.
-    JobInfo info;
+    SlurmJobState info;
     bool pending = false;
     Clock::time_point pending_since;
     while (Clock::now() < deadline) {
@@ -267,7 +235,7 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
           pending = true;
           pending_since = Clock::now();
         } else if (Clock::now() - pending_since >= std::chrono::seconds(2) &&
-                   info.reason == "BeginTime" && !has_processes(job_id_)) {
+                   info.reason == "BeginTime" && !has_slurm_step_processes(job_id_)) {
           run_bounded({"scontrol", "update", "JobId=" + job_id_, "StartTime=now"}, "/");
           pending = false;
         }

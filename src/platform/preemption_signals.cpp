@@ -11,6 +11,13 @@ namespace {
 
 volatile std::sig_atomic_t received_signal = 0;
 
+// The disposition each signal had before a run first caught it: a later run of the same process
+// (a program embedding the runner) that does not list it gives it back.
+std::map<int, struct sigaction>& original_dispositions() {
+  static std::map<int, struct sigaction> originals;
+  return originals;
+}
+
 extern "C" void record_preemption_signal(int signal) {
   if (received_signal == 0) {
     received_signal = signal;
@@ -63,33 +70,32 @@ std::string signal_name(int signal) {
   return "signal " + std::to_string(signal);
 }
 
-PreemptionSignals::PreemptionSignals(std::vector<int> signals) : signals_(std::move(signals)) {
+PreemptionSignals::PreemptionSignals(const std::vector<int>& signals) {
+  auto& originals = original_dispositions();
+  for (auto caught = originals.begin(); caught != originals.end();) {
+    if (std::find(signals.begin(), signals.end(), caught->first) == signals.end()) {
+      sigaction(caught->first, &caught->second, nullptr);
+      caught = originals.erase(caught);
+    } else {
+      ++caught;
+    }
+  }
   received_signal = 0;
-  for (int signal : signals_) {
+  for (int signal : signals) {
     struct sigaction action {};
     action.sa_handler = record_preemption_signal;
     sigemptyset(&action.sa_mask);
-    // SA_RESTART: the MPI and HDF5 calls under way carry on; SA_RESETHAND: see the header.
-    action.sa_flags = SA_RESTART | SA_RESETHAND;
-    previous_.emplace_back();
-    sigaction(signal, &action, &previous_.back());
-  }
-}
-
-PreemptionSignals::~PreemptionSignals() {
-  for (std::size_t i = 0; i < signals_.size(); ++i) {
-    sigaction(signals_[i], &previous_[i], nullptr);
+    // SA_RESTART: the MPI and HDF5 calls under way carry on. No SA_RESETHAND: a repeated
+    // signal is the same request (see the header).
+    action.sa_flags = SA_RESTART;
+    struct sigaction before {};
+    sigaction(signal, &action, &before);
+    originals.emplace(signal, before);
   }
 }
 
 int PreemptionSignals::received() {
   return received_signal;
-}
-
-void PreemptionSignals::restore_defaults() const {
-  for (int signal : signals_) {
-    std::signal(signal, SIG_DFL);
-  }
 }
 
 }  // namespace epochrun

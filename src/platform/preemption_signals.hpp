@@ -2,9 +2,15 @@
 // the runner at its stop decision. Internal to the library.
 //
 // The handler sets one sig_atomic_t and nothing else, so it is safe whatever the rank was doing
-// (inside MPI, HDF5 or malloc). SA_RESETHAND gives the signal its default action back on first
-// delivery: a second one of the same kind stops the process at once, and once the runner has
-// decided to stop, restore_defaults() does the same for every preemption signal.
+// (inside MPI, HDF5 or malloc). Once installed it stays for the life of the process: a
+// preemption signal is a request to stop after a checkpoint, and the same request made again
+// changes nothing -- whoever makes it (a rank of a multi-node SLURM job gets `scancel --full`'s
+// signal from slurmstepd and from the batch shell passing it on; SLURM ending the job sends
+// SIGTERM to ranks that may be saving) and whenever it comes, the process's exit included: a
+// launcher that sees one rank exit 75 terminates the others (srun --kill-on-bad-exit, mpirun),
+// and a rank of another node may not have exited yet. A rank that must end at once gets SIGKILL
+// (SLURM sends it KillWait seconds after its SIGTERM, mpirun a second after its own), or a
+// signal that is not a preemption signal.
 #pragma once
 
 #include <signal.h>
@@ -22,22 +28,18 @@ std::string signal_name(int signal);
 
 class PreemptionSignals {
  public:
-  // Clears the record and installs the flag-only handler for each of `signals`.
-  explicit PreemptionSignals(std::vector<int> signals);
-  // Gives each signal back the disposition it had before.
-  ~PreemptionSignals();
+  // Clears the record and installs the flag-only handler for each of `signals`, for the rest
+  // of the process (see above); a signal an earlier run caught and `signals` does not list gets
+  // its disposition from before that run back.
+  explicit PreemptionSignals(const std::vector<int>& signals);
   PreemptionSignals(const PreemptionSignals&) = delete;
   PreemptionSignals& operator=(const PreemptionSignals&) = delete;
 
   // The first preemption signal this process received, 0 when none.
   static int received();
-  // From the decision to stop on: any further preemption signal takes its default action
-  // (for TERM and USR1: the process ends at once, without a new checkpoint).
-  void restore_defaults() const;
-
- private:
-  std::vector<int> signals_;
-  std::vector<struct sigaction> previous_;
+  // Called by the runner at its decision to stop. A further preemption signal is recorded as
+  // before (see above): there is nothing to change, and this goes with the runner's calls.
+  void restore_defaults() const {}
 };
 
 }  // namespace epochrun

@@ -1,0 +1,841 @@
+// epochrun across hosts: the harness of ../shared/multihost (README there) turns this machine
+// into three hosts (network namespaces with their own hostname, IP, /dev/shm and /local) that
+// share a real GlusterFS volume at /shared, each through its own FUSE client. The test starts
+// it, runs epochrun with Open MPI over TCP between the hosts (host-exec as the rsh agent, the
+// checkpoint directory on /shared), and stops it at the end, also when the test fails or is
+// killed. Every job, synchronous and asynchronous, must end as the same run on one host ends,
+// bit for bit; one host's ranks killed mid-epoch or mid-save, or its network cut mid-save, must
+// lose no committed epoch, end within a bound, and resume on another placement of the ranks over
+// the hosts bit-identical to an uninterrupted run.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "epochrun/blob_file.hpp"
+#include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/checkpoint_file.hpp"
+#include "launch.hpp"
+#include "slurm_job_state.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The harness, as the SLURM tests find ../shared/slurm; EPOCHRUN_MULTIHOST_HARNESS overrides it
+// (a git worktree lies elsewhere).
+std::filesystem::path harness_directory() {
+  if (const char* path = std::getenv("EPOCHRUN_MULTIHOST_HARNESS"); path != nullptr && *path) {
+    return path;
+  }
+  return std::filesystem::path(EPOCHRUN_SOURCE_DIR) / ".." / "shared" / "multihost";
+}
+const std::filesystem::path kHarness = harness_directory();
+// Always the default instance: another one (MULTIHOST_STATE=...) may run beside it and must
+// never be stopped by this test, whatever the caller's environment says.
+const std::map<std::string, std::string> kHarnessEnvironment = {
+    {"MULTIHOST_STATE", "/run/multihost"}};
+const std::vector<std::string> kHosts = {"host1", "host2", "host3"};
+// Where every run works: on the volume.
+const std::filesystem::path kSharedBase = "/shared/epochrun-multihost-test";
+// A job (start-up over host-exec included) that runs longer is hung.
+constexpr double kJobEndsWithinSeconds = 120;
+// A harness script or a command through host-exec that runs longer is hung.
+constexpr double kCommandEndsWithinSeconds = 120;
+
+// Stops the harness when this process ends in any way, SIGKILL included (ctest's timeout): a
+// process of its own (a grandchild, so that nothing killing this process's children reaches it)
+// waits on a pipe whose only writer is this process and runs stop-hosts.sh at its end of file,
+// unless it was told that the harness has been stopped already.
+class StopHarnessOnExit {
+ public:
+  StopHarnessOnExit() {
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      return;
+    }
+    const std::string stop = (kHarness / "stop-hosts.sh").string();
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::setsid();
+      if (::fork() != 0) {
+        ::_exit(0);
+      }
+      ::dup2(pipe_fds[0], 0);
+      const int log =
+          ::open("/tmp/epochrun-multihost-guard.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(log, 1);
+      ::dup2(log, 2);
+      ::execl("/bin/bash", "bash", "-c",
+              "read -r word; [ \"$word\" = stopped ] && exit 0; date; "
+              "MULTIHOST_STATE=/run/multihost exec timeout -k 10 120 \"$0\"",
+              stop.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(pipe_fds[0]);
+    ::waitpid(child, nullptr, 0);
+    write_end_ = pipe_fds[1];
+  }
+  ~StopHarnessOnExit() { dismiss(); }
+  StopHarnessOnExit(const StopHarnessOnExit&) = delete;
+  StopHarnessOnExit& operator=(const StopHarnessOnExit&) = delete;
+
+  // The harness was stopped: the guard ends without doing anything.
+  void dismiss() {
+    if (write_end_ >= 0) {
+      [[maybe_unused]] const auto written = ::write(write_end_, "stopped\n", 8);
+      ::close(write_end_);
+      write_end_ = -1;
+    }
+  }
+
+ private:
+  int write_end_ = -1;
+};
+
+// Runs a harness script or a host-exec command, failing the test when it does not end in time.
+ProcessResult run_harness(const std::vector<std::string>& argv,
+                          double seconds = kCommandEndsWithinSeconds) {
+  return run_within(argv, "/", seconds, kHarnessEnvironment);
+}
+
+// `command` run by the login shell of `host` (host-exec is ssh-like: one shell line).
+ProcessResult on_host(const std::string& host, const std::string& command) {
+  return run_harness({(kHarness / "host-exec").string(), host, command});
+}
+
+// Starts the harness once for the whole test program and stops it at the end.
+class Harness : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (!std::filesystem::is_directory(kHarness)) {
+      return;
+    }
+    guard_ = std::make_unique<StopHarnessOnExit>();
+    // About 5 to 20 s; more when it installs GlusterFS first.
+    const auto started = run_harness({(kHarness / "start-hosts.sh").string()}, 300);
+    up_ = started.exit_code == 0;
+    ASSERT_TRUE(up_) << started.out << started.err;
+    std::ifstream config("/run/multihost/config");
+    for (std::string line; std::getline(config, line);) {
+      if (line.rfind("SUBNET=", 0) == 0) {
+        subnet_ = line.substr(7) + ".0/24";
+      } else if (line.rfind("BRIDGE=", 0) == 0) {
+        bridge_ = line.substr(7);
+      }
+    }
+    ASSERT_FALSE(subnet_.empty() || bridge_.empty())
+        << "no SUBNET or BRIDGE in /run/multihost/config";
+  }
+  void TearDown() override {
+    if (guard_) {
+      const auto stopped = run_harness({(kHarness / "stop-hosts.sh").string()});
+      EXPECT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
+      guard_->dismiss();
+    }
+  }
+
+  static inline bool up_ = false;
+  static inline std::string subnet_;  // the bridge's, e.g. 10.77.7.0/24
+  static inline std::string bridge_;  // its name, e.g. mhbr0: hostK's port is <bridge>pK
+
+ private:
+  std::unique_ptr<StopHarnessOnExit> guard_;
+};
+
+[[maybe_unused]] const auto* const kHarnessEnvironmentRegistered =
+    ::testing::AddGlobalTestEnvironment(new Harness);
+
+// The environment of a launcher: what Open MPI needs as root, and yielding ranks (3 hosts share
+// 2 cores here; spinning ranks starve each other).
+std::map<std::string, std::string> launcher_environment(const std::string& fault = "") {
+  auto environment = kMpiEnvironment;
+  environment["OMPI_MCA_mpi_yield_when_idle"] = "1";
+  if (!fault.empty()) {
+    environment["EPOCHRUN_FAULT"] = fault;
+  }
+  return environment;
+}
+
+// mpirun across the hosts (../shared/multihost/README.md, "MPI across the hosts"): `hosts` as
+// Open MPI's --host ("host1,host2:2,host3": ranks fill each host's slots in turn), TCP only,
+// restricted to the bridge, the ranks working in `directory` on the volume. EPOCHRUN_FAULT
+// reaches the ranks only through -x (host-exec clears the environment).
+std::vector<std::string> epochrun_on_hosts(const std::string& hosts, int ranks,
+                                           const std::filesystem::path& directory,
+                                           const std::vector<std::string>& args,
+                                           bool with_fault = false) {
+  std::vector<std::string> argv = {MPIEXEC_BINARY,
+                                   "--mca",
+                                   "plm_rsh_agent",
+                                   (kHarness / "host-exec").string(),
+                                   "--mca",
+                                   "plm_rsh_no_tree_spawn",
+                                   "1",
+                                   "--host",
+                                   hosts,
+                                   "-np",
+                                   std::to_string(ranks),
+                                   "--mca",
+                                   "btl",
+                                   "tcp,self",
+                                   "--mca",
+                                   "oob_tcp_if_include",
+                                   Harness::subnet_,
+                                   "--mca",
+                                   "btl_tcp_if_include",
+                                   Harness::subnet_,
+                                   "--wdir",
+                                   directory.string()};
+  if (with_fault) {
+    argv.insert(argv.end(), {"-x", "EPOCHRUN_FAULT"});
+  }
+  argv.push_back(EPOCHRUN_BINARY);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+// Every blob of a checkpoint: per-node blobs under their node, replicated blobs under
+// "(replicated)", global arrays read whole under "(arrays)".
+CheckpointContents everything_in(const std::filesystem::path& file) {
+  auto contents = read_checkpoint_contents(file);
+  CheckpointReader reader(file);
+  for (const auto& record : reader.header().replicated) {
+    contents["(replicated)"][record.name] = reader.read_replicated(record.name);
+  }
+  for (const auto& record : reader.header().arrays) {
+    contents["(arrays)"][record.name] = reader.read_array(record.name);
+  }
+  return contents;
+}
+
+// What a run leaves that must be bit-identical between runs: every committed epoch's contents,
+// and the job's own output file (none: empty name): an HDF5 file's datasets (its bytes hold
+// times), another file's bytes.
+struct RunResults {
+  std::map<std::int64_t, CheckpointContents> epochs;
+  std::map<std::string, Blob> output;
+  double seconds = 0;  // how long the run took (only for the single-host runs)
+};
+
+RunResults results_of(const std::filesystem::path& directory, const std::string& output_file) {
+  RunResults results;
+  for (auto epoch : CheckpointDirectory(directory / "ck").committed_epochs()) {
+    results.epochs[epoch] = everything_in(CheckpointDirectory(directory / "ck").file_for(epoch));
+  }
+  if (output_file.size() > 3 && output_file.substr(output_file.size() - 3) == ".h5") {
+    results.output = read_blob_file(directory / output_file);
+  } else if (!output_file.empty()) {
+    const auto text = read_file(directory / output_file);
+    results.output[output_file] =
+        Blob::bytes(std::as_bytes(std::span<const char>(text.data(), text.size())));
+  }
+  return results;
+}
+
+struct JobCase {
+  std::string name;
+  std::vector<std::string> options;
+  std::string output_file;
+};
+
+const std::vector<JobCase>& job_cases() {
+  static const std::vector<JobCase> kCases = {
+      {"sum_pipeline", {"--job", "sum_pipeline", "--log-level", "warn"}, ""},
+      {"sgd_regression", small_sgd_regression_options(8), "model.h5"},
+      {"heat_diffusion",
+       {"--job", "heat_diffusion", "--log-level", "warn", "--heat_diffusion.rows", "64",
+        "--heat_diffusion.columns", "128", "--heat_diffusion.max_epochs", "8",
+        "--heat_diffusion.tolerance", "0", "--heat_diffusion.output_file", "heat_summary.json"},
+       "heat_summary.json"}};
+  return kCases;
+}
+
+std::vector<std::string> run_args(const std::vector<std::string>& options,
+                                  const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"run", "--checkpoint-dir", "ck"};
+  args.insert(args.end(), options.begin(), options.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// The PIDs of the processes running `binary` on `host` (one PID space for all hosts: a process
+// is on a host when its network namespace is the host's).
+std::vector<int> processes_on_host(const std::string& host, const std::filesystem::path& binary) {
+  std::vector<int> pids;
+  struct stat host_namespace {};
+  if (::stat(("/run/netns/" + host).c_str(), &host_namespace) != 0) {
+    return pids;
+  }
+  std::error_code error;
+  const auto wanted = std::filesystem::canonical(binary, error);
+  for (const auto& entry : list_directory("/proc")) {
+    if (entry.empty() || !std::isdigit(static_cast<unsigned char>(entry[0]))) {
+      continue;
+    }
+    const auto proc = std::filesystem::path("/proc") / entry;
+    struct stat net {};
+    if (::stat((proc / "ns/net").c_str(), &net) != 0 || net.st_ino != host_namespace.st_ino ||
+        net.st_dev != host_namespace.st_dev) {
+      continue;
+    }
+    if (std::filesystem::read_symlink(proc / "exe", error) == wanted) {
+      pids.push_back(std::stoi(entry));
+    }
+  }
+  return pids;
+}
+
+std::vector<int> ranks_on_host(const std::string& host) {
+  return processes_on_host(host, EPOCHRUN_BINARY);
+}
+
+// The first rank on `host` that is stopped (an EPOCHRUN_FAULT ...:STOP), waiting at most 60 s.
+std::optional<int> wait_for_a_stopped_rank(const std::string& host) {
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    for (int pid : ranks_on_host(host)) {
+      const auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+      const auto state = stat.find(") ");
+      if (state != std::string::npos && stat[state + 2] == 'T') {
+        return pid;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return std::nullopt;
+}
+
+class Multihost : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::is_directory(kHarness)) {
+      GTEST_SKIP() << "no multihost harness: " << kHarness
+                   << " does not exist (set EPOCHRUN_MULTIHOST_HARNESS)";
+    }
+    ASSERT_TRUE(Harness::up_) << "start-hosts.sh failed";
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(test->test_suite_name()) + "-" + test->name();
+    std::replace(name.begin(), name.end(), '/', '-');
+    shared_ = kSharedBase / name;
+    const auto made = on_host(
+        "host1", "rm -rf '" + shared_.string() + "' && mkdir -p '" + shared_.string() + "'");
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+  // Whatever a failed case left running on the hosts (a SIGKILLed mpirun cannot end the ranks
+  // it started over host-exec).
+  void TearDown() override {
+    for (const auto& host : kHosts) {
+      for (int pid : ranks_on_host(host)) {
+        ::kill(pid, SIGKILL);
+      }
+    }
+  }
+
+  // The run's directory on the volume copied here (by host3, through its own client), so that
+  // this process, which has no /shared, reads what a host reads.
+  std::filesystem::path fetch(const std::string& name) {
+    const auto local = local_ / name;
+    const auto copied =
+        on_host("host3", "cp -a '" + shared_.string() + "' '" + local.string() + "'");
+    EXPECT_EQ(copied.exit_code, 0) << copied.err;
+    return local;
+  }
+
+  // `epochrun inspect --verify` of the run's checkpoints, on host2.
+  void expect_verified() {
+    const auto verified = on_host("host2", std::string(EPOCHRUN_BINARY) + " inspect '" +
+                                               (shared_ / "ck").string() + "' --verify");
+    EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
+    EXPECT_EQ(verified.out.find("CORRUPT"), std::string::npos) << verified.out;
+  }
+
+  // The same job on one host (this machine, `ranks` ranks through mpiexec), run once per job
+  // options and rank count.
+  static const RunResults& single_host_run(const JobCase& job, int ranks) {
+    static std::map<std::pair<std::vector<std::string>, int>, RunResults> runs;
+    const auto key = std::pair(job.options, ranks);
+    if (runs.count(key) == 0) {
+      ScratchDir directory;
+      const auto started = Clock::now();
+      const auto result = run_within(epochrun_on_ranks(ranks, run_args(job.options)),
+                                     directory.path(), kJobEndsWithinSeconds);
+      EXPECT_EQ(result.exit_code, 0) << result.err;
+      runs[key] = results_of(directory.path(), job.output_file);
+      runs[key].seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    }
+    return runs.at(key);
+  }
+
+  std::filesystem::path shared_;
+  ScratchDir local_;
+};
+
+// Every job, synchronous and asynchronous, on 3 hosts ends as it ends on one host.
+class MultihostJobs : public Multihost,
+                      public ::testing::WithParamInterface<std::tuple<std::size_t, bool>> {};
+
+TEST_P(MultihostJobs, RunsToTheEndAsOnOneHost) {
+  const auto& job = job_cases().at(std::get<0>(GetParam()));
+  const bool async = std::get<1>(GetParam());
+  std::vector<std::string> extra;
+  if (async) {
+    extra.push_back("--async-checkpoint");
+  }
+  const auto result =
+      run_within(epochrun_on_hosts("host1,host2,host3", 3, shared_, run_args(job.options, extra)),
+                 "/", kJobEndsWithinSeconds, launcher_environment());
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  expect_verified();
+  const auto across_hosts = results_of(fetch("run"), job.output_file);
+  const auto& on_one_host = single_host_run(job, 3);
+  ASSERT_FALSE(on_one_host.epochs.empty());
+  EXPECT_EQ(across_hosts.epochs.size(), on_one_host.epochs.size());
+  for (const auto& [epoch, contents] : on_one_host.epochs) {
+    EXPECT_TRUE(across_hosts.epochs.count(epoch) == 1 && across_hosts.epochs.at(epoch) == contents)
+        << "epoch " << epoch << " differs from the single-host run's";
+  }
+  EXPECT_TRUE(across_hosts.output == on_one_host.output)
+      << job.output_file << " differs from the single-host run's";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryJob, MultihostJobs,
+                         ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Bool()),
+                         [](const auto& test) {
+                           return job_cases().at(std::get<0>(test.param)).name +
+                                  (std::get<1>(test.param) ? "_Async" : "_Sync");
+                         });
+
+// The kill cases: sgd_regression on 4 ranks, rank 0 on host1, ranks 1 and 2 on host2, rank 3 on
+// host3; resumed on another placement, rank 0 on host3 (ranks 0 and 1 are where ranks 3 and 0
+// were, 2 and 3 on host2).
+const JobCase kKilledJob = {"sgd_regression", small_sgd_regression_options(8), "model.h5"};
+constexpr int kKilledRanks = 4;
+const std::string kPlacement = "host1,host2:2,host3";
+const std::string kOtherPlacement = "host3,host1,host2:2";
+// The epoch whose run or save the faults interrupt.
+constexpr std::int64_t kInterruptedEpoch = 3;
+// With a host cut off, the other hosts' ranks end after --save-timeout; this one, so that the
+// test takes seconds. The ranks' own bound for a stuck peer; the test's bounds are wider.
+constexpr int kSaveTimeoutSeconds = 10;
+
+class MultihostFaults : public Multihost {
+ protected:
+  // The job on kPlacement with `fault`, its rank 1 (host2) paused at it: nullopt (and a test
+  // failure) when it never paused there.
+  std::optional<int> start_paused(std::unique_ptr<ChildProcess>& job, const std::string& fault) {
+    job = std::make_unique<ChildProcess>(
+        epochrun_on_hosts(
+            kPlacement, kKilledRanks, shared_,
+            run_args(kKilledJob.options, {"--save-timeout", std::to_string(kSaveTimeoutSeconds)}),
+            true),
+        "/", launcher_environment(fault));
+    const auto paused = wait_for_a_stopped_rank("host2");
+    EXPECT_TRUE(paused.has_value()) << "rank 1 never paused at " << fault;
+    return paused;
+  }
+
+  // What a killed or cut run must leave: the epochs before the interrupted one, each exactly
+  // the uninterrupted run's; then `--resume-from-epoch latest` on the other placement ends the
+  // job bit-identical to the uninterrupted run, with no temporary file left.
+  void expect_resume_on_other_placement_is_exact() {
+    const auto& uninterrupted = single_host_run(kKilledJob, kKilledRanks);
+    const auto killed = results_of(fetch("killed"), "");
+    std::vector<std::int64_t> committed;
+    for (const auto& [epoch, contents] : killed.epochs) {
+      committed.push_back(epoch);
+      EXPECT_TRUE(uninterrupted.epochs.count(epoch) == 1 &&
+                  uninterrupted.epochs.at(epoch) == contents)
+          << "committed epoch " << epoch << " differs from the uninterrupted run's";
+    }
+    EXPECT_EQ(committed, (std::vector<std::int64_t>{0, 1, 2}))
+        << "a committed epoch was lost, or the interrupted one committed";
+
+    const auto resumed = run_within(
+        epochrun_on_hosts(kOtherPlacement, kKilledRanks, shared_,
+                          run_args(kKilledJob.options, {"--resume-from-epoch", "latest"})),
+        "/", kJobEndsWithinSeconds, launcher_environment());
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+    expect_verified();
+    const auto directory = fetch("resumed");
+    const auto finished = results_of(directory, kKilledJob.output_file);
+    EXPECT_TRUE(finished.epochs == uninterrupted.epochs)
+        << "the resumed run's checkpoints differ from the uninterrupted run's";
+    EXPECT_TRUE(finished.output == uninterrupted.output)
+        << "the resumed run's model differs from the uninterrupted run's";
+    for (const auto& name : list_directory(directory / "ck")) {
+      EXPECT_EQ(name.find(".tmp."), std::string::npos) << name << " left in the directory";
+    }
+  }
+
+  // SIGKILL of every rank on host2 while its rank 1 is paused at `fault`: the job ends, then
+  // resumes exactly on the other placement.
+  void kill_host2_ranks_at(const std::string& fault) {
+    std::unique_ptr<ChildProcess> job;
+    ASSERT_TRUE(start_paused(job, fault).has_value());
+    const auto killed = ranks_on_host("host2");
+    EXPECT_EQ(killed.size(), 2u);
+    for (int pid : killed) {
+      ::kill(pid, SIGKILL);
+    }
+    const auto ended = job->wait(kJobEndsWithinSeconds);
+    ASSERT_TRUE(ended.has_value()) << "the job did not end within " << kJobEndsWithinSeconds
+                                   << " s of host2's ranks being killed";
+    EXPECT_NE(ended->exit_code, 0) << ended->err;
+    expect_resume_on_other_placement_is_exact();
+  }
+};
+
+TEST_F(MultihostFaults, OneHostsRanksKilledMidEpochResumeExactlyOnAnotherPlacement) {
+  kill_host2_ranks_at("epoch-task@" + std::to_string(kInterruptedEpoch) + ":1:STOP");
+}
+
+TEST_F(MultihostFaults, OneHostsRanksKilledMidSaveResumeExactlyOnAnotherPlacement) {
+  kill_host2_ranks_at("save-write@" + std::to_string(kInterruptedEpoch) + ":1:STOP");
+}
+
+// Takes a host off the network (its bridge port down, as a pulled cable) until destroyed: the
+// link comes back even when the test fails, before anything is stopped (a process blocked on
+// the volume cannot be killed while its request is unanswered).
+class HostCutOff {
+ public:
+  explicit HostCutOff(int host) : port_(Harness::bridge_ + "p" + std::to_string(host)) {
+    down_ = set("down");
+  }
+  ~HostCutOff() { heal(); }
+  HostCutOff(const HostCutOff&) = delete;
+  HostCutOff& operator=(const HostCutOff&) = delete;
+
+  bool down() const { return down_; }
+  void heal() {
+    if (down_) {
+      down_ = !set("up");
+    }
+  }
+
+ private:
+  bool set(const std::string& state) {
+    return run_within({"timeout", "-k", "2", "5", "ip", "link", "set", port_, state}, "/", 30)
+               .exit_code == 0;
+  }
+
+  std::string port_;
+  bool down_ = false;
+};
+
+// host2 cut off while rank 1 writes its part of a save: the ranks of host1 and host3 give up
+// after --save-timeout (rank 0 names the ranks it waited for) and end; mpirun, which cannot reach
+// host2's Open MPI daemon, ends within seconds of the link coming back. Nothing committed is lost.
+TEST_F(MultihostFaults, OneHostCutOffMidSaveEndsTheJobAndResumesExactlyOnAnotherPlacement) {
+  std::unique_ptr<ChildProcess> job;
+  const auto paused =
+      start_paused(job, "save-write@" + std::to_string(kInterruptedEpoch) + ":1:STOP");
+  ASSERT_TRUE(paused.has_value());
+  HostCutOff cut(2);
+  ASSERT_TRUE(cut.down()) << "could not take host2's link down";
+  ::kill(*paused, SIGCONT);
+  // The other hosts' ranks end at the save timeout, while host2 is still cut off.
+  const auto deadline = Clock::now() + std::chrono::seconds(kSaveTimeoutSeconds + 50);
+  while (Clock::now() < deadline &&
+         !(ranks_on_host("host1").empty() && ranks_on_host("host3").empty())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(ranks_on_host("host1").empty() && ranks_on_host("host3").empty())
+      << "the ranks of host1 and host3 still ran " << kSaveTimeoutSeconds + 50
+      << " s after host2 was cut off in a save with --save-timeout " << kSaveTimeoutSeconds;
+  cut.heal();
+  ASSERT_FALSE(cut.down()) << "could not bring host2's link back";
+  const auto ended = job->wait(60);
+  ASSERT_TRUE(ended.has_value()) << "the job did not end within 60 s of host2's link coming back";
+  EXPECT_EQ(ended->exit_code, 1) << ended->err;
+  // Rank 0 names the rank it waited for, rank 1 (with rank 2, also on host2, when that one
+  // was cut off before it arrived too).
+  EXPECT_TRUE(std::regex_search(
+      ended->err, std::regex("\\[rank 0\\] \\[critical\\] .*ranks? ([0-9]+, )*1(, [0-9]+)* did "
+                             "not arrive within " +
+                             std::to_string(kSaveTimeoutSeconds) + " s; aborting the job")))
+      << ended->err;
+  expect_resume_on_other_placement_is_exact();
+}
+
+// slurm/epochrun.sbatch with `sbatch -N 3` on the harness's SLURM cluster (slurm-hosts.sh): one
+// rank per host, launched by srun or by mpirun, preempted by `scancel --signal=USR1 --full`, by
+// `--batch`, or by a one-minute time limit with its warning signal. The job must requeue itself
+// and end COMPLETED, bit-identical to an uninterrupted run on one host, with every interrupted
+// run recorded (exit 75, the next one resuming from its last committed epoch) and no rank ended
+// by a signal. EPOCHRUN_MULTIHOST_SLURM_TRIALS=N runs each case N times (default 1).
+enum class Launcher { kSrun, kMpirun };
+enum class Preemption { kUsr1Full, kUsr1Batch, kTimeLimit };
+
+const std::map<std::string, std::string>& slurm_environment() {
+  static const auto kEnvironment = [] {
+    auto environment = kHarnessEnvironment;
+    environment["SLURM_CONF"] = "/run/multihost/slurm/slurm.conf";
+    return environment;
+  }();
+  return kEnvironment;
+}
+
+ProcessResult slurm_command(const std::vector<std::string>& argv) {
+  return run_within(argv, "/", 60, slurm_environment());
+}
+
+// 24 epochs of about 0.5 s on the hosts: long enough to be preempted in the middle, short
+// enough for many trials (slurm_test.cpp's job).
+constexpr std::int64_t kSlurmLastEpoch = 24;
+const JobCase kSlurmJob = {
+    "sgd_regression",
+    {"--job", "sgd_regression", "--log-level", "warn", "--sgd_regression.features", "512",
+     "--sgd_regression.samples", "60000", "--sgd_regression.batch_size", "24576",
+     "--sgd_regression.batches_per_epoch", "25", "--sgd_regression.max_epochs",
+     std::to_string(kSlurmLastEpoch), "--sgd_regression.loss_threshold", "0",
+     "--sgd_regression.model_file", "model.h5"},
+    "model.h5"};
+// A preemption is sent once this epoch has committed.
+constexpr std::int64_t kSlurmPreemptAfterEpoch = 3;
+// Each trial's job, restarts included, ends within this.
+constexpr double kSlurmTrialSeconds = 240;
+
+std::string slurm_case_name(const std::tuple<Launcher, Preemption>& param) {
+  const std::map<Preemption, std::string> preemptions = {
+      {Preemption::kUsr1Full, "ScancelUsr1Full"},
+      {Preemption::kUsr1Batch, "ScancelUsr1Batch"},
+      {Preemption::kTimeLimit, "TimeLimitWithWarningSignal"}};
+  return std::string(std::get<0>(param) == Launcher::kSrun ? "Srun_" : "Mpirun_") +
+         preemptions.at(std::get<1>(param));
+}
+
+SlurmJobState slurm_job_state(const std::string& id) {
+  return parse_slurm_job_state(slurm_command({"scontrol", "-o", "show", "job", id}).out);
+}
+
+class MultihostSlurm : public Multihost,
+                       public ::testing::WithParamInterface<std::tuple<Launcher, Preemption>> {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::is_directory(kHarness) || !Harness::up_) {
+      return;
+    }
+    const auto started = run_harness({(kHarness / "slurm-hosts.sh").string(), "start"}, 300);
+    slurm_up_ = started.exit_code == 0;
+    ASSERT_TRUE(slurm_up_) << started.out << started.err;
+  }
+  static void TearDownTestSuite() {
+    if (slurm_up_) {
+      const auto stopped = run_harness({(kHarness / "slurm-hosts.sh").string(), "stop"});
+      EXPECT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
+      slurm_up_ = false;
+    }
+  }
+  void SetUp() override {
+    Multihost::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    ASSERT_TRUE(slurm_up_) << "slurm-hosts.sh start failed";
+  }
+  void TearDown() override {
+    if (!job_id_.empty()) {
+      slurm_command({"scancel", job_id_});
+    }
+    Multihost::TearDown();
+  }
+
+  // The newest committed epoch of the job's run directory, as host3 sees it (-1: none).
+  std::int64_t newest_epoch() {
+    const auto listed = on_host("host3", "ls '" + (shared_ / "run/ck").string() + "'");
+    std::int64_t newest = -1;
+    const std::regex name("epoch-([0-9]{6})\\.h5");
+    std::istringstream lines(listed.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch match;
+      if (std::regex_match(line, match, name)) {
+        newest = std::max<std::int64_t>(newest, std::stoll(match[1]));
+      }
+    }
+    return newest;
+  }
+
+  // One trial: submit, preempt, let it run to its end (skipping only SLURM's requeue delay),
+  // check the outcome.
+  void preempt_and_finish(Launcher launcher, Preemption preemption, int trial) {
+    job_id_.clear();
+    const auto made = on_host(
+        "host1", "rm -rf '" + shared_.string() + "'/* && mkdir -p '" + shared_.string() + "'");
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const auto output_file = local_ / ("job-" + std::to_string(trial) + ".out");
+    const auto& reference = single_host_run(kSlurmJob, 3);
+    std::vector<std::string> sbatch = {"sbatch",
+                                       "--parsable",
+                                       "-N",
+                                       "3",
+                                       "--ntasks=3",
+                                       "--ntasks-per-node=1",
+                                       "--chdir=" + shared_.string(),
+                                       "--output=" + output_file.string(),
+                                       "--job-name=" + slurm_case_name(GetParam())};
+    // ck/ under the run directory, as results_of() reads it.
+    auto options = kSlurmJob.options;
+    options.insert(options.end(), {"--checkpoint-dir", "ck"});
+    if (preemption == Preemption::kTimeLimit) {
+      // The warning comes at one of slurmctld's checks, anywhere in the first minute; the
+      // runner's own prediction stops a run once the next epoch would not end --time-margin
+      // before the end. A margin that leaves each run about half of what the job took on one
+      // host makes sure that the limit stops it at least once (slurm_test.cpp does the same).
+      sbatch.insert(sbatch.end(), {"--time=00:01:00", "--signal=B:USR1@50"});
+      const double margin = std::clamp(59 - reference.seconds / 2, 30.0, 59.0);
+      options.insert(options.end(), {"--time-margin", std::to_string(margin)});
+    }
+    sbatch.push_back(
+        (std::filesystem::path(EPOCHRUN_SOURCE_DIR) / "slurm/epochrun.sbatch").string());
+    sbatch.insert(sbatch.end(), options.begin(), options.end());
+    auto environment = slurm_environment();
+    for (const auto& [key, value] : launcher_environment()) {
+      environment[key] = value;
+    }
+    // The ranks talk over the bridge only, whoever launches them (srun's ranks and mpirun's
+    // orteds read these from the environment).
+    environment["OMPI_MCA_btl"] = "tcp,self";
+    environment["OMPI_MCA_btl_tcp_if_include"] = Harness::subnet_;
+    environment["OMPI_MCA_oob_tcp_if_include"] = Harness::subnet_;
+    environment["EPOCHRUN"] = EPOCHRUN_BINARY;
+    environment["EPOCHRUN_RUN_DIR"] = "run";
+    environment["EPOCHRUN_LAUNCHER"] = launcher == Launcher::kSrun ? "srun" : "mpirun";
+    const auto submitted = run_within(sbatch, "/", 60, environment);
+    ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+    job_id_ = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+
+    const auto deadline = Clock::now() + std::chrono::duration<double>(kSlurmTrialSeconds);
+    const auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
+    if (preemption != Preemption::kTimeLimit) {
+      while (newest_epoch() < kSlurmPreemptAfterEpoch && Clock::now() < deadline) {
+        ASSERT_NE(slurm_job_state(job_id_).state, "COMPLETED") << "finished before preempted";
+        pause();
+      }
+      const auto sent =
+          slurm_command({"scancel", "--signal=USR1",
+                         preemption == Preemption::kUsr1Full ? "--full" : "--batch", job_id_});
+      ASSERT_EQ(sent.exit_code, 0) << sent.err;
+    }
+
+    SlurmJobState state;
+    bool pending = false;
+    auto pending_since = Clock::now();
+    while (Clock::now() < deadline) {
+      state = slurm_job_state(job_id_);
+      if (state.state != "PENDING" && state.state != "RUNNING" && state.state != "COMPLETING" &&
+          state.state != "REQUEUED" && state.state != "CONFIGURING" && state.state != "SIGNALING") {
+        break;
+      }
+      if (state.state == "PENDING" && state.restarts > 0 && state.reason == "BeginTime") {
+        if (!pending) {
+          pending = true;
+          pending_since = Clock::now();
+        } else if (Clock::now() - pending_since >= std::chrono::seconds(2) &&
+                   !has_slurm_step_processes(job_id_)) {
+          slurm_command({"scontrol", "update", "JobId=" + job_id_, "StartTime=now"});
+          pending = false;
+        }
+      } else {
+        pending = false;
+      }
+      pause();
+    }
+    const std::string output = read_file(output_file);
+    std::cout << slurm_case_name(GetParam()) << " trial " << trial << ": job " << job_id_ << " "
+              << state.state << " after " << state.restarts << " restart(s)\n";
+    ASSERT_EQ(state.state, "COMPLETED") << "job " << job_id_ << " (" << state.reason << ")\n"
+                                        << output;
+    EXPECT_GE(state.restarts, 1) << output;
+    // No rank ended by a signal: srun names the signal of a task ("task 1: Terminated", "task
+    // 0: User defined signal 1") where an exit says "task 1: Exited with exit code 75", mpirun
+    // names a process that "exited on signal", the script a status of 128 + N after it passed a
+    // signal on. One exception, the start-up window of docs/PREEMPTION.md: the time limit's
+    // warning can come (SLURM sends it up to a minute early) while a run's ranks are still
+    // starting, before they catch signals; they end of SIGUSR1, or of srun's SIGTERM once
+    // another did, before recording anything (checked below), and the script requeues the job.
+    const bool killed_at_start_up = preemption == Preemption::kTimeLimit &&
+                                    output.find(": User defined signal 1") != std::string::npos;
+    if (!killed_at_start_up) {
+      EXPECT_FALSE(std::regex_search(
+          output, std::regex("task [0-9]+: (?!Exited with exit code)|exited on signal|ended with "
+                             "status")))
+          << "a rank was ended by a signal:\n"
+          << output;
+    } else {
+      std::cout << "  a run's ranks were ended by the warning signal during their start-up\n";
+    }
+
+    const auto directory = fetch("run-" + std::to_string(trial));
+    const auto finished = results_of(directory / "run", kSlurmJob.output_file);
+    ASSERT_EQ(finished.epochs.size(), reference.epochs.size()) << output;
+    EXPECT_TRUE(finished.epochs == reference.epochs)
+        << "the checkpoints differ from the uninterrupted single-host run's";
+    EXPECT_TRUE(finished.output == reference.output)
+        << "the model differs from the uninterrupted single-host run's";
+
+    // Every run recorded itself: each interrupted one with exit 75, the next resuming from its
+    // last committed epoch, and no epoch computed twice.
+    std::vector<nlohmann::json> history;
+    std::istringstream lines(read_file(directory / "run/ck/runs.jsonl"));
+    for (std::string line; std::getline(lines, line);) {
+      history.push_back(nlohmann::json::parse(line));
+    }
+    // A run ended at its start-up left no record; the next resumed where the one before ended.
+    ASSERT_EQ(static_cast<int>(history.size()), state.restarts + (killed_at_start_up ? 0 : 1))
+        << output;
+    std::int64_t epochs_run = 0;
+    for (std::size_t i = 0; i < history.size(); ++i) {
+      epochs_run += history[i]["epochs_run"].get<std::int64_t>();
+      if (i + 1 < history.size()) {
+        EXPECT_EQ(history[i]["exit_code"], 75) << history[i].dump();
+        EXPECT_EQ(history[i + 1]["resumed_from"], history[i]["last_committed_epoch"]) << output;
+      }
+    }
+    EXPECT_EQ(history.back()["exit_code"], 0);
+    EXPECT_EQ(epochs_run, kSlurmLastEpoch) << "an epoch was computed twice:\n" << output;
+  }
+
+  static inline bool slurm_up_ = false;
+  std::string job_id_;
+};
+
+TEST_P(MultihostSlurm, JobEndsCompletedAndIdentical) {
+  const char* trials_text = std::getenv("EPOCHRUN_MULTIHOST_SLURM_TRIALS");
+  const int trials = trials_text != nullptr ? std::max(1, std::atoi(trials_text)) : 1;
+  // Every trial runs, also after one failed, so that a run of many trials counts them all.
+  const auto* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+  int passed = 0;
+  for (int trial = 1; trial <= trials; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const int failures_before = result->total_part_count();
+    preempt_and_finish(std::get<0>(GetParam()), std::get<1>(GetParam()), trial);
+    passed += result->total_part_count() == failures_before ? 1 : 0;
+  }
+  std::cout << slurm_case_name(GetParam()) << ": " << passed << " of " << trials
+            << " trials passed\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryLauncherAndPreemption, MultihostSlurm,
+                         ::testing::Combine(::testing::Values(Launcher::kSrun, Launcher::kMpirun),
+                                            ::testing::Values(Preemption::kUsr1Full,
+                                                              Preemption::kUsr1Batch,
+                                                              Preemption::kTimeLimit)),
+                         [](const auto& test) { return slurm_case_name(test.param); });
+
+}  // namespace
+}  // namespace epochrun::testing

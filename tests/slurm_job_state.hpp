@@ -1,0 +1,52 @@
+// What the SLURM tests read of a job: its state as `scontrol -o show job` prints it, and whether
+// a slurmstepd of it still runs on this machine. Header-only, shared by slurm_test.cpp and
+// multihost_test.cpp.
+#pragma once
+
+#include <cctype>
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+
+struct SlurmJobState {
+  std::string state;  // PENDING, RUNNING, COMPLETED, ...
+  std::string reason;
+  int restarts = -1;
+};
+
+// The state, reason and restart count in the output of `scontrol -o show job ID`.
+inline SlurmJobState parse_slurm_job_state(const std::string& scontrol_output) {
+  SlurmJobState state;
+  std::smatch match;
+  if (std::regex_search(scontrol_output, match, std::regex("JobState=(\\S+)"))) {
+    state.state = match[1];
+  }
+  if (std::regex_search(scontrol_output, match, std::regex("Reason=(\\S+)"))) {
+    state.reason = match[1];
+  }
+  if (std::regex_search(scontrol_output, match, std::regex("Restarts=([0-9]+)"))) {
+    state.restarts = std::stoi(match[1]);
+  }
+  return state;
+}
+
+// Whether a slurmstepd of job `id` ("slurmstepd: [ID.batch]", "[ID.0]") still runs here (on any
+// host of ../shared/multihost: they share one PID space). A requeued job let start again while
+// its previous run's batch step was still ending was marked COMPLETED by that old step's exit
+// (seen once, after its ranks had died of a signal).
+inline bool has_slurm_step_processes(const std::string& id) {
+  const std::string prefix = "slurmstepd: [" + id + ".";
+  for (const auto& entry : list_directory("/proc")) {
+    if (!entry.empty() && std::isdigit(static_cast<unsigned char>(entry[0])) &&
+        read_file(std::filesystem::path("/proc") / entry / "cmdline").rfind(prefix, 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace epochrun::testing
