@@ -37,9 +37,6 @@ class PreemptionSignals {
 
   // The first preemption signal this process received, 0 when none.
   static int received();
-  // Called by the runner at its decision to stop. A further preemption signal is recorded as
-  // before (see above): there is nothing to change, and this goes with the runner's calls.
-  void restore_defaults() const {}
 };
 
 }  // namespace epochrun

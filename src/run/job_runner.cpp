@@ -37,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 // in the background (its end is a "save" line).
 EpochFigures epoch_figures(double epoch_seconds, const SaveOutcome& save) {
   if (save.in_background) {
-    return {epoch_seconds, save.blocked_seconds, {}, {}};
+    return {epoch_seconds, save.blocked_seconds, {}, {}, {}};
   }
   return {epoch_seconds, save.blocked_seconds, save.seconds, save.bytes, save.phases};
 }
@@ -126,16 +126,14 @@ struct JobRunner::Impl {
   // The epoch loop, from the epoch after `resumed` (or after init) until the decision to stop;
   // context.epoch is then the last epoch whose state the workspace holds.
   StopDecision run_epochs(std::optional<std::int64_t> resumed, const StopDecider& decider,
-                          const PreemptionSignals& signals, Steps& steps, TaskContext& context,
-                          RunSummary& summary);
+                          Steps& steps, TaskContext& context, RunSummary& summary);
   // Before an epoch: a stop that came since the last decision (a signal during init, the load
   // or the last checkpoint), with the checkpoint of context.epoch when it is not committed yet.
-  std::optional<StopDecision> stop_before_epoch(const StopDecider& decider,
-                                                const PreemptionSignals& signals, Steps& steps,
+  std::optional<StopDecision> stop_before_epoch(const StopDecider& decider, Steps& steps,
                                                 TaskContext& context, RunSummary& summary);
   // The next epoch: its group, the stop decision after it and its checkpoint (when due).
-  StopDecision run_epoch(const StopDecider& decider, const PreemptionSignals& signals, Steps& steps,
-                         TaskContext& context, RunSummary& summary);
+  StopDecision run_epoch(const StopDecider& decider, Steps& steps, TaskContext& context,
+                         RunSummary& summary);
   // Saves the epoch that just ran when the checkpoint policy or a stop says so.
   std::optional<SaveOutcome> checkpoint_epoch(const StopDecision& decision, Steps& steps,
                                               const TaskContext& context, RunSummary& summary);
@@ -234,6 +232,7 @@ void JobRunner::Impl::run_group(const TaskGroup& group, TaskContext& context) co
 RunSummary JobRunner::Impl::run(Workspace& workspace) {
   const auto started = Clock::now();
   const auto started_at = std::chrono::system_clock::now();
+  // Installs the handlers for the whole run; the stop decider reads what they received.
   const PreemptionSignals signals(options.preempt_signals);
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   auto lock = lock_directory(comm, options);
@@ -247,7 +246,7 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   TaskContext context{workspace, job_comm, node_name, 0, nullptr};
   const StopDecider decider(job, comm, node_names, options.num_epochs, *time_budget);
   const auto resumed = start(steps, context, summary);
-  const auto decision = run_epochs(resumed, decider, signals, steps, context, summary);
+  const auto decision = run_epochs(resumed, decider, steps, context, summary);
   if (decision.finishes_job()) {
     finish_job(steps, context, summary);
   }
@@ -333,8 +332,7 @@ std::optional<std::int64_t> JobRunner::Impl::start(Steps& steps, TaskContext& co
 }
 
 StopDecision JobRunner::Impl::run_epochs(std::optional<std::int64_t> resumed,
-                                         const StopDecider& decider,
-                                         const PreemptionSignals& signals, Steps& steps,
+                                         const StopDecider& decider, Steps& steps,
                                          TaskContext& context, RunSummary& summary) {
   context.epoch = resumed.value_or(0);
   // A checkpoint whose stop conditions already held is a finished loop (the run was stopped
@@ -349,17 +347,16 @@ StopDecision JobRunner::Impl::run_epochs(std::optional<std::int64_t> resumed,
     }
   }
   while (true) {
-    if (auto stop = stop_before_epoch(decider, signals, steps, context, summary)) {
+    if (auto stop = stop_before_epoch(decider, steps, context, summary)) {
       return *stop;
     }
-    if (auto decision = run_epoch(decider, signals, steps, context, summary); decision.stops()) {
+    if (auto decision = run_epoch(decider, steps, context, summary); decision.stops()) {
       return decision;
     }
   }
 }
 
 std::optional<StopDecision> JobRunner::Impl::stop_before_epoch(const StopDecider& decider,
-                                                               const PreemptionSignals& signals,
                                                                Steps& steps, TaskContext& context,
                                                                RunSummary& summary) {
   // A signal that came during init, the load or the last checkpoint: the workspace holds
@@ -368,7 +365,6 @@ std::optional<StopDecision> JobRunner::Impl::stop_before_epoch(const StopDecider
   if (!decision.stops()) {
     return std::nullopt;
   }
-  signals.restore_defaults();
   complete_save(steps, summary);
   if (steps.saver.last_committed() != context.epoch) {
     const auto save = steps.saver.save(context.epoch, context.workspace, false);
@@ -380,8 +376,7 @@ std::optional<StopDecision> JobRunner::Impl::stop_before_epoch(const StopDecider
   return decision;
 }
 
-StopDecision JobRunner::Impl::run_epoch(const StopDecider& decider,
-                                        const PreemptionSignals& signals, Steps& steps,
+StopDecision JobRunner::Impl::run_epoch(const StopDecider& decider, Steps& steps,
                                         TaskContext& context, RunSummary& summary) {
   ++context.epoch;
   const auto epoch_started = Clock::now();
@@ -392,9 +387,6 @@ StopDecision JobRunner::Impl::run_epoch(const StopDecider& decider,
   time_budget->record_epoch(epoch_seconds);
   const auto decision = completing_on_failure(
       [&] { return decider.after_epoch(context.workspace, context.epoch); }, complete);
-  if (decision.kind == StopKind::kPreempted) {
-    signals.restore_defaults();
-  }
   const auto save = [&] {
     // The checkpoints an asynchronous save's commit retires here are deleted after the next
     // save's lay-out, which would otherwise wait for the file system to free them.
@@ -404,7 +396,7 @@ StopDecision JobRunner::Impl::run_epoch(const StopDecider& decider,
   }();
   ++summary.epochs_run;
   steps.metrics.epoch(context.epoch, save ? epoch_figures(epoch_seconds, *save)
-                                          : EpochFigures{epoch_seconds, {}, {}, {}});
+                                          : EpochFigures{epoch_seconds, {}, {}, {}, {}});
   spdlog::info(
       "epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds,
       save ? save->log

@@ -31,11 +31,17 @@ std::vector<std::string> node_names(int ranks) {
   return names;
 }
 
+CheckpointOptions options_for(const fs::path& directory) {
+  CheckpointOptions options;
+  options.checkpoint_dir = directory;
+  return options;
+}
+
 // The job's own save path, set up once (untimed) as a run sets it up: the saver with its
 // post-commit steps (rank 0's index.json after every commit, retention).
 struct JobSavePath {
   JobSavePath(const Communicator& comm, const fs::path& directory, const Workspace& workspace)
-      : options{directory},
+      : options(options_for(directory)),
         post_commit(comm, options, kJob),
         saver(kJob, comm, options, node_names(comm.size()), post_commit) {
     std::vector<BlobPlan> plans;
