@@ -80,11 +80,7 @@ TEST(ScaleBench, BadFlagsExitTwoWithOneLine) {
         std::vector<std::string>{"--layout-blobs", "0"}}) {
     auto result = bench(args, cwd.path());
     EXPECT_EQ(result.exit_code, 2) << args[0] << "\n" << result.err;
-    int error_lines = 0;
-    for (const auto& line : result.err_lines()) {
-      error_lines += line.rfind("epochrun: error: ", 0) == 0 ? 1 : 0;
-    }
-    EXPECT_EQ(error_lines, 1) << args[0] << "\n" << result.err;
+    EXPECT_EQ(error_lines(result).size(), 1U) << args[0] << "\n" << result.err;
   }
   EXPECT_TRUE(list_directory(cwd.path()).empty());
 }
