@@ -7,6 +7,7 @@
 
 #include "epochrun/errors.hpp"
 #include "mpi_check.hpp"
+#include "step_times.hpp"
 
 namespace epochrun {
 
