@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cstring>
+
 #include "collective_errors.hpp"
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
@@ -21,11 +25,16 @@ DirectorySave::DirectorySave(std::string context, std::filesystem::path final_pa
 
 std::string DirectorySave::temporary_name(DirectorySave& save) {
   const PhaseTimer timer(save.phases_, SavePhase::kDescribe);
-  // Only a name: rank 0 creates the directory with the file, in the lay-out step.
-  std::string temporary =
-      save.comm_->is_root() ? temporary_sibling(save.final_path_).string() : std::string();
-  save.comm_->broadcast(temporary);
-  return temporary;
+  // Only a name (rank 0 creates the directory with the file, in the lay-out step), in one
+  // broadcast of a fixed size: a file name fits NAME_MAX (255 bytes), and this one, the
+  // checkpoint's name and a pid and 16 hex digits, fits it by far.
+  std::array<std::uint8_t, 256> name{};
+  if (save.comm_->is_root()) {
+    const auto picked = temporary_sibling(save.final_path_).filename().string();
+    std::memcpy(name.data(), picked.data(), std::min(picked.size(), name.size() - 1));
+  }
+  save.comm_->broadcast(std::span(name));
+  return (save.final_path_.parent_path() / reinterpret_cast<const char*>(name.data())).string();
 }
 
 DirectorySave DirectorySave::begin(const CheckpointDirectory& directory, const Communicator& comm,

@@ -301,8 +301,11 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
   {
     const PhaseTimer timer(pending.phases_, SavePhase::kLayOut);
     const auto sending = step_times::Clock::now();
-    auto flat = comm.rank() == 0 ? flatten(pending.layout_) : std::vector<std::int64_t>{};
-    comm.broadcast(flat);
+    // Every rank knows the size: one broadcast, not a length and then the numbers.
+    auto flat = comm.rank() == 0
+                    ? flatten(pending.layout_)
+                    : std::vector<std::int64_t>(kFlatHead + 3 * pending.description_.blobs.size());
+    comm.broadcast(std::span(flat));
     step_times::add_since("send the layout", sending);
     if (comm.rank() != 0) {
       pending.layout_ = unflatten(flat, pending.description_.blobs.size());
