@@ -39,17 +39,23 @@ void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr loc
 void record_agreed_step(const std::string& context, step_times::Clock::time_point started,
                         step_times::Clock::time_point worked);
 
+// Runs `step` and returns what it threw, null when nothing.
+template <typename Step>
+std::exception_ptr failure_of(Step&& step) {
+  try {
+    step();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 // Collective: runs `step` on this rank, then raise_if_any_failed_within.
 template <typename Step>
 void run_then_agree_within(const Communicator& comm, const std::string& context,
                            std::chrono::duration<double> timeout, Step&& step) {
   const auto started = step_times::Clock::now();
-  std::exception_ptr error;
-  try {
-    step();
-  } catch (...) {
-    error = std::current_exception();
-  }
+  const auto error = failure_of(step);
   const auto worked = step_times::Clock::now();
   raise_if_any_failed_within(comm, error, context, timeout);
   record_agreed_step(context, started, worked);
@@ -65,14 +71,7 @@ template <typename Step>
 void run_on_root_then_agree_within(const Communicator& comm, const std::string& context,
                                    std::chrono::duration<double> timeout, Step&& step) {
   const auto started = step_times::Clock::now();
-  std::exception_ptr error;
-  if (comm.is_root()) {
-    try {
-      step();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
+  const auto error = comm.is_root() ? failure_of(step) : nullptr;
   const auto worked = step_times::Clock::now();
   raise_if_root_failed_within(comm, error, context, timeout);
   record_agreed_step(context, started, worked);
@@ -82,13 +81,7 @@ void run_on_root_then_agree_within(const Communicator& comm, const std::string& 
 // with `context`.
 template <typename Step>
 void run_then_agree(const Communicator& comm, const std::string& context, Step&& step) {
-  std::exception_ptr error;
-  try {
-    step();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  raise_if_any_failed(comm, error, context);
+  raise_if_any_failed(comm, failure_of(step), context);
 }
 
 // Collective: run_then_agree with `step` run on rank 0 alone (the directory is shared; rank 0

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "bench/bench_rounds.hpp"
@@ -70,12 +71,21 @@ void load_through_the_resume_path(const Communicator& comm, const fs::path& dire
 }
 
 // Throws on every rank when any rank's status is not 0 (rank 0 learns it from the gather and
-// broadcasts the verdict), as a hand-made protocol must.
-void agree_by_gather(const Communicator& comm, int status, const char* step) {
+// broadcasts the verdict), as a hand-made protocol must. When every rank succeeded, rank 0 runs
+// `commit` before it broadcasts (its failure is the verdict too).
+void agree_by_gather(const Communicator& comm, int status, const char* step,
+                     const std::function<void()>& commit = {}) {
   int failed = 0;
   if (comm.is_root()) {
     const auto statuses = comm.gather(status);
     failed = std::any_of(statuses.begin(), statuses.end(), [](int s) { return s != 0; });
+    if (failed == 0 && commit) {
+      try {
+        commit();
+      } catch (const Error&) {
+        failed = 1;
+      }
+    }
   } else {
     comm.gather(status);
   }
@@ -111,20 +121,8 @@ void handmade_save(const Communicator& comm, const fs::path& directory, std::int
   } catch (const Error&) {
     status = 1;
   }
-  int committed = 0;
-  if (comm.is_root()) {
-    const auto statuses = comm.gather(status);
-    if (std::all_of(statuses.begin(), statuses.end(), [](int s) { return s == 0; })) {
-      rename_durably(temporary, directory / (name + ".done"));
-      committed = 1;
-    }
-  } else {
-    comm.gather(status);
-  }
-  comm.broadcast(committed);
-  if (committed == 0) {
-    throw Error("hand-made save failed on some rank");
-  }
+  agree_by_gather(comm, status, "save",
+                  [&] { rename_durably(temporary, directory / (name + ".done")); });
 }
 
 void handmade_load(const Communicator& comm, const fs::path& directory, std::int64_t epoch,
