@@ -100,12 +100,18 @@ SaveStats DirectorySave::commit() {
     fault_point("save-before-rename", epoch_);
     // The commit point: rank 0 renames the complete, durable file to its final name
     // (atomically replacing an older file of the same epoch) and makes the rename durable.
+    // First it marks the file modified, now that every rank's bytes are in it: another host's
+    // client that cached the content while it was being written then sees that its copy is
+    // old at its next look (on GlusterFS it would otherwise serve that copy on).
     timed_step(
         phases_, SavePhase::kCommit,
         [&](auto&& step) {
           run_on_root_then_agree_within(*comm_, context_ + ": commit", timeout_, step);
         },
-        [&] { rename_durably(temporary, final_path_); });
+        [&] {
+          mark_modified_now(temporary);
+          rename_durably(temporary, final_path_);
+        });
   } catch (const std::exception& failure) {
     if (comm_->is_root()) {
       ::unlink(temporary.c_str());  // gives the space of a failed attempt back

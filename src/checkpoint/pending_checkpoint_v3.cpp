@@ -357,9 +357,26 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
   return sums;
 }
 
+bool PendingCheckpointV3::has_values_to_write() const {
+  return std::any_of(
+      description_.blobs.begin(), description_.blobs.end(), [&](const BlobDescription& blob) {
+        return blob.kind == StorageKind::kPerNode || blob.kind == StorageKind::kRagged ||
+               (blob.kind == StorageKind::kReplicated && comm_.rank() == 0);
+      });
+}
+
 void PendingCheckpointV3::write_data() noexcept {
   try {
     fault_point("save-create", epoch_);
+    // A rank with nothing to write leaves the file alone. Opening it is not harmless on a network
+    // file system: a client that looks a small file up while another host writes it may cache
+    // its content as it was then and serve that from then on (GlusterFS's quick-read did, for
+    // minutes, to a host whose rank had only opened the file); a client's own write drops its
+    // cached copy, so every rank that does open the file writes to it.
+    if (!has_values_to_write()) {
+      fault_point("save-write", epoch_);
+      return;
+    }
     auto fd = open_regular_file_for_writing(file_);
     const bool direct = std::any_of(blobs_.begin(), blobs_.end(), [](const SavedBlob& blob) {
       return blob.view.direct && blob.kind != StorageKind::kGlobalArray;

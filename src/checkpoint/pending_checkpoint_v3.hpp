@@ -77,6 +77,9 @@ class PendingCheckpointV3 {
   PendingCheckpointV3& operator=(PendingCheckpointV3&&) noexcept = default;
 
  private:
+  // Whether write_data has anything of this rank's to write: per-node or ragged values, or
+  // (rank 0) replicated ones.
+  bool has_values_to_write() const;
   PendingCheckpointV3(std::filesystem::path file, Communicator comm,
                       std::chrono::duration<double> timeout)
       : file_(std::move(file)), comm_(std::move(comm)), timeout_(timeout) {}

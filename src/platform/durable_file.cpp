@@ -129,6 +129,12 @@ void rename_durably(const std::filesystem::path& temporary, const std::filesyste
   fsync_directory(parent_directory(target));
 }
 
+void mark_modified_now(const std::filesystem::path& file) {
+  if (::utimensat(AT_FDCWD, file.c_str(), nullptr, 0) != 0) {
+    throw Error(errno_message("set the modification time of " + file.string()));
+  }
+}
+
 int remove_stale_temporaries(const std::filesystem::path& directory,
                              const std::function<bool(const std::string&)>& is_ours) {
   int removed = 0;

@@ -26,6 +26,11 @@ void create_private_directories(const std::filesystem::path& directory);
 // Throws Error.
 void rename_durably(const std::filesystem::path& temporary, const std::filesystem::path& target);
 
+// Sets the modification time of `file` to now. Network file system clients judge whether the
+// content they cached is still current by it (GlusterFS's quick-read compares the modification
+// time only; a rename changes none of it). Throws Error.
+void mark_modified_now(const std::filesystem::path& file);
+
 // A temporary name beside `target` that no committed file ever has:
 // ".<target name>.tmp.<pid>.<random>", the random part 16 lowercase hexadecimal digits.
 std::filesystem::path temporary_sibling(const std::filesystem::path& target);

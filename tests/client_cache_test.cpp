@@ -1,0 +1,138 @@
+// What another host's file-system client may keep of a checkpoint while it is being written.
+// On GlusterFS with its default options a host that only looked a small checkpoint file up
+// (opened it) while rank 0 was writing it kept the content of that moment and served it for
+// minutes after the commit, to every reader on that host, even past a drop of the kernel's
+// caches: the bytes of rank 0's replicated values read as zeros there (seen about once in 400
+// saves on ../shared/multihost; docs/CLUSTERS.md). A client drops such a copy when its own host
+// writes to the file, or when it sees the modification time change. So: a rank with nothing to
+// write never opens the file, and rank 0 marks it modified after every rank's bytes are durable
+// and before the rename. The race itself is too rare to catch in a test; these tests watch the
+// system calls (strace) that close it, on one host.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "launch.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+// One traced system call: the thread that made it and the call as strace -y printed it.
+struct Call {
+  std::string thread;
+  std::string text;
+};
+
+// Runs `args` on 3 ranks under strace -f (every rank is a child of mpiexec), tracing the calls
+// that touch a checkpoint's temporary file, and returns them in order (a call another thread
+// interrupts is its "<unfinished ...>" line, where it began).
+std::vector<Call> traced_run(const std::vector<std::string>& args) {
+  ScratchDir cwd;
+  const auto trace = cwd / "trace";
+  std::vector<std::string> argv = {
+      STRACE_BINARY, "-f",           "-y", "-qq",
+      "-o",          trace.string(), "-e", "trace=openat,utimensat,fsync,rename"};
+  const auto launched = epochrun_on_ranks(3, args);
+  argv.insert(argv.end(), launched.begin(), launched.end());
+  const auto result = run_within(argv, cwd.path(), 240);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  std::vector<Call> calls;
+  std::istringstream lines(read_file(trace));
+  for (std::string line; std::getline(lines, line);) {
+    const auto space = line.find(' ');
+    if (space != std::string::npos) {
+      calls.push_back({line.substr(0, space), line.substr(space + 1)});
+    }
+  }
+  return calls;
+}
+
+// The temporary file of epoch `epoch`'s save (".epoch-00000N.h5.tmp.<pid>.<hex>") named in
+// `text`, or "" when it names none.
+std::string temporary_in(const std::string& text, int epoch) {
+  const std::string name = ".epoch-00000" + std::to_string(epoch) + ".h5.tmp.";
+  const auto at = text.find(name);
+  if (at == std::string::npos) {
+    return "";
+  }
+  const auto end = text.find_first_of("\">", at);
+  return text.substr(at, end - at);
+}
+
+// The threads that opened epoch `epoch`'s temporary file.
+std::set<std::string> threads_opening(const std::vector<Call>& calls, int epoch) {
+  std::set<std::string> threads;
+  for (const auto& call : calls) {
+    if (call.text.starts_with("openat(") && !temporary_in(call.text, epoch).empty() &&
+        call.text.find(" = -1") == std::string::npos) {
+      threads.insert(call.thread);
+    }
+  }
+  return threads;
+}
+
+std::vector<std::string> sgd_regression(int epochs) {
+  auto options = small_sgd_regression_options(epochs);
+  options.insert(options.begin(), "run");
+  options.insert(options.end(), {"--checkpoint-dir", "ck"});
+  return options;
+}
+
+// sgd_regression keeps only replicated blobs, which rank 0 writes: rank 0 alone opens each
+// save's file (before, every rank opened it for a data step with nothing to write).
+TEST(ClientCache, RanksWithNothingToWriteNeverOpenTheFile) {
+  const auto calls = traced_run(sgd_regression(2));
+  for (int epoch = 0; epoch <= 2; ++epoch) {
+    EXPECT_EQ(threads_opening(calls, epoch).size(), 1U) << "epoch " << epoch;
+  }
+}
+
+// A job with per-node blobs: every rank has its values to write, so every rank opens the file
+// (and its write drops whatever its client cached).
+TEST(ClientCache, RanksWithValuesOpenTheFile) {
+  const auto calls = traced_run({"run", "--job", "sum_pipeline", "--num-epochs", "2",
+                                 "--checkpoint-dir", "ck", "--log-level", "warn"});
+  for (int epoch = 0; epoch <= 2; ++epoch) {
+    EXPECT_EQ(threads_opening(calls, epoch).size(), 3U) << "epoch " << epoch;
+  }
+}
+
+// Rank 0 sets the file's modification time after the last fsync of it by any rank and before
+// the rename that commits it.
+TEST(ClientCache, TheCommitMarksTheFileModifiedAfterEveryRanksBytes) {
+  const auto calls = traced_run({"run", "--job", "sum_pipeline", "--num-epochs", "2",
+                                 "--checkpoint-dir", "ck", "--log-level", "warn"});
+  for (int epoch = 0; epoch <= 2; ++epoch) {
+    SCOPED_TRACE("epoch " + std::to_string(epoch));
+    std::optional<std::size_t> last_fsync;
+    std::optional<std::size_t> marked;
+    std::optional<std::size_t> renamed;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const auto& text = calls[i].text;
+      if (temporary_in(text, epoch).empty()) {
+        continue;
+      }
+      if (text.starts_with("fsync(")) {
+        last_fsync = i;
+      } else if (text.starts_with("utimensat(")) {
+        marked = i;
+      } else if (text.starts_with("rename(")) {
+        renamed = i;
+      }
+    }
+    ASSERT_TRUE(last_fsync && renamed) << "no fsync or rename of the temporary file traced";
+    ASSERT_TRUE(marked) << "the file was never marked modified";
+    EXPECT_GT(*marked, *last_fsync);
+    EXPECT_LT(*marked, *renamed);
+  }
+}
+
+}  // namespace
+}  // namespace epochrun::testing
