@@ -51,6 +51,14 @@ class Cli : public ::testing::Test {
   ScratchDir cwd_;
 };
 
+// Runs `argv` in `cwd` like run_process, but a run still going after `seconds` is killed and
+// returned as nullopt, so that a hang fails the test instead of holding it.
+std::optional<ProcessResult> run_bounded(const std::vector<std::string>& argv,
+                                         const std::filesystem::path& cwd, double seconds = 120) {
+  ChildProcess child(argv, cwd, kMpiEnvironment);
+  return child.wait(seconds);
+}
+
 // The sum pipeline on 3 ranks: 4 epochs, 145 on every node, and each epoch's file, read with h5py,
 // holds that epoch's totals; h5dump reads every file.
 TEST_F(Cli, SumPipelineOnThreeRanksIsReadableByH5pyAndH5dump) {
@@ -269,6 +277,27 @@ TEST_F(Cli, UnderMpiexecTheErrorLineSurvivesASlowFirstRank) {
                                               << result.err;
   }
   EXPECT_TRUE(list_directory(cwd_.path()).empty());
+}
+
+// A rank that fails before the run while the others go on (here a flag only rank 2 is given,
+// through mpiexec's MPMD form; in the field, a working directory gone on one node): it used to
+// wait in a barrier the others never entered, and they in the runner's first collective call,
+// for ever. Now it gives up after its bounded wait, prints its line with its rank and ends
+// every rank.
+TEST_F(Cli, UnderMpiexecARankFailingAloneBeforeTheRunEndsTheJob) {
+  auto argv = mpiexec_prefix(2);
+  argv.insert(argv.end(),
+              {EPOCHRUN_BINARY, "run", "--job", "sum_pipeline", "--checkpoint-dir", "D", ":", "-n",
+               "1", EPOCHRUN_BINARY, "run", "--job", "sum_pipeline", "--bogus-flag"});
+  const auto result = run_bounded(argv, cwd_.path(), 90);
+  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  EXPECT_NE(result->exit_code, 0);
+  EXPECT_NE(result->err.find("epochrun: error: unrecognised option '--bogus-flag'"),
+            std::string::npos)
+      << result->err;
+  EXPECT_NE(result->err.find("rank 2 failed before the run while the other ranks went on"),
+            std::string::npos)
+      << result->err;
 }
 
 // A task failing on one rank of a job whose tasks make no collective calls: the other ranks
@@ -770,14 +799,6 @@ TEST_F(Cli, RunHelpOfAJobListsTheRunOptionsAndTheJobsOwn) {
 
 TEST_F(Cli, TopLevelHelpExitsZero) {
   EXPECT_EQ(epochrun({"--help"}, cwd_.path()).exit_code, 0);
-}
-
-// Runs `argv` in `cwd` like run_process, but a run still going after `seconds` is killed and
-// returned as nullopt, so that a hang fails the test instead of holding it.
-std::optional<ProcessResult> run_bounded(const std::vector<std::string>& argv,
-                                         const std::filesystem::path& cwd, double seconds = 120) {
-  ChildProcess child(argv, cwd, kMpiEnvironment);
-  return child.wait(seconds);
 }
 
 // A directory epochrun creates (the checkpoint directory and its missing parents, the upload

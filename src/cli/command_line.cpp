@@ -3,11 +3,14 @@
 #include <mpi.h>
 
 #include <boost/program_options/errors.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "epochrun/errors.hpp"
 #include "epochrun/mpi_session.hpp"
+#include "polite_wait.hpp"
 
 namespace epochrun::cli {
 
@@ -20,10 +23,9 @@ int launcher_rank() {
   return 0;
 }
 
-void print_error(const std::string& message) {
-  if (launcher_rank() != 0) {
-    return;
-  }
+namespace {
+
+void print_error_line(const std::string& message) {
   std::string line = message;
   for (auto& c : line) {
     if (c == '\n' || c == '\r') {
@@ -31,6 +33,27 @@ void print_error(const std::string& message) {
     }
   }
   std::cerr << "epochrun: error: " << line << std::endl;
+}
+
+// How long a rank that failed before the run waits for the others to fail alike. They parse
+// the same arguments in the same way and meet within moments; this bounds the wait of a rank
+// that failed alone.
+constexpr std::chrono::seconds kMeetingWait{20};
+
+// Whether every rank of MPI_COMM_WORLD reaches this barrier within kMeetingWait.
+bool every_rank_meets() {
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  const auto deadline = std::chrono::steady_clock::now() + kMeetingWait;
+  return wait_politely(request, [&] { return std::chrono::steady_clock::now() >= deadline; });
+}
+
+}  // namespace
+
+void print_error(const std::string& message) {
+  if (launcher_rank() == 0) {
+    print_error_line(message);
+  }
 }
 
 namespace {
@@ -56,7 +79,17 @@ int fail_before_mpi(const std::string& message, ExitCode exit_code) {
     int argc = 0;
     char** argv = nullptr;
     MpiSession meeting(argc, argv);
-    MPI_Barrier(MPI_COMM_WORLD);
+    // A rank that failed alone (its working directory gone on its node, a file only it cannot
+    // read) meets nobody: the others went on into the run, where they would wait for it in
+    // their first collective call. It says so and ends them all.
+    if (!every_rank_meets()) {
+      if (launcher_rank() != 0) {
+        print_error_line(message);
+      }
+      print_error_line("rank " + std::to_string(launcher_rank()) +
+                       " failed before the run while the other ranks went on: ending every rank");
+      MPI_Abort(MPI_COMM_WORLD, exit_status(exit_code));
+    }
   }
   return exit_status(exit_code);
 }

@@ -30,15 +30,6 @@ std::chrono::nanoseconds polite_pause(std::chrono::steady_clock::duration waited
 bool request_done(MPI_Request& request);
 
 template <typename Stop>
-bool wait_politely(MPI_Request& request, Stop&& stop);
-
-// The pause between two tests after `waited`, as described above.
-std::chrono::nanoseconds polite_pause(std::chrono::steady_clock::duration waited);
-
-// MPI_Test, checked. True when the request completed.
-bool request_done(MPI_Request& request);
-
-template <typename Stop>
 bool wait_politely(MPI_Request& request, Stop&& stop) {
   const auto started = std::chrono::steady_clock::now();
   for (;;) {
