@@ -657,7 +657,7 @@ class MultihostSlurm : public Multihost,
 
   // The newest committed epoch of the job's run directory, as host3 sees it (-1: none).
   std::int64_t newest_epoch() {
-    const auto listed = on_host("host3", "ls '" + (shared_ / "run/ck").string() + "'");
+    const auto listed = on_host("host3", "ls '" + (trial_dir_ / "run/ck").string() + "'");
     std::int64_t newest = -1;
     const std::regex name("epoch-([0-9]{6})\\.h5");
     std::istringstream lines(listed.out);
@@ -673,9 +673,16 @@ class MultihostSlurm : public Multihost,
   // One trial: submit, preempt, let it run to its end (skipping only SLURM's requeue delay),
   // check the outcome.
   void preempt_and_finish(Launcher launcher, Preemption preemption, int trial) {
+    // A trial that failed may have left its job queued: it would take the hosts from this one.
+    if (!job_id_.empty()) {
+      slurm_command({"scancel", job_id_});
+    }
     job_id_.clear();
-    const auto made = on_host(
-        "host1", "rm -rf '" + shared_.string() + "'/* && mkdir -p '" + shared_.string() + "'");
+    // A new directory per trial: a directory removed and made again under the same name is
+    // still the old, deleted one for a moment on the other hosts (their clients cache names),
+    // and a rank started there has no working directory.
+    trial_dir_ = shared_ / ("trial-" + std::to_string(trial));
+    const auto made = on_host("host1", "mkdir -p '" + trial_dir_.string() + "'");
     ASSERT_EQ(made.exit_code, 0) << made.err;
     const auto output_file = local_ / ("job-" + std::to_string(trial) + ".out");
     const auto& reference = single_host_run(kSlurmJob, 3);
@@ -685,7 +692,7 @@ class MultihostSlurm : public Multihost,
                                        "3",
                                        "--ntasks=3",
                                        "--ntasks-per-node=1",
-                                       "--chdir=" + shared_.string(),
+                                       "--chdir=" + trial_dir_.string(),
                                        "--output=" + output_file.string(),
                                        "--job-name=" + slurm_case_name(GetParam())};
     // ck/ under the run directory, as results_of() reads it.
@@ -726,6 +733,10 @@ class MultihostSlurm : public Multihost,
         ASSERT_NE(slurm_job_state(job_id_).state, "COMPLETED") << "finished before preempted";
         pause();
       }
+      ASSERT_GE(newest_epoch(), kSlurmPreemptAfterEpoch)
+          << "job " << job_id_ << " did not commit epoch " << kSlurmPreemptAfterEpoch
+          << " in time\n"
+          << read_file(output_file);
       const auto sent =
           slurm_command({"scancel", "--signal=USR1",
                          preemption == Preemption::kUsr1Full ? "--full" : "--batch", job_id_});
@@ -737,6 +748,11 @@ class MultihostSlurm : public Multihost,
     auto pending_since = Clock::now();
     while (Clock::now() < deadline) {
       state = slurm_job_state(job_id_);
+      // No state: scontrol got no answer this time; ask again.
+      if (state.state.empty()) {
+        pause();
+        continue;
+      }
       if (state.state != "PENDING" && state.state != "RUNNING" && state.state != "COMPLETING" &&
           state.state != "REQUEUED" && state.state != "CONFIGURING" && state.state != "SIGNALING") {
         break;
@@ -780,7 +796,7 @@ class MultihostSlurm : public Multihost,
       std::cout << "  a run's ranks were ended by the warning signal during their start-up\n";
     }
 
-    const auto directory = fetch("run-" + std::to_string(trial));
+    const auto directory = fetch("run-" + std::to_string(trial)) / trial_dir_.filename();
     const auto finished = results_of(directory / "run", kSlurmJob.output_file);
     ASSERT_EQ(finished.epochs.size(), reference.epochs.size()) << output;
     EXPECT_TRUE(finished.epochs == reference.epochs)
@@ -812,6 +828,7 @@ class MultihostSlurm : public Multihost,
 
   static inline bool slurm_up_ = false;
   std::string job_id_;
+  std::filesystem::path trial_dir_;  // this trial's directory on the volume
 };
 
 TEST_P(MultihostSlurm, JobEndsCompletedAndIdentical) {
