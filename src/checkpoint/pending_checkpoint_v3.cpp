@@ -360,6 +360,18 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
 void PendingCheckpointV3::write_data() noexcept {
   try {
     fault_point("save-create", epoch_);
+    // A global array's block goes out in write_arrays' collective write, which hashes it but
+    // must not fail on one rank alone: a block read from a copy is verified here, and a
+    // mismatch fails the save in finish() like any other write.
+    for (const auto& blob : blobs_) {
+      const auto& view = blob.view;
+      if (blob.kind == StorageKind::kGlobalArray && view.expected_xxh64 &&
+          XXH64(view.bytes.data(), view.bytes.size(), 0) != *view.expected_xxh64) {
+        throw Error(file_.string() + ": global array '" + view.name +
+                    "' read back from its copy does not hash as it was made (the copy changed "
+                    "since)");
+      }
+    }
     auto fd = open_regular_file_for_writing(file_);
     const bool direct = std::any_of(blobs_.begin(), blobs_.end(), [](const SavedBlob& blob) {
       return blob.view.direct && blob.kind != StorageKind::kGlobalArray;
