@@ -25,16 +25,9 @@ namespace {
 constexpr std::int64_t kLastEpoch = 5;
 constexpr double kRunEndsWithinSeconds = 120;
 
-// sgd_regression on 3 ranks in `cwd`, checkpoints in D; `extra` after the job's options.
+// sgd_regression on 3 ranks, checkpoints in D; `extra` after the job's options.
 std::vector<std::string> sgd(const std::vector<std::string>& extra) {
-  auto args = small_sgd_regression_options(kLastEpoch);
-  if (std::find(extra.begin(), extra.end(), "--log-level") != extra.end()) {
-    const auto level = std::find(args.begin(), args.end(), "--log-level");
-    args.erase(level, level + 2);
-  }
-  args.insert(args.begin(), {"run", "--checkpoint-dir", "D"});
-  args.insert(args.end(), extra.begin(), extra.end());
-  return epochrun_on_ranks(3, args);
+  return small_sgd_regression_run(3, kLastEpoch, extra);
 }
 
 ProcessResult run_bounded(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
@@ -249,16 +242,54 @@ TEST_F(LocalStaging, DeletingTheCheckpointsOnSuccessDeletesTheNodeLocalCopies) {
   EXPECT_TRUE(list_directory(cwd_ / "L").empty());
 }
 
+// heat_diffusion, whose state is a global array over a process grid: stopped after epoch 3 and
+// resumed from the node-local copies (each rank's block), it ends as a synchronous run does.
+TEST_F(LocalStaging, AGlobalArrayIsStagedFlushedAndResumedExactly) {
+  const std::vector<std::string> heat = {"run",
+                                         "--job",
+                                         "heat_diffusion",
+                                         "--checkpoint-dir",
+                                         "D",
+                                         "--heat_diffusion.rows",
+                                         "64",
+                                         "--heat_diffusion.columns",
+                                         "96",
+                                         "--heat_diffusion.max_epochs",
+                                         "5",
+                                         "--heat_diffusion.tolerance",
+                                         "0",
+                                         "--log-level",
+                                         "info"};
+  const auto with = [&](const std::vector<std::string>& extra) {
+    auto args = heat;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return epochrun_on_ranks(3, args);
+  };
+  ScratchDir synchronous;
+  ASSERT_EQ(run_bounded(with({}), synchronous.path()).exit_code, 0);
+  auto first = run_bounded(with({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto resumed =
+      run_bounded(with({"--local-dir", "L", "--resume-from-epoch", "latest"}), cwd_.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("from epoch 3 (the node-local copies in L"), std::string::npos) << all;
+  const auto epochs = CheckpointDirectory(cwd_ / "D").committed_epochs();
+  EXPECT_EQ(epochs, CheckpointDirectory(synchronous / "D").committed_epochs());
+  for (auto epoch : epochs) {
+    EXPECT_EQ(everything_in(CheckpointDirectory(cwd_ / "D").file_for(epoch)),
+              everything_in(CheckpointDirectory(synchronous / "D").file_for(epoch)))
+        << "epoch " << epoch;
+  }
+}
+
 // A resume on another rank count never looks at the copies (they are another rank count's).
 TEST_F(LocalStaging, AResumeOnAnotherRankCountLoadsTheSharedFile) {
   auto first = run_bounded(sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  auto args = small_sgd_regression_options(kLastEpoch);
-  args.erase(std::find(args.begin(), args.end(), "--log-level"),
-             std::find(args.begin(), args.end(), "--log-level") + 2);
-  args.insert(args.begin(), {"run", "--checkpoint-dir", "D", "--local-dir", "L",
-                             "--resume-from-epoch", "latest", "--log-level", "info"});
-  auto resumed = run_bounded(epochrun_on_ranks(2, args), cwd_.path());
+  const auto on_two_ranks = small_sgd_regression_run(
+      2, kLastEpoch, {"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"});
+  auto resumed = run_bounded(on_two_ranks, cwd_.path());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const auto all = resumed.out + resumed.err;
   EXPECT_EQ(all.find("node-local copies in L, each verified"), std::string::npos) << all;

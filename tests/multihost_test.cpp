@@ -210,20 +210,6 @@ std::vector<std::string> epochrun_on_hosts(const std::string& hosts, int ranks,
   return argv;
 }
 
-// Every blob of a checkpoint: per-node blobs under their node, replicated blobs under
-// "(replicated)", global arrays read whole under "(arrays)".
-CheckpointContents everything_in(const std::filesystem::path& file) {
-  auto contents = read_checkpoint_contents(file);
-  CheckpointReader reader(file);
-  for (const auto& record : reader.header().replicated) {
-    contents["(replicated)"][record.name] = reader.read_replicated(record.name);
-  }
-  for (const auto& record : reader.header().arrays) {
-    contents["(arrays)"][record.name] = reader.read_array(record.name);
-  }
-  return contents;
-}
-
 // What a run leaves that must be bit-identical between runs: every committed epoch's contents,
 // and the job's own output file (none: empty name): an HDF5 file's datasets (its bytes hold
 // times), another file's bytes.
