@@ -18,7 +18,6 @@
 #include "direct_io.hpp"
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
-#include "fault_injection.hpp"
 #include "file_descriptor.hpp"
 #include "host_name.hpp"
 #include "regular_file.hpp"
@@ -123,7 +122,6 @@ LocalCopyRecord write_local_copy(const std::filesystem::path& dir, const std::st
       offset = aligned_up(offset + view.bytes.size());
     }
     writer.flush();
-    fault_point("local-copy-write", epoch);
     const auto text = record_json(record).dump();
     std::string tail(kLocalCopyTail, '\0');
     const std::uint64_t length = text.size();
