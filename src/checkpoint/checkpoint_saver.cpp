@@ -171,14 +171,17 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
 std::vector<SavedBlob> CheckpointSaver::local_copy(std::int64_t epoch, const Workspace& workspace) {
   // Agreed, so that no rank lays out a shared file the others will not write; one bounded
   // agreement whatever the rank count.
-  run_then_agree_within(comm_, "save epoch " + std::to_string(epoch) + ": node-local copy",
-                        options_.save_timeout, [&] {
-                          write_local_copy(options_.local_dir, job_, epoch, comm_.rank(),
-                                           comm_.size(), saved_blobs(workspace));
-                          mapped_.emplace(MappedLocalCopy::open(
-                              local_copy_file(options_.local_dir, epoch, comm_.rank())));
-                        });
-  return mapped_->flushed(saved_blobs(workspace));
+  std::vector<SavedBlob> flushed;
+  run_then_agree_within(
+      comm_, "save epoch " + std::to_string(epoch) + ": node-local copy", options_.save_timeout,
+      [&] {
+        auto blobs = saved_blobs(workspace);
+        write_local_copy(options_.local_dir, job_, epoch, comm_.rank(), comm_.size(), blobs);
+        mapped_.emplace(
+            MappedLocalCopy::open(local_copy_file(options_.local_dir, epoch, comm_.rank())));
+        flushed = mapped_->flushed(std::move(blobs));
+      });
+  return flushed;
 }
 
 void CheckpointSaver::keep_newest_local_copy() {
