@@ -1,6 +1,8 @@
 #!/bin/sh
-# Wall time per epoch of heat_diffusion with an asynchronous checkpoint every epoch,
-# against no checkpoint at all and a synchronous one, in alternated rounds (A B C C B A ...).
+# Wall time per epoch of heat_diffusion with an asynchronous checkpoint every epoch, and with
+# one staged on node-local storage (--local-dir $LOCAL_DIR, default under /dev/shm, as SCR's
+# cache), against no checkpoint at all and a synchronous one, in alternated rounds
+# (A B C D D C B A ...).
 # Per run: the median interval between consecutive "epoch N done" log lines after the first
 # epoch (an interval holds the epoch and whatever its checkpoint made the job wait), and the
 # median time the job was blocked per checkpoint (metrics.jsonl: the copy and the layout plus
@@ -21,13 +23,18 @@ mib=${5:-256}
 sweeps=${6:-24}
 epochs=${7:-10}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+local_dir=${LOCAL_DIR:-/dev/shm/epochrun-async-overhead-local}
 mkdir -p "$dir"
 run() {  # mode
-  rm -rf "$dir/D" "$dir/log"
+  rm -rf "$dir/D" "$dir/log" "$local_dir"
   case $1 in
     none) flags="--no-checkpoints" ;;
     async) flags="--checkpoint-dir $dir/D --keep-last 2 --async-checkpoint" ;;
     sync) flags="--checkpoint-dir $dir/D --keep-last 2" ;;
+    local)
+      mkdir -p "$local_dir"
+      flags="--checkpoint-dir $dir/D --keep-last 2 --local-dir $local_dir"
+      ;;
   esac
   # shellcheck disable=SC2086
   (cd "$dir" && mpirun -np "$ranks" "$OLDPWD/$build/epochrun" run --job heat_diffusion $flags \
@@ -58,12 +65,13 @@ except FileNotFoundError:
 blocked = list(blocked.values())
 print(f"{mode} {statistics.median(gaps):.3f} {statistics.median(blocked) if blocked else 0:.3f}")
 PY
+  rm -rf "$local_dir"
 }
 results=$dir/results
 : >"$results"
 i=0
 while [ $i -lt "$rounds" ]; do
-  for mode in none async sync sync async none; do
+  for mode in none async sync local local sync async none; do
     run $mode | tee -a "$results"
   done
   i=$((i + 1))
@@ -71,23 +79,28 @@ done
 python3 - "$results" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
-med = {m: statistics.median(float(r[1]) for r in rows if r[0] == m) for m in ("none", "async", "sync")}
-blk = {m: statistics.median(float(r[2]) for r in rows if r[0] == m) for m in ("async", "sync")}
-print(f"median wall s/epoch: none {med['none']:.3f}  async {med['async']:.3f} ({med['async']/med['none']:.2f}x)"
-      f"  sync {med['sync']:.3f} ({med['sync']/med['none']:.2f}x)")
-print(f"median blocked s per checkpoint: async {blk['async']:.3f}  sync {blk['sync']:.3f}")
-# Each round runs every mode twice (none async sync sync async none): its ratio is the mode's
-# mean over the round against no checkpoint's, and the median over rounds is what the target
-# is about (a ratio of two runs seconds apart, as epochrun bench's).
-def per_round(mode):
+modes = ("async", "sync", "local")
+med = {m: statistics.median(float(r[1]) for r in rows if r[0] == m) for m in ("none",) + modes}
+blk = {m: statistics.median(float(r[2]) for r in rows if r[0] == m) for m in modes}
+print("median wall s/epoch: none {:.3f}  ".format(med["none"]) +
+      "  ".join(f"{m} {med[m]:.3f} ({med[m]/med['none']:.2f}x)" for m in modes))
+print("median blocked s per checkpoint: " + "  ".join(f"{m} {blk[m]:.3f}" for m in modes))
+# Each round runs every mode twice (none async sync local local sync async none): its ratio is
+# the mode's mean over the round against no checkpoint's, and the median over rounds is what
+# the target is about (a ratio of two runs seconds apart, as epochrun bench's).
+def per_round(mode, column):
     ratios = []
-    for at in range(0, len(rows) - 5, 6):
-        rnd = rows[at:at + 6]
-        mean = lambda m: statistics.mean(float(r[1]) for r in rnd if r[0] == m)
-        ratios.append(mean(mode) / mean("none"))
+    for at in range(0, len(rows) - 7, 8):
+        rnd = rows[at:at + 8]
+        mean = lambda m: statistics.mean(float(r[column]) for r in rnd if r[0] == m)
+        ratios.append(mean(mode) / mean("none" if column == 1 else "sync"))
     return ratios
-for mode in ("async", "sync"):
-    ratios = per_round(mode)
+for mode in modes:
+    ratios = per_round(mode, 1)
     print(f"{mode} per round: " + " ".join(f"{x:.2f}" for x in ratios) +
           f"  median {statistics.median(ratios):.2f}x")
+for mode in ("async", "local"):
+    ratios = per_round(mode, 2)
+    print(f"{mode} blocked per checkpoint against sync's, per round: " +
+          " ".join(f"{x:.2f}" for x in ratios) + f"  median {statistics.median(ratios):.2f}x")
 PY

@@ -27,14 +27,7 @@ constexpr std::int64_t kLastEpoch = 5;
 constexpr double kRunEndsWithinSeconds = 120;
 
 std::vector<std::string> sgd(const std::vector<std::string>& extra) {
-  auto args = small_sgd_regression_options(kLastEpoch);
-  if (std::find(extra.begin(), extra.end(), "--log-level") != extra.end()) {
-    const auto level = std::find(args.begin(), args.end(), "--log-level");
-    args.erase(level, level + 2);
-  }
-  args.insert(args.begin(), {"run", "--checkpoint-dir", "D"});
-  args.insert(args.end(), extra.begin(), extra.end());
-  return epochrun_on_ranks(3, args);
+  return small_sgd_regression_run(3, kLastEpoch, extra);
 }
 
 ProcessResult run_bounded(const std::vector<std::string>& argv, const std::filesystem::path& cwd,

@@ -104,7 +104,7 @@ void save(const Communicator& world, const fs::path& directory, const Epoch& epo
   workspace.put("field", field_part((*blocks)[static_cast<std::size_t>(rank)], epoch));
   std::vector<SavedBlob> saved;
   for (const auto& [name, blob] : workspace.blobs()) {
-    SavedBlob one{BlobView{name, blob.dtype(), blob.shape(), blob.raw(), {}, false},
+    SavedBlob one{BlobView{name, blob.dtype(), blob.shape(), blob.raw(), {}, false, {}},
                   StorageKind::kPerNode,
                   {},
                   {}};

@@ -69,7 +69,7 @@ std::vector<SavedBlob> saved_blobs(const Workspace& workspace, int ranks) {
   auto blocks = std::make_shared<const std::vector<Block>>(blocks_for(ranks));
   std::vector<SavedBlob> saved;
   for (const auto& [name, blob] : workspace.blobs()) {
-    SavedBlob one{BlobView{name, blob.dtype(), blob.shape(), blob.raw(), {}, false},
+    SavedBlob one{BlobView{name, blob.dtype(), blob.shape(), blob.raw(), {}, false, {}},
                   StorageKind::kPerNode,
                   {},
                   {}};

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -73,6 +74,20 @@ inline std::vector<std::string> small_sgd_regression_options(std::int64_t max_ep
           "0",
           "--sgd_regression.model_file",
           "model.h5"};
+}
+
+// `epochrun run` of small_sgd_regression_options(max_epochs) on `ranks` ranks, checkpoints in
+// D, `extra` after the job's options (a --log-level there replaces the default one).
+inline std::vector<std::string> small_sgd_regression_run(int ranks, std::int64_t max_epochs,
+                                                         const std::vector<std::string>& extra) {
+  auto args = small_sgd_regression_options(max_epochs);
+  if (std::find(extra.begin(), extra.end(), "--log-level") != extra.end()) {
+    const auto level = std::find(args.begin(), args.end(), "--log-level");
+    args.erase(level, level + 2);
+  }
+  args.insert(args.begin(), {"run", "--checkpoint-dir", "D"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return epochrun_on_ranks(ranks, args);
 }
 
 }  // namespace epochrun::testing

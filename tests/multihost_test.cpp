@@ -6,7 +6,8 @@
 // killed. Every job, synchronous and asynchronous, must end as the same run on one host ends,
 // bit for bit; one host's ranks killed mid-epoch or mid-save, or its network cut mid-save, must
 // lose no committed epoch, end within a bound, and resume on another placement of the ranks over
-// the hosts bit-identical to an uninterrupted run.
+// the hosts bit-identical to an uninterrupted run. With --local-dir on each host's /local, a
+// resume loads the node-local copies on the same placement and the shared file on another.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -209,20 +210,6 @@ std::vector<std::string> epochrun_on_hosts(const std::string& hosts, int ranks,
   return argv;
 }
 
-// Every blob of a checkpoint: per-node blobs under their node, replicated blobs under
-// "(replicated)", global arrays read whole under "(arrays)".
-CheckpointContents everything_in(const std::filesystem::path& file) {
-  auto contents = read_checkpoint_contents(file);
-  CheckpointReader reader(file);
-  for (const auto& record : reader.header().replicated) {
-    contents["(replicated)"][record.name] = reader.read_replicated(record.name);
-  }
-  for (const auto& record : reader.header().arrays) {
-    contents["(arrays)"][record.name] = reader.read_array(record.name);
-  }
-  return contents;
-}
-
 // What a run leaves that must be bit-identical between runs: every committed epoch's contents,
 // and the job's own output file (none: empty name): an HDF5 file's datasets (its bytes hold
 // times), another file's bytes.
@@ -419,6 +406,51 @@ INSTANTIATE_TEST_SUITE_P(EveryJob, MultihostJobs,
                            return job_cases().at(std::get<0>(test.param)).name +
                                   (std::get<1>(test.param) ? "_Async" : "_Sync");
                          });
+
+// --local-dir on each host's own /local, the checkpoints on /shared, sgd_regression on 3 hosts:
+// stopped after epoch 4; resumed on another placement up to epoch 6, which loads the shared file
+// (no rank finds its copy on its new host); resumed again on that placement to the end, which
+// loads every rank's node-local copy of epoch 6 (the log says which). Every committed
+// checkpoint verifies on another host, and the job ends bit-identical to the same job on one
+// host.
+TEST_F(Multihost, LocalStagingResumesExactlyFromTheNodeLocalCopiesOrTheSharedFile) {
+  const JobCase job = {"sgd_regression", small_sgd_regression_options(8), "model.h5"};
+  const std::string local = "/local/epochrun-multihost-test-local-staging";
+  for (const auto& host : kHosts) {
+    const auto made = on_host(host, "rm -rf '" + local + "' && mkdir -p '" + local + "'");
+    ASSERT_EQ(made.exit_code, 0) << host << ": " << made.err;
+  }
+  auto options = job.options;
+  const auto level = std::find(options.begin(), options.end(), "--log-level");
+  options.erase(level, level + 2);
+  const auto run = [&](const std::string& hosts, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"--local-dir", local, "--log-level", "info"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto result = run_within(epochrun_on_hosts(hosts, 3, shared_, run_args(options, args)),
+                                   "/", kJobEndsWithinSeconds, launcher_environment());
+    EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+    return result.out + result.err;
+  };
+  run("host1,host2,host3", {"--num-epochs", "4"});
+  const auto elsewhere =
+      run("host2,host3,host1", {"--resume-from-epoch", "latest", "--num-epochs", "6"});
+  EXPECT_NE(elsewhere.find("not loading the node-local copies in " + local), std::string::npos)
+      << elsewhere;
+  EXPECT_NE(elsewhere.find("from epoch 4 (ck/epoch-000004.h5)"), std::string::npos) << elsewhere;
+  const auto same_hosts = run("host2,host3,host1", {"--resume-from-epoch", "latest"});
+  EXPECT_NE(same_hosts.find("from epoch 6 (the node-local copies in " + local), std::string::npos)
+      << same_hosts;
+  expect_verified();
+  const auto across_hosts = results_of(fetch("run"), job.output_file);
+  const auto& on_one_host = single_host_run(job, 3);
+  EXPECT_TRUE(across_hosts.epochs == on_one_host.epochs)
+      << "the committed epochs differ from the single-host run's";
+  EXPECT_TRUE(across_hosts.output == on_one_host.output)
+      << job.output_file << " differs from the single-host run's";
+  for (const auto& host : kHosts) {
+    on_host(host, "rm -rf '" + local + "'");
+  }
+}
 
 // The kill cases: sgd_regression on 4 ranks, rank 0 on host1, ranks 1 and 2 on host2, rank 3 on
 // host3; resumed on another placement, rank 0 on host3 (ranks 0 and 1 are where ranks 3 and 0

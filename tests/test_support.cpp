@@ -334,6 +334,18 @@ CheckpointContents read_checkpoint_contents(const std::filesystem::path& file) {
   return contents;
 }
 
+CheckpointContents everything_in(const std::filesystem::path& file) {
+  auto contents = read_checkpoint_contents(file);
+  CheckpointReader reader(file);
+  for (const auto& record : reader.header().replicated) {
+    contents["(replicated)"][record.name] = reader.read_replicated(record.name);
+  }
+  for (const auto& record : reader.header().arrays) {
+    contents["(arrays)"][record.name] = reader.read_array(record.name);
+  }
+  return contents;
+}
+
 std::vector<std::string> list_directory(const std::filesystem::path& directory) {
   std::vector<std::string> names;
   std::error_code error;

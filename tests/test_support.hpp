@@ -153,6 +153,9 @@ bool flip_bit_in_pattern(const std::filesystem::path& file, const std::string& p
 // Every node's blobs of a checkpoint file: node name -> blob name -> blob.
 using CheckpointContents = std::map<std::string, std::map<std::string, Blob>>;
 CheckpointContents read_checkpoint_contents(const std::filesystem::path& file);
+// Every blob of a version 3 checkpoint: per-node blobs under their node, replicated blobs under
+// "(replicated)", global arrays read whole under "(arrays)".
+CheckpointContents everything_in(const std::filesystem::path& file);
 
 // Names of the entries of a directory, sorted (empty when it does not exist).
 std::vector<std::string> list_directory(const std::filesystem::path& directory);

@@ -96,6 +96,12 @@ struct RunOptions {
   std::map<std::string, std::string> mpi_io_hints;
   // Every save compares the ranks' replicated blobs and fails when they differ.
   bool check_replicated = false;
+  // Node-local staging, as SCR and VeloC do it (empty: none): each save writes every rank's
+  // part into this node-local directory, the job goes on, and the shared checkpoint file is
+  // written from there in the background and committed once every rank's part is written and
+  // verified; a resume on the same ranks and hosts loads the node-local copies when every rank
+  // has a complete one that verifies. Needs MPI_THREAD_FUNNELED, as async_checkpoint does.
+  std::filesystem::path local_dir;
 };
 
 class EPOCHRUN_API JobRunner {

@@ -18,7 +18,8 @@ std::vector<BlobView> blob_views(const Workspace& workspace,
       workspace.get(name);  // throws the UsageError naming the missing blob
     }
     const auto& blob = found->second;
-    views.push_back(BlobView{name, blob.dtype(), blob.shape(), blob.raw(), std::nullopt, false});
+    views.push_back(
+        BlobView{name, blob.dtype(), blob.shape(), blob.raw(), std::nullopt, false, std::nullopt});
     next = std::next(found);
   }
   return views;

@@ -27,6 +27,10 @@ struct BlobView {
   // costs the CPUs almost nothing but is slower to finish on a shared file than the page cache
   // with early writeback, so it is for background writes only.
   bool direct = false;
+  // The hash the bytes must have, when they are read from a copy that was hashed as it was made
+  // (a node-local copy): the write hashes them as they stream and fails when they differ, so
+  // that a copy changed since it was written is never committed.
+  std::optional<std::uint64_t> expected_xxh64;
 };
 
 // Views of `names` in `workspace`, in that order (UsageError naming a missing blob).

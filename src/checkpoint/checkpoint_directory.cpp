@@ -203,9 +203,10 @@ std::vector<std::string> load_checkpoint(const CheckpointDirectory& directory,
                                          const CheckpointExpectation& expected,
                                          Workspace& workspace,
                                          std::chrono::duration<double> timeout) {
-  return load_checkpoint(directory, comm,
-                         LoadRequest{expected.epoch, expected.job, expected.node_names, {}, {}, {}},
-                         workspace, timeout)
+  return load_checkpoint(
+             directory, comm,
+             LoadRequest{expected.epoch, expected.job, expected.node_names, {}, {}, {}, {}},
+             workspace, timeout)
       .blobs;
 }
 

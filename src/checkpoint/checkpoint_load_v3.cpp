@@ -7,6 +7,7 @@
 #include "epochrun/errors.hpp"
 #include "global_array_io.hpp"
 #include "integrity_header.hpp"
+#include "local_copy_load.hpp"
 #include "regular_file.hpp"
 #include "stored_file_codec.hpp"
 #include "verified_read.hpp"
@@ -167,14 +168,24 @@ Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator&
   }
   Loaded loaded;
   std::vector<std::pair<std::string, Blob>> values;
-  {
-    const step_times::Named step("read and verify");
-    run_then_agree_within(comm, context, timeout, [&] {
-      auto fd = open_regular_file_for_reading(file);
-      values = read_values(fd.get(), *stored, request, comm, loaded.recreated);
-    });
+  if (!request.local_dir.empty() &&
+      stored->description.ranks() == static_cast<std::uint64_t>(comm.size())) {
+    const step_times::Named step("read the node-local copies");
+    if (auto copied = load_local_copies(request.local_dir, *stored, request, comm, timeout)) {
+      values = std::move(*copied);
+      loaded.from_local_copies = true;
+    }
   }
-  read_arrays(file, *stored, request, comm, context, timeout, values);
+  if (!loaded.from_local_copies) {
+    {
+      const step_times::Named step("read and verify");
+      run_then_agree_within(comm, context, timeout, [&] {
+        auto fd = open_regular_file_for_reading(file);
+        values = read_values(fd.get(), *stored, request, comm, loaded.recreated);
+      });
+    }
+    read_arrays(file, *stored, request, comm, context, timeout, values);
+  }
   loaded.written_by_ranks = static_cast<std::int64_t>(stored->description.ranks());
   loaded.config_json = stored->description.config_json;
   for (auto& [name, blob] : values) {

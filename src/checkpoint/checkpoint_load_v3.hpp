@@ -41,6 +41,10 @@ struct LoadRequest {
   // a rule then refuses the load (CheckpointMismatch naming every such blob).
   std::map<std::string, PerNodeRule> per_node_rules;
   MpiIoHints hints;
+  // The node-local copies' directory (--local-dir; empty: none): at the rank count the file
+  // was written with, each rank's values come from its copy when every rank's stands in for
+  // the file (load_local_copies).
+  std::filesystem::path local_dir;
 };
 
 // What a load did.
@@ -49,6 +53,7 @@ struct Loaded {
   std::int64_t written_by_ranks = 0;
   std::vector<std::string> recreated;  // per-node blobs the job creates anew
   std::string config_json;             // the configuration the checkpoint records (rank 0)
+  bool from_local_copies = false;      // the values came from the node-local copies
 };
 
 // Collective: loads the version 3 `file` into `workspace`. Rank 0 verifies the file's

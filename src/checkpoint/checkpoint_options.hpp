@@ -34,6 +34,9 @@ struct CheckpointOptions {
   // of a save is then known to be the leftover of a run that is gone, and is removed. Unlocked,
   // it may be another run's save in flight, and is left.
   bool directory_locked = false;
+  // Node-local staging (--local-dir; empty: none): each save writes every rank's part there
+  // first, and the shared checkpoint file is written from it in the background.
+  std::filesystem::path local_dir;
 };
 
 }  // namespace epochrun

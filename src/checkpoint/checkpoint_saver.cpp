@@ -6,8 +6,10 @@
 
 #include "blob_view.hpp"
 #include "checkpoint_directory_admin.hpp"
+#include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
 #include "human_bytes.hpp"
+#include "local_copy.hpp"
 #include "seconds_since.hpp"
 #include "snapshot_copy.hpp"
 #include "step_times.hpp"
@@ -104,32 +106,49 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
   for (const auto& plan : blobs_) {
     outcome.bytes += workspace.get(plan.name).byte_size();
   }
-  const bool background = options_.async_checkpoint && may_run_in_background;
-  if (background && !staging_fits(outcome.bytes)) {
+  const bool staged = !options_.local_dir.empty();
+  const bool background = (options_.async_checkpoint || staged) && may_run_in_background;
+  if (background && !staged && !staging_fits(outcome.bytes)) {
     if (comm_.is_root()) {
       spdlog::info(
           "epoch {}: the snapshot ({} on this rank) exceeds --async-max-staging-mib {} on some "
           "rank: this checkpoint is saved synchronously",
           epoch, human_bytes(double(outcome.bytes)), *options_.async_max_staging_bytes >> 20);
     }
-  } else if (background) {
+  } else if (background || staged) {
     try {
       std::optional<PhaseTimer> copying(std::in_place, outcome.phases, SavePhase::kSnapshot);
-      auto copies = snapshot(workspace);
+      auto copies = staged ? local_copy(epoch, workspace) : snapshot(workspace);
       copying.reset();
       in_flight_.emplace(begin_save(epoch, std::move(copies)));
     } catch (const std::exception& error) {
       commit_failed(epoch, error, outcome);
+      keep_newest_local_copy();
       outcome.seconds = outcome.blocked_seconds = seconds_since(started);
       return outcome;
     }
-    writer_ = std::thread([this] { in_flight_->write_data(); });
     in_flight_started_ = started;
+    in_flight_outcome_ = outcome;
+    if (!background) {
+      // The last checkpoint, or one at a stop: flushed from the node-local copy at once.
+      in_flight_->write_data();
+      auto flushed = *complete();
+      flushed.seconds = flushed.blocked_seconds = seconds_since(started);
+      flushed.phases.faults = PageFaults::now() - faults_before;
+      return flushed;
+    }
+    writer_ = std::thread([this] { in_flight_->write_data(); });
     outcome.in_background = true;
     outcome.blocked_seconds = seconds_since(started);
     outcome.phases.faults = PageFaults::now() - faults_before;
-    outcome.log = fmt::format("checkpoint started in the background ({} snapshot in {:.3f} s)",
-                              human_bytes(double(outcome.bytes)), outcome.blocked_seconds);
+    outcome.log =
+        staged ? fmt::format(
+                     "checkpoint staged in {} ({} in {:.3f} s), flushed to the checkpoint "
+                     "directory in the background",
+                     options_.local_dir.string(), human_bytes(double(outcome.bytes)),
+                     outcome.blocked_seconds)
+               : fmt::format("checkpoint started in the background ({} snapshot in {:.3f} s)",
+                             human_bytes(double(outcome.bytes)), outcome.blocked_seconds);
     in_flight_outcome_ = outcome;
     return outcome;
   }
@@ -149,13 +168,51 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
   return outcome;
 }
 
+std::vector<SavedBlob> CheckpointSaver::local_copy(std::int64_t epoch, const Workspace& workspace) {
+  // Agreed, so that no rank lays out a shared file the others will not write; one bounded
+  // agreement whatever the rank count.
+  std::vector<SavedBlob> flushed;
+  run_then_agree_within(
+      comm_, "save epoch " + std::to_string(epoch) + ": node-local copy", options_.save_timeout,
+      [&] {
+        auto blobs = saved_blobs(workspace);
+        write_local_copy(options_.local_dir, job_, epoch, comm_.rank(), comm_.size(), blobs);
+        mapped_.emplace(
+            MappedLocalCopy::open(local_copy_file(options_.local_dir, epoch, comm_.rank())));
+        flushed = mapped_->flushed(std::move(blobs));
+      });
+  return flushed;
+}
+
+void CheckpointSaver::keep_newest_local_copy() {
+  mapped_.reset();
+  // The newest committed epoch's copy stays (a resume may load it); a flush that failed leaves
+  // a copy of an epoch the shared directory does not have, which no resume would load.
+  keep_only_local_copy_of(last_committed_);
+}
+
+void CheckpointSaver::delete_local_copies() {
+  keep_only_local_copy_of(std::nullopt);
+}
+
+void CheckpointSaver::keep_only_local_copy_of(std::optional<std::int64_t> epoch) {
+  if (options_.local_dir.empty()) {
+    return;
+  }
+  if (remove_local_copies(options_.local_dir, comm_.rank(), epoch) > 0) {
+    spdlog::warn("some node-local copies in {} could not be deleted", options_.local_dir.string());
+  }
+}
+
 std::optional<SaveOutcome> CheckpointSaver::complete() {
   if (!in_flight_) {
     return std::nullopt;
   }
   const auto waiting = Clock::now();
   const auto faults_before = PageFaults::now();
-  writer_.join();
+  if (writer_.joinable()) {
+    writer_.join();
+  }
   auto outcome = in_flight_outcome_;
   outcome.in_background = false;
   try {
@@ -166,6 +223,7 @@ std::optional<SaveOutcome> CheckpointSaver::complete() {
     commit_failed(outcome.epoch, error, outcome);
   }
   in_flight_.reset();
+  keep_newest_local_copy();
   outcome.blocked_seconds = seconds_since(waiting);
   outcome.seconds = seconds_since(in_flight_started_);
   outcome.phases.faults += PageFaults::now() - faults_before;

@@ -7,6 +7,13 @@
 // the next epoch; complete() then seals and commits it on the main thread, which alone makes
 // MPI calls. At most one save is in flight. A snapshot beyond the staging limit on any rank
 // makes that save synchronous on every rank. A synchronous save copies nothing.
+//
+// Node-local staging (--local-dir) is the same in-flight save with the snapshot on node-local
+// storage instead of memory: each rank writes its part into its node-local copy (local_copy),
+// the shared file is laid out, and the background thread writes this rank's part of it from the
+// copy, hashing what it reads against what the copy was made from; complete() commits it only
+// when every rank's part was written and verified. The last save and one at a stop write the
+// copy and flush it at once.
 #pragma once
 
 #include <chrono>
@@ -22,6 +29,7 @@
 #include "directory_save.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/workspace.hpp"
+#include "local_copy.hpp"
 #include "post_commit_steps.hpp"
 #include "save_phases.hpp"
 #include "staging_buffer.hpp"
@@ -70,6 +78,10 @@ class CheckpointSaver {
   // nullopt when none is in flight.
   std::optional<SaveOutcome> complete();
 
+  // Deletes this rank's node-local copies (the checkpoints they stand in for are deleted:
+  // --delete-checkpoints-on-success).
+  void delete_local_copies();
+
   std::optional<std::int64_t> last_committed() const { return last_committed_; }
   std::chrono::steady_clock::time_point last_commit_time() const { return last_commit_time_; }
 
@@ -84,6 +96,14 @@ class CheckpointSaver {
   // Copies the blobs into staging_, hashing them as they are copied, and returns views of the
   // copies (their xxh64 set, direct I/O allowed).
   std::vector<SavedBlob> snapshot(const Workspace& workspace);
+  // Writes this rank's node-local copy of `epoch` (agreed: a failure on any rank fails the save
+  // on every rank), maps it, and returns views of the copy for the flush.
+  std::vector<SavedBlob> local_copy(std::int64_t epoch, const Workspace& workspace);
+  // After a staged save committed or failed: unmaps its copy and deletes this rank's other
+  // copies than the newest committed epoch's.
+  void keep_newest_local_copy();
+  // Deletes this rank's node-local copies but the one of `epoch` (of none when unset).
+  void keep_only_local_copy_of(std::optional<std::int64_t> epoch);
   // Records the commit `stats` describe and runs the post-commit steps; fills outcome.
   void committed(const SaveStats& stats, SaveOutcome& outcome);
   // A failed save of `epoch`: logged by rank 0, recorded in outcome.
@@ -103,7 +123,8 @@ class CheckpointSaver {
   std::optional<DirectorySave> in_flight_;
   SaveOutcome in_flight_outcome_;
   std::chrono::steady_clock::time_point in_flight_started_;
-  std::thread writer_;  // runs in_flight_->write_data()
+  std::optional<MappedLocalCopy> mapped_;  // the node-local copy the save in flight is flushed from
+  std::thread writer_;                     // runs in_flight_->write_data()
 };
 
 }  // namespace epochrun

@@ -368,6 +368,18 @@ bool PendingCheckpointV3::has_values_to_write() const {
 void PendingCheckpointV3::write_data() noexcept {
   try {
     fault_point("save-create", epoch_);
+    // A global array's block goes out in write_arrays' collective write, which hashes it but
+    // must not fail on one rank alone: a block read from a copy is verified here, and a
+    // mismatch fails the save in finish() like any other write.
+    for (const auto& blob : blobs_) {
+      const auto& view = blob.view;
+      if (blob.kind == StorageKind::kGlobalArray && view.expected_xxh64 &&
+          XXH64(view.bytes.data(), view.bytes.size(), 0) != *view.expected_xxh64) {
+        throw Error(file_.string() + ": global array '" + view.name +
+                    "' read back from its copy does not hash as it was made (the copy changed "
+                    "since)");
+      }
+    }
     // A rank with nothing to write leaves the file alone. Opening it is not harmless on a network
     // file system: a client that looks a small file up while another host writes it may cache
     // its content as it was then and serve that from then on (GlusterFS's quick-read did, for

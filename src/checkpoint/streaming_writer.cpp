@@ -18,7 +18,7 @@ std::uint64_t StreamingWriter::write(std::uint64_t offset, const BlobView& blob)
   const auto bytes = blob.bytes;
   if (bytes.size() < kPiece) {
     gather(offset, bytes);
-    return blob.xxh64 ? *blob.xxh64 : XXH64(bytes.data(), bytes.size(), 0);
+    return checked(blob, blob.xxh64 ? *blob.xxh64 : XXH64(bytes.data(), bytes.size(), 0));
   }
   flush();
   XXH64_reset(state_.get(), 0);
@@ -35,7 +35,16 @@ std::uint64_t StreamingWriter::write(std::uint64_t offset, const BlobView& blob)
     }
     put(offset + at, piece);
   }
-  return blob.xxh64 ? *blob.xxh64 : XXH64_digest(state_.get());
+  return checked(blob, blob.xxh64 ? *blob.xxh64 : XXH64_digest(state_.get()));
+}
+
+std::uint64_t StreamingWriter::checked(const BlobView& blob, std::uint64_t sum) const {
+  if (blob.expected_xxh64 && *blob.expected_xxh64 != sum) {
+    throw Error(what_ + ": blob '" + blob.name + "' read back from its copy hashes to " +
+                std::to_string(sum) + ", the copy was made with " +
+                std::to_string(*blob.expected_xxh64) + " (the copy changed since)");
+  }
+  return sum;
 }
 
 void StreamingWriter::flush() {

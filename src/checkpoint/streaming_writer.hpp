@@ -29,7 +29,8 @@ class StreamingWriter {
   StreamingWriter(int fd, int direct_fd, std::string what)
       : fd_(fd), direct_fd_(direct_fd), what_(std::move(what)) {}
 
-  // Returns the blob's xxh64.
+  // Returns the blob's xxh64. Throws Error when the blob has an expected hash and its bytes
+  // hash to another (they were written, but the save must fail).
   std::uint64_t write(std::uint64_t offset, const BlobView& blob);
 
   // Writes what small blobs are still gathered; call it after the last write().
@@ -42,6 +43,8 @@ class StreamingWriter {
   static constexpr std::size_t kDirectPiece = 8 << 20;
   static constexpr std::uint64_t kWritebackBytes = 8 << 20;
 
+  // `sum`, the blob's hash, unless it is not the hash the blob must have (Error).
+  std::uint64_t checked(const BlobView& blob, std::uint64_t sum) const;
   // A blob under kPiece: added to the gathered bytes, which are written first when it does
   // not follow them in the file or they reached kPiece.
   void gather(std::uint64_t offset, std::span<const std::byte> bytes);

@@ -49,7 +49,7 @@ std::vector<BlobPlan> blob_plans(const Job& job, const Communicator& comm,
 
 LoadRequest load_request(const Job& job, const Communicator& comm, std::int64_t epoch,
                          const std::vector<std::string>& node_names, const MpiIoHints& hints) {
-  LoadRequest request{epoch, job.name(), node_names, {}, {}, hints};
+  LoadRequest request{epoch, job.name(), node_names, {}, {}, hints, {}};
   for (const auto& spec : job.expected_blobs()) {
     if (spec.kind == BlobKind::kGlobalArray) {
       request.array_blocks[spec.name] = blocks_of(spec, comm.size());

@@ -16,7 +16,9 @@
 #include "epochrun/errors.hpp"
 #include "epochrun/mpi_session.hpp"
 #include "fault_injection.hpp"
+#include "host_name.hpp"
 #include "human_bytes.hpp"
+#include "local_copy.hpp"
 #include "post_commit_steps.hpp"
 #include "preemption_signals.hpp"
 #include "resume.hpp"
@@ -82,7 +84,8 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            options.async_max_staging_bytes,
                            options.mpi_io_hints,
                            options.check_replicated,
-                           options.directory_lock};
+                           options.directory_lock,
+                           options.local_dir};
 }
 
 // Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).
@@ -102,6 +105,22 @@ std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const Ru
     lock = std::make_unique<DirectoryLock>(options.checkpoint_dir);
   });
   return lock;
+}
+
+// Every rank can keep its node-local copies in --local-dir, on its own host (UsageError on
+// every rank naming the lowest failing rank, its host and why, otherwise).
+void check_local_directories(const Communicator& comm, const RunOptions& options) {
+  if (options.local_dir.empty()) {
+    return;
+  }
+  run_then_agree_within(comm, "check --local-dir on every rank", options.save_timeout, [&] {
+    try {
+      check_local_directory(options.local_dir, options.checkpoint_dir);
+    } catch (const UsageError& error) {
+      throw UsageError("rank " + std::to_string(comm.rank()) + " on " + host_name() + ": " +
+                       error.what());
+    }
+  });
 }
 
 }  // namespace
@@ -203,7 +222,7 @@ JobRunner::Impl::Impl(Job job_to_run, const Communicator& job_communicator, RunO
     node_names.push_back(Job::node_name(rank));
   }
   arm_fault_points(Communicator::world().rank());
-  if (options.async_checkpoint) {
+  if (options.async_checkpoint || !options.local_dir.empty()) {
     require_funneled_threads();
   }
 }
@@ -237,6 +256,7 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   auto lock = lock_directory(comm, options);
   check_shared_directory(comm, options.checkpoint_dir, options.save_timeout);
+  check_local_directories(comm, options);
   auto summary = begin_run();
   const auto checkpointing = checkpoint_options(options);
   PostCommitSteps post_commit(comm, checkpointing, job.name());
@@ -455,6 +475,7 @@ void JobRunner::Impl::finish_job(Steps& steps, TaskContext& context, RunSummary&
       }
     } else {
       const auto deleted = steps.post_commit.delete_all();
+      steps.saver.delete_local_copies();
       summary.deleted.insert(summary.deleted.end(), deleted.begin(), deleted.end());
     }
   }

@@ -104,9 +104,9 @@ std::optional<Resumed> resume(const Job& job, const Communicator& comm, const Ru
     resumed.epoch = epoch;
     Loaded loaded;
     try {
-      loaded = load_checkpoint(directory, comm,
-                               load_request(job, comm, epoch, node_names, options.mpi_io_hints),
-                               workspace, options.save_timeout);
+      auto request = load_request(job, comm, epoch, node_names, options.mpi_io_hints);
+      request.local_dir = options.local_dir;
+      loaded = load_checkpoint(directory, comm, request, workspace, options.save_timeout);
     } catch (const CorruptCheckpoint& error) {
       // An explicit epoch must load or fail; `latest` falls back to the previous valid one.
       if (options.resume.kind != ResumeRequest::Kind::kLatest) {
@@ -132,6 +132,11 @@ std::optional<Resumed> resume(const Job& job, const Communicator& comm, const Ru
                    loaded.recreated.empty()
                        ? ""
                        : fmt::format(" (created anew: {})", fmt::join(loaded.recreated, ", ")));
+    } else if (loaded.from_local_copies) {
+      spdlog::info(
+          "resumed job {} from epoch {} (the node-local copies in {}, each verified against {}) "
+          "in {:.3f} s",
+          job.name(), epoch, options.local_dir.string(), file.string(), resumed.seconds);
     } else {
       spdlog::info("resumed job {} from epoch {} ({}) in {:.3f} s", job.name(), epoch,
                    file.string(), resumed.seconds);

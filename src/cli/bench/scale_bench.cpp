@@ -67,7 +67,7 @@ void load_through_the_resume_path(const Communicator& comm, const fs::path& dire
                                   std::int64_t epoch) {
   Workspace into;
   load_checkpoint(CheckpointDirectory(directory), comm,
-                  LoadRequest{epoch, kJob, node_names(comm.size()), {}, {}, {}}, into);
+                  LoadRequest{epoch, kJob, node_names(comm.size()), {}, {}, {}, {}}, into);
 }
 
 // Throws on every rank when any rank's status is not 0 (rank 0 learns it from the gather and

@@ -17,7 +17,7 @@ namespace po = boost::program_options;
 void refuse_with_no_checkpoints(const po::variables_map& values) {
   for (const char* option : {"checkpoint-dir", "resume-from-epoch", "upload-dir", "keep-last",
                              "keep-every", "checkpoint-every", "checkpoint-interval",
-                             "delete-checkpoints-on-success", "no-directory-lock"}) {
+                             "delete-checkpoints-on-success", "no-directory-lock", "local-dir"}) {
     const auto found = values.find(option);
     // A switch set to false in the INI file is no contradiction.
     const bool given = found != values.end() && !found->second.defaulted() &&
@@ -146,7 +146,7 @@ void check_checkpoint_schedule(const po::variables_map& values, const GeneralOpt
   run.delete_checkpoints_on_success = general.delete_on_success;
 }
 
-// How checkpoints are written: --async-checkpoint, --async-max-staging-mib,
+// How checkpoints are written: --async-checkpoint, --async-max-staging-mib, --local-dir,
 // --no-directory-lock, --mpi-io-hint, --check-replicated.
 void check_checkpoint_writing(const po::variables_map& values, const GeneralOptions& general,
                               RunOptions& run) {
@@ -160,6 +160,20 @@ void check_checkpoint_writing(const po::variables_map& values, const GeneralOpti
                        std::to_string(general.async_max_staging_mib));
     }
     run.async_max_staging_bytes = general.async_max_staging_mib << 20;
+  }
+  if (values.count("local-dir")) {
+    // Whether each rank can write there is for the run to find out on every host; a path that
+    // is plainly no node-local one is refused here.
+    const std::filesystem::path local(general.local_dir);
+    if (local.empty()) {
+      throw UsageError("--local-dir must not be empty");
+    }
+    if ((local / "").lexically_normal() ==
+        (std::filesystem::path(general.checkpoint_dir) / "").lexically_normal()) {
+      throw UsageError("--local-dir '" + general.local_dir +
+                       "' is the checkpoint directory itself: give a node-local directory");
+    }
+    run.local_dir = local;
   }
   run.directory_lock = !values["no-directory-lock"].as<bool>();
   for (const auto& hint : general.mpi_io_hints) {

@@ -22,6 +22,11 @@ po::options_description general_options(GeneralOptions& o) {
       "async-max-staging-mib", po::value(&o.async_max_staging_mib),
       "with --async-checkpoint: a checkpoint whose copy would exceed M MiB on any rank is saved "
       "synchronously instead (default: no limit)")(
+      "local-dir", po::value(&o.local_dir),
+      "a node-local directory (e.g. /local/run1): each save lands there first, the job goes on, "
+      "and the checkpoint is written to --checkpoint-dir in the background and committed once "
+      "every rank's part is written and verified; a resume on the same hosts loads the "
+      "node-local copies when every rank's is complete and verified")(
       "no-checkpoints", po::bool_switch(&o.no_checkpoints),
       "run without saving anything: no checkpoint, no directory, no lock (for comparisons)")(
       "resume-from-epoch", po::value(&o.resume),

@@ -20,6 +20,7 @@ struct GeneralOptions {
   bool no_checkpoints = false;
   bool async_checkpoint = false;
   std::uint64_t async_max_staging_mib = 0;
+  std::string local_dir;
   std::string resume;
   std::int64_t num_epochs = 0;
   std::string upload_dir;

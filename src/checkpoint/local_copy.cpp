@@ -1,0 +1,263 @@
+#include "local_copy.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "direct_io.hpp"
+#include "durable_file.hpp"
+#include "epochrun/errors.hpp"
+#include "file_descriptor.hpp"
+#include "host_name.hpp"
+#include "regular_file.hpp"
+#include "streaming_writer.hpp"
+
+namespace epochrun {
+namespace {
+
+constexpr char kLocalCopyMagic[8] = {'E', 'P', 'R', 'L', 'O', 'C', 'L', '1'};
+constexpr std::size_t kLocalCopyTail = 16;  // the record's length (uint64 LE), then the magic
+
+std::uint64_t aligned_up(std::uint64_t offset) {
+  return (offset + kDirectIoAlignment - 1) / kDirectIoAlignment * kDirectIoAlignment;
+}
+
+// The epoch and rank of a copy's name as local_copy_file makes it; nullopt for any other name.
+std::optional<std::pair<std::int64_t, int>> parse_local_copy_name(std::string_view name) {
+  constexpr std::string_view prefix = "epoch-", middle = ".rank-", suffix = ".local";
+  if (!name.starts_with(prefix) || !name.ends_with(suffix)) {
+    return std::nullopt;
+  }
+  name = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  const auto at = name.find(middle);
+  if (at == std::string_view::npos || at < 6) {
+    return std::nullopt;
+  }
+  std::int64_t epoch = 0;
+  int rank = 0;
+  const auto digits = [](std::string_view text, auto& value) {
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return !text.empty() && text[0] != '-' && error == std::errc() &&
+           end == text.data() + text.size();
+  };
+  if (!digits(name.substr(0, at), epoch) || !digits(name.substr(at + middle.size()), rank)) {
+    return std::nullopt;
+  }
+  return std::pair(epoch, rank);
+}
+
+nlohmann::json record_json(const LocalCopyRecord& record) {
+  auto blobs = nlohmann::json::array();
+  for (const auto& blob : record.blobs) {
+    blobs.push_back({{"name", blob.name},
+                     {"kind", static_cast<int>(blob.kind)},
+                     {"dtype", std::string(dtype_name(blob.dtype))},
+                     {"shape", blob.shape},
+                     {"offset", blob.offset},
+                     {"bytes", blob.bytes},
+                     {"xxh64", blob.xxh64}});
+  }
+  return {{"job", record.job},     {"epoch", record.epoch}, {"rank", record.rank},
+          {"ranks", record.ranks}, {"host", record.host},   {"blobs", blobs}};
+}
+
+LocalCopyRecord record_of(const nlohmann::json& json) {
+  LocalCopyRecord record{json.at("job").get<std::string>(),  json.at("epoch").get<std::int64_t>(),
+                         json.at("rank").get<int>(),         json.at("ranks").get<int>(),
+                         json.at("host").get<std::string>(), {}};
+  for (const auto& blob : json.at("blobs")) {
+    const auto kind = blob.at("kind").get<int>();
+    if (kind < 0 || kind > static_cast<int>(StorageKind::kRagged)) {
+      throw Error("unknown storage kind " + std::to_string(kind));
+    }
+    LocalCopyBlob described{blob.at("name").get<std::string>(),
+                            static_cast<StorageKind>(kind),
+                            parse_dtype(blob.at("dtype").get<std::string>()),
+                            blob.at("shape").get<Shape>(),
+                            blob.at("offset").get<std::uint64_t>(),
+                            blob.at("bytes").get<std::uint64_t>(),
+                            blob.at("xxh64").get<std::uint64_t>()};
+    if (described.bytes != element_count(described.shape) * element_size(described.dtype)) {
+      throw Error("blob '" + described.name + "' holds " + std::to_string(described.bytes) +
+                  " bytes, not those of its shape");
+    }
+    record.blobs.push_back(std::move(described));
+  }
+  return record;
+}
+
+}  // namespace
+
+std::filesystem::path local_copy_file(const std::filesystem::path& dir, std::int64_t epoch,
+                                      int rank) {
+  return dir / fmt::format("epoch-{:06d}.rank-{}.local", epoch, rank);
+}
+
+LocalCopyRecord write_local_copy(const std::filesystem::path& dir, const std::string& job,
+                                 std::int64_t epoch, int rank, int ranks,
+                                 const std::vector<SavedBlob>& blobs) {
+  const auto target = local_copy_file(dir, epoch, rank);
+  const auto temporary = temporary_sibling(target);
+  LocalCopyRecord record{job, epoch, rank, ranks, host_name(), {}};
+  try {
+    auto fd = create_new_file(temporary);
+    StreamingWriter writer(fd.get(), -1, temporary.string());
+    std::uint64_t offset = 0;
+    for (const auto& saved : blobs) {
+      const auto& view = saved.view;
+      const auto sum = writer.write(offset, view);
+      record.blobs.push_back(LocalCopyBlob{view.name, saved.kind, view.dtype, view.shape, offset,
+                                           view.bytes.size(), sum});
+      offset = aligned_up(offset + view.bytes.size());
+    }
+    writer.flush();
+    const auto text = record_json(record).dump();
+    std::string tail(kLocalCopyTail, '\0');
+    const std::uint64_t length = text.size();
+    std::memcpy(tail.data(), &length, 8);
+    std::memcpy(tail.data() + 8, kLocalCopyMagic, 8);
+    const auto trailer = text + tail;
+    write_at(fd.get(), offset, std::as_bytes(std::span(trailer.data(), trailer.size())),
+             temporary.string());
+    fd.close(temporary.string());
+    if (::rename(temporary.c_str(), target.c_str()) != 0) {
+      throw Error(errno_message("rename " + temporary.string() + " to " + target.string()));
+    }
+  } catch (...) {
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  return record;
+}
+
+LocalCopyRecord read_local_copy_record(int fd, const std::string& what) {
+  try {
+    const auto size = file_size(fd);
+    if (size < kLocalCopyTail) {
+      throw Error("shorter than its record");
+    }
+    std::array<std::byte, kLocalCopyTail> tail{};
+    read_at(fd, size - kLocalCopyTail, tail, what);
+    std::uint64_t length = 0;
+    std::memcpy(&length, tail.data(), 8);
+    if (std::memcmp(tail.data() + 8, kLocalCopyMagic, 8) != 0 || length > size - kLocalCopyTail) {
+      throw Error("no node-local copy record at its end");
+    }
+    std::string text(length, '\0');
+    read_at(fd, size - kLocalCopyTail - length, std::as_writable_bytes(std::span(text)), what);
+    auto record = record_of(nlohmann::json::parse(text));
+    for (const auto& blob : record.blobs) {
+      if (blob.offset > size - kLocalCopyTail - length ||
+          blob.bytes > size - kLocalCopyTail - length - blob.offset) {
+        throw Error("blob '" + blob.name + "' lies past the data");
+      }
+    }
+    return record;
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw CorruptCheckpoint(what + ": " + error.what());
+  }
+}
+
+MappedLocalCopy MappedLocalCopy::open(const std::filesystem::path& file) {
+  const auto fd = open_regular_file_for_reading(file);
+  auto record = read_local_copy_record(fd.get(), file.string());
+  const auto size = static_cast<std::size_t>(file_size(fd.get()));
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (data == MAP_FAILED) {
+    throw CheckpointError(errno_message("map " + file.string()));
+  }
+  return MappedLocalCopy(static_cast<const std::byte*>(data), size, std::move(record));
+}
+
+MappedLocalCopy::~MappedLocalCopy() {
+  if (data_ != nullptr) {
+    ::munmap(const_cast<std::byte*>(data_), size_);
+  }
+}
+
+MappedLocalCopy::MappedLocalCopy(MappedLocalCopy&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(other.size_),
+      record_(std::move(other.record_)) {}
+
+std::vector<SavedBlob> MappedLocalCopy::flushed(std::vector<SavedBlob> saved) const {
+  if (saved.size() != record_.blobs.size()) {
+    throw Error("the node-local copy holds " + std::to_string(record_.blobs.size()) +
+                " blobs, the save " + std::to_string(saved.size()));
+  }
+  for (std::size_t i = 0; i < saved.size(); ++i) {
+    auto& view = saved[i].view;
+    const auto& copied = record_.blobs[i];
+    if (copied.name != view.name || copied.bytes != view.bytes.size()) {
+      throw Error("the node-local copy's blob '" + copied.name + "' is not the save's");
+    }
+    view.bytes = std::span(data_ + copied.offset, copied.bytes);
+    view.xxh64.reset();
+    view.expected_xxh64 = copied.xxh64;
+    view.direct = true;  // page-aligned, read-only: direct I/O costs the job's CPUs nothing
+  }
+  return saved;
+}
+
+int remove_local_copies(const std::filesystem::path& dir, int rank,
+                        std::optional<std::int64_t> keep) {
+  const auto close = [](DIR* open) { ::closedir(open); };
+  const std::unique_ptr<DIR, decltype(close)> listing(::opendir(dir.c_str()), close);
+  if (!listing) {
+    return 1;
+  }
+  std::vector<std::string> doomed;
+  while (const auto* entry = ::readdir(listing.get())) {
+    const std::string name = entry->d_name;
+    // Leftovers of an interrupted write are this rank's when their target name is.
+    const auto target = temporary_target(name);
+    const auto parsed = parse_local_copy_name(target ? *target : name);
+    if (parsed && parsed->second == rank && (target || parsed->first != keep)) {
+      doomed.push_back(name);
+    }
+  }
+  int failed = 0;
+  for (const auto& name : doomed) {
+    if (::unlink((dir / name).c_str()) != 0 && errno != ENOENT) {
+      ++failed;
+    }
+  }
+  return failed;
+}
+
+void check_local_directory(const std::filesystem::path& dir,
+                           const std::filesystem::path& checkpoint_dir) {
+  const auto refuse = [&](const std::string& why) {
+    throw UsageError("--local-dir '" + dir.string() + "' cannot hold node-local copies: " + why);
+  };
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error)) {
+    refuse(error ? error.message() : "it is not a directory");
+  }
+  if (std::filesystem::equivalent(dir, checkpoint_dir, error)) {
+    refuse("it is the checkpoint directory itself");
+  }
+  const auto probe = temporary_sibling(dir / "probe.local");
+  try {
+    auto fd = create_new_file(probe);
+    fd.close(probe.string());
+  } catch (const std::exception& failure) {
+    refuse(failure.what());
+  }
+  ::unlink(probe.c_str());
+}
+
+}  // namespace epochrun

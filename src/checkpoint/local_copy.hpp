@@ -1,0 +1,99 @@
+// A rank's node-local copy of one epoch's checkpoint (--local-dir), as SCR and VeloC keep one:
+// the save writes what the rank saves there first, the job goes on, and the shared checkpoint
+// file is written from the copy in the background (checkpoint_saver); a resume on the same
+// ranks and hosts may load the copy instead of the shared file, once every byte of it is
+// verified against the checksums the committed shared file records. Internal to the library.
+//
+// The file, DIR/epoch-NNNNNN.rank-R.local: each value at an offset aligned to 4096 bytes (so
+// that the flush may write it with direct I/O straight from a read-only mapping), then a JSON
+// record (job, epoch, rank, ranks, host, and per blob: name, kind, dtype, shape, offset, bytes,
+// xxh64), its length and a magic. It is written under a temporary name and renamed, but not
+// fsynced: it is a cache whose every byte is verified before it is used (a copy lost or torn in
+// a crash of its host is found so, and the shared file loaded instead); the shared checkpoint
+// is the durable one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "epochrun/blob.hpp"
+#include "pending_checkpoint_v3.hpp"
+
+namespace epochrun {
+
+struct LocalCopyBlob {
+  std::string name;
+  StorageKind kind = StorageKind::kPerNode;
+  DType dtype = DType::kU8;
+  Shape shape;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t xxh64 = 0;  // of the bytes as the job held them when the copy was written
+};
+
+// Who wrote a copy, and what it holds.
+struct LocalCopyRecord {
+  std::string job;
+  std::int64_t epoch = 0;
+  int rank = 0;
+  int ranks = 0;
+  std::string host;
+  std::vector<LocalCopyBlob> blobs;
+};
+
+// DIR/epoch-NNNNNN.rank-R.local
+std::filesystem::path local_copy_file(const std::filesystem::path& dir, std::int64_t epoch,
+                                      int rank);
+
+// Writes this rank's `blobs` (views of the job's memory) as its copy of `epoch`, hashing each
+// value as it streams, and returns what it wrote. Throws Error (no file left behind).
+LocalCopyRecord write_local_copy(const std::filesystem::path& dir, const std::string& job,
+                                 std::int64_t epoch, int rank, int ranks,
+                                 const std::vector<SavedBlob>& blobs);
+
+// A copy mapped read-only, from which the flush writes the shared file.
+class MappedLocalCopy {
+ public:
+  // CheckpointNotFound when the file is missing, CorruptCheckpoint when it is not a whole copy.
+  static MappedLocalCopy open(const std::filesystem::path& file);
+  ~MappedLocalCopy();
+  MappedLocalCopy(MappedLocalCopy&& other) noexcept;
+  MappedLocalCopy& operator=(MappedLocalCopy&&) = delete;
+  MappedLocalCopy(const MappedLocalCopy&) = delete;
+  MappedLocalCopy& operator=(const MappedLocalCopy&) = delete;
+
+  const LocalCopyRecord& record() const { return record_; }
+  // `saved` (what the copy was written from) with their bytes from the mapping: each view's
+  // hash unset and its expected hash the record's, so that the flush hashes what it reads and
+  // fails when the copy no longer holds what the job saved.
+  std::vector<SavedBlob> flushed(std::vector<SavedBlob> saved) const;
+
+ private:
+  MappedLocalCopy(const std::byte* data, std::size_t size, LocalCopyRecord record)
+      : data_(data), size_(size), record_(std::move(record)) {}
+  const std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+  LocalCopyRecord record_;
+};
+
+// Reads the record of the copy open as `fd` (`what` names it). CorruptCheckpoint when the file
+// is not a whole copy.
+LocalCopyRecord read_local_copy_record(int fd, const std::string& what);
+
+// Deletes this rank's copies of every epoch but `keep` (and of none when unset), and what an
+// interrupted write of its copies left. Only this rank's names, regular files or not, never
+// through a symlink (unlink). Returns how many failed to go (a warning, never an error).
+int remove_local_copies(const std::filesystem::path& dir, int rank,
+                        std::optional<std::int64_t> keep);
+
+// UsageError with one line unless `dir` is a directory this process can create a file in, and
+// not the checkpoint directory itself.
+void check_local_directory(const std::filesystem::path& dir,
+                           const std::filesystem::path& checkpoint_dir);
+
+}  // namespace epochrun

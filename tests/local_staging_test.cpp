@@ -1,0 +1,323 @@
+// --local-dir (node-local staging, as SCR and VeloC do it) with sgd_regression on 3 ranks: each
+// save lands in the node-local directory first and is flushed to the checkpoint directory in
+// the background; every committed epoch is bit-identical to a synchronous run's and verifies; a
+// flush that fails, or whose copy changed after it was made, commits nothing and the job goes
+// on; a rank killed during a flush leaves no epoch of that flush committed, and the resume ends
+// bit-identical; a resume loads the node-local copies when every rank's is complete and
+// verified, and the shared file when one is missing or damaged; a --local-dir that cannot be
+// used is refused with one line and exit code 2. No wait here depends on a timing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "epochrun/blob_file.hpp"
+#include "epochrun/checkpoint_directory.hpp"
+#include "launch.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+constexpr std::int64_t kLastEpoch = 5;
+constexpr double kRunEndsWithinSeconds = 120;
+
+// sgd_regression on 3 ranks, checkpoints in D; `extra` after the job's options.
+std::vector<std::string> sgd(const std::vector<std::string>& extra) {
+  return small_sgd_regression_run(3, kLastEpoch, extra);
+}
+
+ProcessResult run_bounded(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                          const std::map<std::string, std::string>& environment = kMpiEnvironment) {
+  return run_within(argv, cwd, kRunEndsWithinSeconds, environment);
+}
+
+CheckpointContents epoch_of(const std::filesystem::path& cwd, std::int64_t epoch) {
+  return read_checkpoint_contents(CheckpointDirectory(cwd / "D").file_for(epoch));
+}
+
+// Rank `rank`'s node-local copy of `epoch` under `cwd`/L.
+std::filesystem::path copy_of(const std::filesystem::path& cwd, std::int64_t epoch, int rank) {
+  char name[64];
+  std::snprintf(name, sizeof name, "epoch-%06lld.rank-%d.local", static_cast<long long>(epoch),
+                rank);
+  return cwd / "L" / name;
+}
+
+// Flips every bit of the first byte of `file` (a copy's first value starts there).
+void damage_first_byte(const std::filesystem::path& file) {
+  std::fstream stream(file, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(stream.good()) << file;
+  char byte = 0;
+  stream.read(&byte, 1);
+  byte = static_cast<char>(~byte);
+  stream.seekp(0);
+  stream.write(&byte, 1);
+}
+
+class LocalStaging : public ::testing::Test {
+ protected:
+  // The synchronous run every test compares with.
+  static void SetUpTestSuite() {
+    sync_ = new ScratchDir();
+    auto result = run_bounded(sgd({}), sync_->path());
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+  static void TearDownTestSuite() { delete sync_; }
+
+  void SetUp() override { std::filesystem::create_directory(cwd_ / "L"); }
+
+  // The committed epochs are `epochs`, each the synchronous run's, and they all verify.
+  void expect_epochs_as_synchronous(const std::vector<std::int64_t>& epochs) {
+    EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), epochs);
+    for (auto epoch : epochs) {
+      EXPECT_EQ(epoch_of(cwd_.path(), epoch), epoch_of(sync_->path(), epoch)) << "epoch " << epoch;
+    }
+    const auto verified =
+        run_bounded({EPOCHRUN_BINARY, "inspect", "D", "--verify"}, cwd_.path(), {});
+    EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
+    for (const auto& name : list_directory(cwd_ / "D")) {
+      EXPECT_EQ(name.find(".tmp."), std::string::npos) << name << " left in D";
+    }
+  }
+
+  // The run ended as the synchronous one: last epoch and exported model.
+  void expect_end_as_synchronous() {
+    EXPECT_EQ(epoch_of(cwd_.path(), kLastEpoch), epoch_of(sync_->path(), kLastEpoch));
+    EXPECT_EQ(read_blob_file(cwd_ / "model.h5"), read_blob_file(sync_->path() / "model.h5"));
+  }
+
+  // What the node-local directory holds: exactly every rank's copy of `epoch`.
+  void expect_local_copies_of(std::int64_t epoch) {
+    std::vector<std::string> expected;
+    for (int rank = 0; rank < 3; ++rank) {
+      expected.push_back(copy_of(cwd_.path(), epoch, rank).filename().string());
+    }
+    auto found = list_directory(cwd_ / "L");
+    std::sort(found.begin(), found.end());
+    EXPECT_EQ(found, expected);
+  }
+
+  static ScratchDir* sync_;
+  ScratchDir cwd_;
+};
+
+ScratchDir* LocalStaging::sync_ = nullptr;
+
+TEST_F(LocalStaging, EveryCommittedEpochIsTheSynchronousRunsAndVerifies) {
+  auto result = run_bounded(sgd({"--local-dir", "L", "--log-level", "info"}), cwd_.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  expect_epochs_as_synchronous({0, 1, 2, 3, 4, 5});
+  expect_end_as_synchronous();
+  // Epochs 0 to 4 are staged and flushed in the background; the last one at once.
+  const auto all = result.out + result.err;
+  const auto epoch_1 = all.find("epoch 1 done in");
+  ASSERT_NE(epoch_1, std::string::npos) << all;
+  EXPECT_EQ(all.find("checkpoint staged in L (", epoch_1), all.find("; ", epoch_1) + 2) << all;
+  EXPECT_NE(all.find("flushed to the checkpoint directory in the background"), std::string::npos)
+      << all;
+  expect_local_copies_of(kLastEpoch);
+}
+
+// With --async-checkpoint too the same: the node-local copy is the snapshot.
+TEST_F(LocalStaging, WithAsyncCheckpointTooEveryCommittedEpochIsTheSynchronousRuns) {
+  auto result = run_bounded(sgd({"--local-dir", "L", "--async-checkpoint"}), cwd_.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  expect_epochs_as_synchronous({0, 1, 2, 3, 4, 5});
+  expect_end_as_synchronous();
+}
+
+// Rank 1's flush of epoch 2 fails: a failed save on every rank, nothing of epoch 2 committed,
+// the job goes on and ends as the synchronous run does.
+TEST_F(LocalStaging, AFailingFlushIsAFailedSaveAndTheJobGoesOn) {
+  auto result = run_bounded(sgd({"--local-dir", "L", "--summary-json", "s.json"}), cwd_.path(),
+                            with_fault("save-write@2:1:THROW"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  expect_epochs_as_synchronous({0, 1, 3, 4, 5});
+  expect_end_as_synchronous();
+  const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
+  ASSERT_EQ(summary["failed_saves"].size(), 1u) << summary;
+  EXPECT_EQ(summary["failed_saves"][0]["epoch"], 2) << summary;
+  expect_local_copies_of(kLastEpoch);
+}
+
+// Rank 0's copy of epoch 2 is damaged after it was written, before its flush reads it (the
+// flush is held until then): the flush hashes what it reads, finds the copy changed, and epoch
+// 2 is a failed save; nothing damaged is committed.
+TEST_F(LocalStaging, ACopyChangedBeforeItsFlushIsNeverCommitted) {
+  auto environment = with_fault("save-create@2:0:WAIT");
+  environment["EPOCHRUN_FAULT_RELEASE"] = (cwd_ / "release").string();
+  ChildProcess job(sgd({"--local-dir", "L", "--summary-json", "s.json"}), cwd_.path(), environment);
+  const auto copy = copy_of(cwd_.path(), 2, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(copy) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(std::filesystem::exists(copy)) << "rank 0 never wrote its copy of epoch 2";
+  damage_first_byte(copy);
+  write_file(cwd_ / "release", "");
+  auto result = job.wait(kRunEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the run did not end";
+  ASSERT_EQ(result->exit_code, 0) << result->err;
+  expect_epochs_as_synchronous({0, 1, 3, 4, 5});
+  const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
+  ASSERT_EQ(summary["failed_saves"].size(), 1u) << summary;
+  EXPECT_NE(summary["failed_saves"][0]["error"].get<std::string>().find("the copy changed since"),
+            std::string::npos)
+      << summary;
+}
+
+// Rank 1 is SIGKILLed in its flush of epoch 2: the job ends, epoch 2 is not committed and the
+// committed ones are the synchronous run's; the resume ends bit-identical.
+TEST_F(LocalStaging, ARankKilledDuringAFlushCommitsNothingOfItAndTheResumeIsExact) {
+  auto killed =
+      run_bounded(sgd({"--local-dir", "L"}), cwd_.path(), with_fault("save-write@2:1:KILL"));
+  EXPECT_NE(killed.exit_code, 0) << killed.err;
+  EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), (std::vector<std::int64_t>{0, 1}));
+  auto resumed =
+      run_bounded(sgd({"--local-dir", "L", "--resume-from-epoch", "latest"}), cwd_.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  expect_epochs_as_synchronous({0, 1, 2, 3, 4, 5});
+  expect_end_as_synchronous();
+  expect_local_copies_of(kLastEpoch);
+}
+
+// A run stopped after epoch 3, resumed on the same ranks: it loads the node-local copies (the
+// log says so) and ends bit-identical to the synchronous run.
+TEST_F(LocalStaging, AResumeLoadsTheCompleteNodeLocalCopies) {
+  auto first = run_bounded(sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  expect_local_copies_of(3);
+  auto resumed =
+      run_bounded(sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
+                  cwd_.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("from epoch 3 (the node-local copies in L, each verified against D/"),
+            std::string::npos)
+      << all;
+  expect_epochs_as_synchronous({0, 1, 2, 3, 4, 5});
+  expect_end_as_synchronous();
+}
+
+// The same with rank 1's copy damaged, and then with rank 2's missing: the ranks agree to load
+// the shared file, and the run ends bit-identical.
+TEST_F(LocalStaging, AResumeLoadsTheSharedFileWhenACopyIsDamagedOrMissing) {
+  for (const bool damaged : {true, false}) {
+    SCOPED_TRACE(damaged ? "damaged" : "missing");
+    std::filesystem::remove_all(cwd_ / "D");
+    std::filesystem::remove_all(cwd_ / "L");
+    std::filesystem::create_directory(cwd_ / "L");
+    auto first = run_bounded(sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    if (damaged) {
+      damage_first_byte(copy_of(cwd_.path(), 3, 1));
+    } else {
+      std::filesystem::remove(copy_of(cwd_.path(), 3, 2));
+    }
+    auto resumed = run_bounded(
+        sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
+        cwd_.path());
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const auto all = resumed.out + resumed.err;
+    EXPECT_NE(all.find("not loading the node-local copies in L"), std::string::npos) << all;
+    EXPECT_NE(all.find(damaged ? "checksum mismatch" : "No such file or directory"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find("from epoch 3 (D/epoch-000003.h5)"), std::string::npos) << all;
+    expect_epochs_as_synchronous({0, 1, 2, 3, 4, 5});
+    expect_end_as_synchronous();
+  }
+}
+
+// Backup-and-restore: the checkpoints deleted at the end take the node-local copies with them.
+TEST_F(LocalStaging, DeletingTheCheckpointsOnSuccessDeletesTheNodeLocalCopies) {
+  auto result =
+      run_bounded(sgd({"--local-dir", "L", "--delete-checkpoints-on-success"}), cwd_.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(CheckpointDirectory(cwd_ / "D").committed_epochs().empty());
+  EXPECT_TRUE(list_directory(cwd_ / "L").empty());
+}
+
+// heat_diffusion, whose state is a global array over a process grid: stopped after epoch 3 and
+// resumed from the node-local copies (each rank's block), it ends as a synchronous run does.
+TEST_F(LocalStaging, AGlobalArrayIsStagedFlushedAndResumedExactly) {
+  const std::vector<std::string> heat = {"run",
+                                         "--job",
+                                         "heat_diffusion",
+                                         "--checkpoint-dir",
+                                         "D",
+                                         "--heat_diffusion.rows",
+                                         "64",
+                                         "--heat_diffusion.columns",
+                                         "96",
+                                         "--heat_diffusion.max_epochs",
+                                         "5",
+                                         "--heat_diffusion.tolerance",
+                                         "0",
+                                         "--log-level",
+                                         "info"};
+  const auto with = [&](const std::vector<std::string>& extra) {
+    auto args = heat;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return epochrun_on_ranks(3, args);
+  };
+  ScratchDir synchronous;
+  ASSERT_EQ(run_bounded(with({}), synchronous.path()).exit_code, 0);
+  auto first = run_bounded(with({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto resumed =
+      run_bounded(with({"--local-dir", "L", "--resume-from-epoch", "latest"}), cwd_.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("from epoch 3 (the node-local copies in L"), std::string::npos) << all;
+  const auto epochs = CheckpointDirectory(cwd_ / "D").committed_epochs();
+  EXPECT_EQ(epochs, CheckpointDirectory(synchronous / "D").committed_epochs());
+  for (auto epoch : epochs) {
+    EXPECT_EQ(everything_in(CheckpointDirectory(cwd_ / "D").file_for(epoch)),
+              everything_in(CheckpointDirectory(synchronous / "D").file_for(epoch)))
+        << "epoch " << epoch;
+  }
+}
+
+// A resume on another rank count never looks at the copies (they are another rank count's).
+TEST_F(LocalStaging, AResumeOnAnotherRankCountLoadsTheSharedFile) {
+  auto first = run_bounded(sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto on_two_ranks = small_sgd_regression_run(
+      2, kLastEpoch, {"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"});
+  auto resumed = run_bounded(on_two_ranks, cwd_.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_EQ(all.find("node-local copies in L, each verified"), std::string::npos) << all;
+  EXPECT_NE(all.find("written by 3 ranks, now 2"), std::string::npos) << all;
+}
+
+// A --local-dir that cannot be used: one line on stderr, exit code 2, nothing committed.
+TEST_F(LocalStaging, AnUnusableLocalDirectoryIsRefusedWithOneLine) {
+  write_file(cwd_ / "a-file", "");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"missing", "cannot hold node-local copies"}, {"a-file", "cannot hold node-local copies"},
+      {"D", "is the checkpoint directory itself"},  {"./D/", "is the checkpoint directory itself"},
+      {"/proc", "cannot hold node-local copies"},
+  };
+  for (const auto& [local, why] : cases) {
+    SCOPED_TRACE(local);
+    auto result = run_bounded(sgd({"--local-dir", local}), cwd_.path());
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    const auto lines = error_lines(result);
+    ASSERT_EQ(lines.size(), 1u) << result.err;
+    EXPECT_NE(lines[0].find(why), std::string::npos) << lines[0];
+    EXPECT_TRUE(CheckpointDirectory(cwd_ / "D").committed_epochs().empty());
+  }
+  auto contradiction = run_bounded(epochrun_on_ranks(1, {"run", "--job", "sum_pipeline",
+                                                         "--no-checkpoints", "--local-dir", "L"}),
+                                   cwd_.path());
+  EXPECT_EQ(contradiction.exit_code, 2) << contradiction.err;
+}
+
+}  // namespace
+}  // namespace epochrun::testing
