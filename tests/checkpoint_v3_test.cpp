@@ -114,7 +114,7 @@ class CheckpointV3Test : public ::testing::Test {
   }
 
   LoadRequest request(std::int64_t epoch, int ranks) const {
-    LoadRequest wanted{epoch, "v3_job", root_for(epoch, ranks).node_names, {}, {}, {}};
+    LoadRequest wanted{epoch, "v3_job", root_for(epoch, ranks).node_names, {}, {}, {}, {}};
     wanted.array_blocks["field"] = blocks_for(ranks);
     return wanted;
   }
