@@ -11,6 +11,9 @@
 #
 #   scripts/async_overhead.sh [BUILD_DIR] [DIR] [ROUNDS] [RANKS] [MIB_PER_RANK] [SWEEPS] [EPOCHS]
 #
+# LOCAL_DIR is made and removed on every node through $ON_EVERY_NODE when set (inside a SLURM
+# allocation across nodes: ON_EVERY_NODE="srun --ntasks-per-node=1"), as node-local storage is.
+#
 # The defaults are the target's setup (at most 1.10 times the time without checkpoints):
 # 2 ranks x 256 MiB, 24 sweeps per epoch (about 1 s on the machine of docs/benchmarks.md: pick
 # SWEEPS for about 1 s on yours), 10 epochs, 3 rounds.
@@ -24,15 +27,19 @@ sweeps=${6:-24}
 epochs=${7:-10}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 local_dir=${LOCAL_DIR:-/dev/shm/epochrun-async-overhead-local}
+on_every_node=${ON_EVERY_NODE:-}
 mkdir -p "$dir"
 run() {  # mode
-  rm -rf "$dir/D" "$dir/log" "$local_dir"
+  rm -rf "$dir/D" "$dir/log"
+  # shellcheck disable=SC2086
+  $on_every_node rm -rf "$local_dir"
   case $1 in
     none) flags="--no-checkpoints" ;;
     async) flags="--checkpoint-dir $dir/D --keep-last 2 --async-checkpoint" ;;
     sync) flags="--checkpoint-dir $dir/D --keep-last 2" ;;
     local)
-      mkdir -p "$local_dir"
+      # shellcheck disable=SC2086
+      $on_every_node mkdir -p "$local_dir"
       flags="--checkpoint-dir $dir/D --keep-last 2 --local-dir $local_dir"
       ;;
   esac
@@ -65,7 +72,8 @@ except FileNotFoundError:
 blocked = list(blocked.values())
 print(f"{mode} {statistics.median(gaps):.3f} {statistics.median(blocked) if blocked else 0:.3f}")
 PY
-  rm -rf "$local_dir"
+  # shellcheck disable=SC2086
+  $on_every_node rm -rf "$local_dir"
 }
 results=$dir/results
 : >"$results"
