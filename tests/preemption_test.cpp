@@ -191,6 +191,52 @@ TEST_F(Preemption, ASignalDuringASaveStopsBeforeTheNextEpoch) {
   expect_resume_finishes_as_uninterrupted();
 }
 
+// A signal while a rank is starting -- before MPI_Init, its options just parsed (the start-up
+// fault point), as SLURM's early warning or a `scancel --signal` can come -- does not end it:
+// the run stops at its first decision, before epoch 1, with init's epoch committed and exit 75.
+// The same again at the start of the resumed run (a signal right after a requeue): it stops
+// before running any epoch, nothing lost. Then the job finishes as if never interrupted.
+TEST_F(Preemption, ASignalWhileARankStartsStopsTheRunBeforeItsFirstEpoch) {
+  for (const bool resumed : {false, true}) {
+    SCOPED_TRACE(resumed ? "the resumed run" : "the first run");
+    ChildProcess job(resumed ? job_command({"--resume-from-epoch", "latest"}) : job_command(),
+                     cwd_.path(), with_fault("start-up@0:1:STOP"));
+    const auto paused = wait_for_a_stopped_child(job);
+    ASSERT_TRUE(paused.has_value()) << "rank 1 never paused at its start";
+    signal_paused_rank(*paused, SIGUSR1);
+    const auto result = job.wait(kJobEndsWithinSeconds);
+    ASSERT_TRUE(result.has_value()) << "the preempted job did not end";
+    EXPECT_EQ(result->exit_code, 75) << result->err;
+    const auto summary = read_json(cwd_ / "S.json");
+    EXPECT_EQ(summary["stop_kind"], "preempted");
+    EXPECT_EQ(summary["stop_reason"], "preempted (SIGUSR1 on rank 1)");
+    EXPECT_EQ(summary["epochs_run"], 0);
+    EXPECT_EQ(summary["last_committed_epoch"], 0);
+    EXPECT_NE(result->err.find("stopping before epoch 1: preempted"), std::string::npos)
+        << result->err;
+    expect_committed_as_uninterrupted({0});
+  }
+  expect_resume_finishes_as_uninterrupted();
+}
+
+// The start-up catch takes only what the run would have caught: with `--preempt-signals USR2`
+// a SIGUSR1 that came while the rank started gets its default action back (the rank ends of it,
+// as it would have without the catch) once the run has read its options.
+TEST_F(Preemption, AStartUpSignalTheRunDoesNotListEndsTheRankAsWithoutTheCatch) {
+  ChildProcess job(job_command({"--preempt-signals", "USR2"}), cwd_.path(),
+                   with_fault("start-up@0:1:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "rank 1 never paused at its start";
+  signal_paused_rank(*paused, SIGUSR1);
+  const auto result = job.wait(kJobEndsWithinSeconds);
+  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  EXPECT_NE(result->exit_code, 0);
+  EXPECT_NE(result->exit_code, 75);
+  EXPECT_NE((result->out + result->err).find("exited on signal 10"), std::string::npos)
+      << result->out << result->err;
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "S.json"));
+}
+
 // More preemption signals while the last epoch is being saved: the same SIGUSR1 again (a rank
 // of a multi-node SLURM job gets it from the batch shell and from slurmstepd) and a SIGTERM (SLURM
 // ending the job). Each is the same request: the rank finishes the save, the epoch commits and
