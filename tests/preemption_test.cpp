@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -85,6 +86,25 @@ void signal_paused_rank(int pid, int signal) {
   ::kill(pid, SIGCONT);
 }
 
+// Runs `command` with `fault` (a STOP), sends `signal` to the rank it pauses and returns how the
+// job ended: nullopt, the test failed, when no rank paused or the job did not end in time.
+std::optional<ProcessResult> signal_the_paused_rank(const std::vector<std::string>& command,
+                                                    const std::filesystem::path& cwd,
+                                                    const std::string& fault, int signal) {
+  ChildProcess job(command, cwd, with_fault(fault));
+  const auto paused = wait_for_a_stopped_child(job);
+  if (!paused) {
+    ADD_FAILURE() << "no rank paused at " << fault;
+    return std::nullopt;
+  }
+  signal_paused_rank(*paused, signal);
+  auto result = job.wait(kJobEndsWithinSeconds);
+  if (!result) {
+    ADD_FAILURE() << "the job did not end after the signal";
+  }
+  return result;
+}
+
 class Preemption : public ::testing::Test {
  protected:
   // The uninterrupted run: every epoch's checkpoint contents and the exported model.
@@ -136,13 +156,9 @@ ScratchDir* Preemption::reference_dir_ = nullptr;
 std::map<std::int64_t, Contents>* Preemption::reference_ = nullptr;
 
 TEST_F(Preemption, ASignalOnOneRankMidEpochCommitsThatEpochAndExits75) {
-  ChildProcess job(job_command({"--upload-dir", "U"}), cwd_.path(),
-                   with_fault("epoch-task@3:1:STOP"));
-  const auto paused = wait_for_a_stopped_child(job);
-  ASSERT_TRUE(paused.has_value()) << "rank 1 never paused in epoch 3";
-  signal_paused_rank(*paused, SIGUSR1);
-  const auto result = job.wait(kJobEndsWithinSeconds);
-  ASSERT_TRUE(result.has_value()) << "the preempted job did not end";
+  const auto result = signal_the_paused_rank(job_command({"--upload-dir", "U"}), cwd_.path(),
+                                             "epoch-task@3:1:STOP", SIGUSR1);
+  ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->exit_code, 75) << result->err;
 
   const auto summary = read_json(cwd_ / "S.json");
@@ -173,12 +189,9 @@ TEST_F(Preemption, ASignalOnOneRankMidEpochCommitsThatEpochAndExits75) {
 // A signal during a save, after that epoch's decision: the checkpoint commits and the run stops
 // before it starts another epoch.
 TEST_F(Preemption, ASignalDuringASaveStopsBeforeTheNextEpoch) {
-  ChildProcess job(job_command(), cwd_.path(), with_fault("save-create@3:2:STOP"));
-  const auto paused = wait_for_a_stopped_child(job);
-  ASSERT_TRUE(paused.has_value()) << "rank 2 never paused in the save of epoch 3";
-  signal_paused_rank(*paused, SIGTERM);
-  const auto result = job.wait(kJobEndsWithinSeconds);
-  ASSERT_TRUE(result.has_value()) << "the preempted job did not end";
+  const auto result =
+      signal_the_paused_rank(job_command(), cwd_.path(), "save-create@3:2:STOP", SIGTERM);
+  ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->exit_code, 75) << result->err;
   const auto summary = read_json(cwd_ / "S.json");
   EXPECT_EQ(summary["stop_reason"], "preempted (SIGTERM on rank 2)");
@@ -189,6 +202,45 @@ TEST_F(Preemption, ASignalDuringASaveStopsBeforeTheNextEpoch) {
       << result->err;
   expect_committed_as_uninterrupted({0, 1, 2, 3});
   expect_resume_finishes_as_uninterrupted();
+}
+
+// A signal while a rank is starting -- before MPI_Init, its options just parsed (the start-up
+// fault point), as SLURM's early warning or a `scancel --signal` can come -- does not end it:
+// the run stops at its first decision, before epoch 1, with init's epoch committed and exit 75.
+// The same again at the start of the resumed run (a signal right after a requeue): it stops
+// before running any epoch, nothing lost. Then the job finishes as if never interrupted.
+TEST_F(Preemption, ASignalWhileARankStartsStopsTheRunBeforeItsFirstEpoch) {
+  for (const bool resumed : {false, true}) {
+    SCOPED_TRACE(resumed ? "the resumed run" : "the first run");
+    const auto result = signal_the_paused_rank(
+        resumed ? job_command({"--resume-from-epoch", "latest"}) : job_command(), cwd_.path(),
+        "start-up@0:1:STOP", SIGUSR1);
+    ASSERT_TRUE(result.has_value());
+    EXPECT_EQ(result->exit_code, 75) << result->err;
+    const auto summary = read_json(cwd_ / "S.json");
+    EXPECT_EQ(summary["stop_kind"], "preempted");
+    EXPECT_EQ(summary["stop_reason"], "preempted (SIGUSR1 on rank 1)");
+    EXPECT_EQ(summary["epochs_run"], 0);
+    EXPECT_EQ(summary["last_committed_epoch"], 0);
+    EXPECT_NE(result->err.find("stopping before epoch 1: preempted"), std::string::npos)
+        << result->err;
+    expect_committed_as_uninterrupted({0});
+  }
+  expect_resume_finishes_as_uninterrupted();
+}
+
+// The start-up catch takes only what the run would have caught: with `--preempt-signals USR2`
+// a SIGUSR1 that came while the rank started gets its default action back (the rank ends of it,
+// as it would have without the catch) once the run has read its options.
+TEST_F(Preemption, AStartUpSignalTheRunDoesNotListEndsTheRankAsWithoutTheCatch) {
+  const auto result = signal_the_paused_rank(job_command({"--preempt-signals", "USR2"}),
+                                             cwd_.path(), "start-up@0:1:STOP", SIGUSR1);
+  ASSERT_TRUE(result.has_value());
+  EXPECT_NE(result->exit_code, 0);
+  EXPECT_NE(result->exit_code, 75);
+  EXPECT_NE((result->out + result->err).find("exited on signal 10"), std::string::npos)
+      << result->out << result->err;
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "S.json"));
 }
 
 // More preemption signals while the last epoch is being saved: the same SIGUSR1 again (a rank
@@ -296,12 +348,9 @@ TEST_F(Preemption, TheTimeBudgetStopsWithACommittedCheckpointAndExit75) {
 // resumes across the gap and ends bit-identical, its final epoch always saved.
 TEST_F(Preemption, CheckpointEveryLeavesGapsThatRetentionAndResumeHandle) {
   const std::vector<std::string> policy = {"--checkpoint-every", "4", "--keep-last", "2"};
-  ChildProcess job(job_command(policy), cwd_.path(), with_fault("epoch-task@5:1:STOP"));
-  const auto paused = wait_for_a_stopped_child(job);
-  ASSERT_TRUE(paused.has_value()) << "rank 1 never paused in epoch 5";
-  signal_paused_rank(*paused, SIGUSR1);
-  const auto result = job.wait(kJobEndsWithinSeconds);
-  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  const auto result =
+      signal_the_paused_rank(job_command(policy), cwd_.path(), "epoch-task@5:1:STOP", SIGUSR1);
+  ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->exit_code, 75) << result->err;
   const auto summary = read_json(cwd_ / "S.json");
   EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({0, 4, 5}));
@@ -350,11 +399,8 @@ TEST_F(Preemption, CheckpointIntervalSavesByWallTime) {
 // Every run that ends appends its record to D/runs.jsonl; the next run's log and summary show
 // the restart count and the history, and `inspect` prints it.
 TEST_F(Preemption, EveryRunIsRecordedInTheHistoryThatInspectPrints) {
-  ChildProcess job(job_command(), cwd_.path(), with_fault("epoch-task@3:1:STOP"));
-  const auto paused = wait_for_a_stopped_child(job);
-  ASSERT_TRUE(paused.has_value()) << "rank 1 never paused in epoch 3";
-  signal_paused_rank(*paused, SIGUSR1);
-  const auto preempted = job.wait(kJobEndsWithinSeconds);
+  const auto preempted =
+      signal_the_paused_rank(job_command(), cwd_.path(), "epoch-task@3:1:STOP", SIGUSR1);
   ASSERT_TRUE(preempted.has_value());
   ASSERT_EQ(preempted->exit_code, 75) << preempted->err;
   auto environment = kMpiEnvironment;

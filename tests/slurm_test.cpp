@@ -1,16 +1,20 @@
 // slurm/epochrun.sbatch on a real SLURM cluster (../shared/slurm/start-slurm.sh, started by the
 // fixture and stopped at the end): sgd_regression on 3 ranks, launched with srun and with
 // mpirun, preempted with `scancel --signal=USR1 --full`, `scancel --signal=TERM --full`,
-// `scontrol requeue`, and a one-minute `--time` with `--signal=B:USR1@50`; and under srun with
-// a signal while the ranks are still starting. In every case the job
-// must end COMPLETED after its restarts with nobody acting but SLURM and the script (the test
-// only skips SLURM's two-minute requeue delay, as ../shared/slurm/README.md says), its final
-// checkpoint and model bit-identical to an uninterrupted run's, SLURM's restart count equal to
-// the runs the history recorded, and no epoch but the one in progress computed twice.
+// `scontrol requeue`, and a one-minute `--time` with `--signal=B:USR1@50`; and while a run is
+// starting: `scancel --signal=USR1 --full` before the launch, and `--batch` as soon as its ranks
+// exist (in the first run and right after the requeue). In every case the job must end
+// COMPLETED after its restarts with nobody acting but SLURM and the script (the test only skips
+// SLURM's two-minute requeue delay, as ../shared/slurm/README.md says), no rank ended by a
+// signal, its final checkpoint and model bit-identical to an uninterrupted run's, SLURM's
+// restart count equal to the runs the history recorded, and no epoch but the one in progress
+// computed twice.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -98,8 +102,41 @@ std::string id_text(const nlohmann::json& id) {
   return id.is_string() ? id.get<std::string>() : id.dump();
 }
 
+// Whether a process of the epochrun binary runs in run `restart` of SLURM job `id` (its
+// environment says so; SLURM_RESTART_COUNT is unset in the first run): a rank has been started
+// and may not have installed its signal handlers yet.
+bool ranks_started(const std::string& id, int restart) {
+  const auto binary = std::filesystem::canonical(EPOCHRUN_BINARY);
+  const std::string job = std::string("SLURM_JOB_ID=") + id + '\0';
+  const std::string count = "SLURM_RESTART_COUNT=";
+  for (const auto& entry : list_directory("/proc")) {
+    std::error_code error;
+    if (entry.empty() || !std::isdigit(static_cast<unsigned char>(entry[0])) ||
+        std::filesystem::read_symlink(std::filesystem::path("/proc") / entry / "exe", error) !=
+            binary) {
+      continue;
+    }
+    const std::string environment =
+        '\0' + read_file(std::filesystem::path("/proc") / entry / "environ");
+    const bool in_run =
+        environment.find('\0' + count + std::to_string(restart) + '\0') != std::string::npos ||
+        (restart == 0 && environment.find('\0' + count) == std::string::npos);
+    if (environment.find('\0' + job) != std::string::npos && in_run) {
+      return true;
+    }
+  }
+  return false;
+}
+
 enum class Launcher { kSrun, kMpirun };
-enum class Preemption { kUsr1Full, kTermFull, kRequeue, kTimeLimit, kUsr1AtStart };
+enum class Preemption {
+  kUsr1Full,
+  kTermFull,
+  kRequeue,
+  kTimeLimit,
+  kUsr1AtStart,
+  kUsr1AsRanksStart
+};
 
 // "Srun_ScancelUsr1Full": the test's name and the job's (-J), hence its run directory.
 std::string case_name(const std::tuple<Launcher, Preemption>& param) {
@@ -108,7 +145,8 @@ std::string case_name(const std::tuple<Launcher, Preemption>& param) {
       {Preemption::kTermFull, "ScancelTermFull"},
       {Preemption::kRequeue, "ScontrolRequeue"},
       {Preemption::kTimeLimit, "TimeLimitWithWarningSignal"},
-      {Preemption::kUsr1AtStart, "ScancelUsr1FullAtStart"}};
+      {Preemption::kUsr1AtStart, "ScancelUsr1FullAtStart"},
+      {Preemption::kUsr1AsRanksStart, "ScancelUsr1BatchAsRanksStart"}};
   return std::string(std::get<0>(param) == Launcher::kSrun ? "Srun_" : "Mpirun_") +
          preemptions.at(std::get<1>(param));
 }
@@ -188,16 +226,31 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
 
     const auto deadline = Clock::now() + std::chrono::duration<double>(kCaseSeconds);
     auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
-    // The newest committed epoch when the preemption was sent: at most the next one may be
-    // computed twice.
+    // The newest committed epoch when the (first) preemption was sent: at most the next one may
+    // be computed twice.
     std::int64_t committed_at_preemption = -1;
+    // The cases that signal a run while it starts send this to the batch shell.
+    const std::vector<std::string> usr1_batch = {"scancel", "--signal=USR1", "--batch", job_id_};
+    // Sends it as soon as a rank of run `restart` exists: the ranks are still starting (loading
+    // their libraries, in MPI_Init) and, before the fix, had no handler yet.
+    const auto signal_as_ranks_start = [&](int restart) {
+      while (!ranks_started(job_id_, restart) && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      EXPECT_LT(Clock::now(), deadline) << "no rank of run " << restart << " started";
+      const auto sent = run_bounded(usr1_batch, "/");
+      EXPECT_EQ(sent.exit_code, 0) << sent.err;
+    };
     if (preemption == Preemption::kUsr1AtStart) {
       // As soon as the script has set its traps and is about to launch the ranks (its first
-      // line); the ranks are then still starting and cannot catch the signal yet.
+      // line).
       while (read_file(cwd_ / "job.out").find("epochrun.sbatch: job") == std::string::npos &&
              Clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
+      committed_at_preemption = newest_epoch(checkpoints);
+    } else if (preemption == Preemption::kUsr1AsRanksStart) {
+      signal_as_ranks_start(0);
       committed_at_preemption = newest_epoch(checkpoints);
     } else if (preemption != Preemption::kTimeLimit) {
       while (newest_epoch(checkpoints) < kPreemptAfterEpoch && Clock::now() < deadline) {
@@ -207,7 +260,7 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
       committed_at_preemption = newest_epoch(checkpoints);
       ASSERT_GE(committed_at_preemption, kPreemptAfterEpoch) << "never got under way";
     }
-    if (preemption != Preemption::kTimeLimit) {
+    if (preemption != Preemption::kTimeLimit && preemption != Preemption::kUsr1AsRanksStart) {
       const std::map<Preemption, std::vector<std::string>> commands = {
           {Preemption::kUsr1Full, {"scancel", "--signal=USR1", "--full", job_id_}},
           {Preemption::kUsr1AtStart, {"scancel", "--signal=USR1", "--full", job_id_}},
@@ -221,6 +274,7 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     // ended, let it start now instead of in two minutes.
     SlurmJobState info;
     bool pending = false;
+    bool signalled_after_requeue = false;
     Clock::time_point pending_since;
     while (Clock::now() < deadline) {
       info = job_info(job_id_);
@@ -238,6 +292,11 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
                    info.reason == "BeginTime" && !has_slurm_step_processes(job_id_)) {
           run_bounded({"scontrol", "update", "JobId=" + job_id_, "StartTime=now"}, "/");
           pending = false;
+          // And again right after the requeue, as the next run's ranks start.
+          if (preemption == Preemption::kUsr1AsRanksStart && !signalled_after_requeue) {
+            signalled_after_requeue = true;
+            signal_as_ranks_start(1);
+          }
         }
       } else {
         pending = false;
@@ -247,10 +306,26 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     const std::string output = read_file(cwd_ / "job.out");
     ASSERT_EQ(info.state, "COMPLETED") << "job " << job_id_ << " (" << info.reason << ")\n"
                                        << output;
-    // A signal during the start-up may come before the launcher has started the ranks; it then
-    // drops it and the run goes on: what must hold is that the job still ends right.
-    if (preemption != Preemption::kUsr1AtStart) {
+    // Every signal stopped a run, also one that came while the run was starting: one requeue
+    // for each signal sent then.
+    if (preemption == Preemption::kUsr1AtStart) {
+      EXPECT_EQ(info.restarts, 1) << output;
+    } else if (preemption == Preemption::kUsr1AsRanksStart) {
+      EXPECT_EQ(info.restarts, 2) << output;
+    } else {
       EXPECT_GE(info.restarts, 1) << output;
+    }
+    // No rank ended by a signal: srun names the signal of a task ("task 0: User defined signal
+    // 1") where an exit says "task 1: Exited with exit code 75", mpirun names a process that
+    // "exited on signal", the script a status other than 0 and 75 after it passed a signal on.
+    // Only where SLURM itself ends the job (scontrol requeue) may its SIGTERM end Open MPI's
+    // daemons and, through them, the ranks.
+    if (preemption != Preemption::kRequeue) {
+      EXPECT_FALSE(std::regex_search(
+          output, std::regex("task [0-9]+: (?!Exited with exit code)|exited on signal|ended with "
+                             "status")))
+          << "a rank was ended by a signal:\n"
+          << output;
     }
 
     // Bit-identical to the uninterrupted run: the final checkpoint and the model.
@@ -270,9 +345,8 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     EXPECT_EQ(id_text(summary["slurm_job_id"]), job_id_);
 
     // The history: a preempted run recorded its stop and exit code 75, and the next one resumed
-    // from exactly its last checkpoint. A run that ended without a checkpoint left no record: one
-    // that SLURM ended (Open MPI's orted kills its ranks within a second of SLURM's SIGTERM), or
-    // one whose ranks got the signal before they could catch it; the next one then resumed from
+    // from exactly its last checkpoint. Only a run that SLURM ended (Open MPI's orted kills its
+    // ranks within a second of SLURM's SIGTERM) left no record; the next one then resumed from
     // the newest epoch committed before.
     const auto history = read_history(checkpoints / "runs.jsonl");
     ASSERT_FALSE(history.empty()) << output;
@@ -299,11 +373,7 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
                   committed_at_preemption);
       }
     } else {
-      // srun reports "User defined signal 1" for ranks the warning signal reached before they
-      // could catch it (still starting up: on a busy node that can take the whole time limit).
-      const bool killed_uncaught = output.find("User defined signal 1") != std::string::npos;
-      EXPECT_TRUE((launcher == Launcher::kMpirun && preemption == Preemption::kRequeue) ||
-                  preemption == Preemption::kUsr1AtStart || killed_uncaught)
+      EXPECT_TRUE(launcher == Launcher::kMpirun && preemption == Preemption::kRequeue)
           << history.size() << " runs recorded, " << info.restarts << " restarts\n"
           << output;
       EXPECT_EQ(static_cast<int>(history.size()), info.restarts);
@@ -338,11 +408,13 @@ INSTANTIATE_TEST_SUITE_P(
                                          Preemption::kRequeue, Preemption::kTimeLimit)),
     [](const auto& test) { return case_name(test.param); });
 
-// A signal while the ranks start: depending on the instant, srun drops it (before it has started
-// the tasks), the ranks die of it (before they installed their handlers: the script requeues),
-// or they catch it (docs/PREEMPTION.md). srun only: mpirun adds no other outcome.
+// A signal while a run starts (docs/PREEMPTION.md, "A signal while the ranks start"): before
+// the launch, and as soon as the ranks exist, before they could catch it. It must stop that run
+// as soon as the ranks can act on it, like any preemption.
 INSTANTIATE_TEST_SUITE_P(SignalDuringStartUp, SlurmCluster,
-                         ::testing::Values(std::tuple(Launcher::kSrun, Preemption::kUsr1AtStart)),
+                         ::testing::Combine(::testing::Values(Launcher::kSrun, Launcher::kMpirun),
+                                            ::testing::Values(Preemption::kUsr1AtStart,
+                                                              Preemption::kUsr1AsRanksStart)),
                          [](const auto& test) { return case_name(test.param); });
 
 }  // namespace

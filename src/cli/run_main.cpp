@@ -7,12 +7,14 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "command_line.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/job_registry.hpp"
 #include "error_table.hpp"
 #include "job_library.hpp"
+#include "preemption_signals.hpp"
 
 namespace {
 
@@ -81,6 +83,13 @@ void load_job_libraries(int& argc, char** argv) {
 namespace epochrun {
 
 int run_main(int argc, char** argv) {
+  // First of all: a preemption signal that comes while a run starts (SLURM's warning can come
+  // that early) is caught from here on and stops the run at its first chance, rather than
+  // ending this rank with the signal's default action (docs/PREEMPTION.md). Only for `run`: the
+  // other commands end on SIGTERM as any program does.
+  if (argc >= 2 && std::string_view(argv[1]) == "run") {
+    catch_preemption_signals_at_start_up();
+  }
   const std::string program =
       argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "epochrun";
   if (argc < 2) {

@@ -7,7 +7,8 @@
 // change the world (fill the disk, say) at exactly that instant; THROW throws an epochrun::Error
 // there instead, as a failing task would; WAIT blocks the thread that reached it (only that one:
 // an asynchronous save's background write, say) until the file EPOCHRUN_FAULT_RELEASE names
-// exists, a minute at most. Phases: <group>-task (init-task, epoch-task,
+// exists, a minute at most. Phases: start-up (epoch 0 only: `epochrun run` before MPI_Init, its
+// options parsed, the preemption signals caught), <group>-task (init-task, epoch-task,
 // download-task, exit-task: inside that group, before its first task), epoch (after the epoch
 // group ran, before its checkpoint), save-lay-out (rank 0 inside a save: the temporary file
 // created by HDF5 and its space reserved, not laid out yet), save-create (inside a save, the

@@ -1,6 +1,7 @@
 #include "preemption_signals.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <map>
 
@@ -9,7 +10,13 @@
 namespace epochrun {
 namespace {
 
-volatile std::sig_atomic_t received_signal = 0;
+// Atomic, not only sig_atomic_t: a run takes over a start-up signal with one exchange, so that
+// a signal coming at that instant is neither lost nor counted twice. Lock-free, hence safe in a
+// handler.
+std::atomic<int> received_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+// Set by catch_preemption_signals_at_start_up() until the first run takes over what it caught.
+std::atomic<bool> start_up_catch{false};
 
 // The disposition each signal had before a run first caught it: a later run of the same process
 // (a program embedding the runner) that does not list it gives it back.
@@ -19,9 +26,8 @@ std::map<int, struct sigaction>& original_dispositions() {
 }
 
 extern "C" void record_preemption_signal(int signal) {
-  if (received_signal == 0) {
-    received_signal = signal;
-  }
+  int none = 0;
+  received_signal.compare_exchange_strong(none, signal);
 }
 
 // The signals a scheduler or a user sends to ask a job to end; never the ones a debugger, a
@@ -70,17 +76,11 @@ std::string signal_name(int signal) {
   return "signal " + std::to_string(signal);
 }
 
-PreemptionSignals::PreemptionSignals(const std::vector<int>& signals) {
-  auto& originals = original_dispositions();
-  for (auto caught = originals.begin(); caught != originals.end();) {
-    if (std::find(signals.begin(), signals.end(), caught->first) == signals.end()) {
-      sigaction(caught->first, &caught->second, nullptr);
-      caught = originals.erase(caught);
-    } else {
-      ++caught;
-    }
-  }
-  received_signal = 0;
+namespace {
+
+// The flag-only handler for each of `signals`; the disposition each had before its first one is
+// kept (emplace leaves an earlier entry alone).
+void catch_signals(const std::vector<int>& signals) {
   for (int signal : signals) {
     struct sigaction action {};
     action.sa_handler = record_preemption_signal;
@@ -90,7 +90,43 @@ PreemptionSignals::PreemptionSignals(const std::vector<int>& signals) {
     action.sa_flags = SA_RESTART;
     struct sigaction before {};
     sigaction(signal, &action, &before);
-    originals.emplace(signal, before);
+    original_dispositions().emplace(signal, before);
+  }
+}
+
+}  // namespace
+
+void catch_preemption_signals_at_start_up() {
+  start_up_catch = true;
+  catch_signals(parse_preemption_signals(kDefaultPreemptSignals));
+}
+
+PreemptionSignals::PreemptionSignals(const std::vector<int>& signals) {
+  const auto listed = [&](int signal) {
+    return std::find(signals.begin(), signals.end(), signal) != signals.end();
+  };
+  // Cleared before anything is installed, as for every run: a signal from here on is this
+  // run's. What the start-up catch took before is handed over below.
+  const bool first_run = start_up_catch.exchange(false);
+  const int earlier = received_signal.exchange(0);
+  // Caught before the others are given back, so that no listed signal finds its old
+  // disposition on the way.
+  catch_signals(signals);
+  auto& originals = original_dispositions();
+  for (auto caught = originals.begin(); caught != originals.end();) {
+    if (!listed(caught->first)) {
+      sigaction(caught->first, &caught->second, nullptr);
+      caught = originals.erase(caught);
+    } else {
+      ++caught;
+    }
+  }
+  if (first_run && earlier != 0) {
+    if (listed(earlier)) {
+      record_preemption_signal(earlier);
+    } else {
+      std::raise(earlier);
+    }
   }
 }
 

@@ -11,6 +11,16 @@
 // and a rank of another node may not have exited yet. A rank that must end at once gets SIGKILL
 // (SLURM sends it KillWait seconds after its SIGTERM, mpirun a second after its own), or a
 // signal that is not a preemption signal.
+//
+// A preemption signal can also come while the process is starting (SLURM's time-limit warning
+// comes up to a minute early; `scancel --signal` at any moment): `epochrun run` therefore
+// catches the default preemption signals as the first thing it does, before option parsing
+// and MPI_Init (Open MPI's and PMIx's start-up leave the handlers in place), and the run keeps
+// what was caught then as its own request: it stops at its first stop decision (before its
+// first epoch, after init or the load), with a checkpoint and exit 75. Nothing a launcher does
+// can close the window before that: slurmstepd and Open MPI's orted start every rank with the
+// default dispositions and an empty signal mask, whatever their parent blocked or ignored, so
+// slurm/epochrun.sbatch holds a signal until the ranks say they catch it (EPOCHRUN_READY_FILE).
 #pragma once
 
 #include <signal.h>
@@ -20,17 +30,30 @@
 
 namespace epochrun {
 
+// What --preempt-signals lists unless told otherwise; also what a run catches from the start of
+// the process, before it has read that option.
+inline constexpr const char* kDefaultPreemptSignals = "USR1,TERM";
+
 // "USR1,TERM" -> {SIGUSR1, SIGTERM}; "none" -> {}. Names without the SIG prefix; throws
 // UsageError naming an unknown one.
 std::vector<int> parse_preemption_signals(const std::string& text);
 // "SIGUSR1".
 std::string signal_name(int signal);
 
+// Installs the flag-only handler for kDefaultPreemptSignals at once, for a process that is about
+// to run a job but has not read its options or started MPI yet; the first run (below) takes
+// over what it caught.
+void catch_preemption_signals_at_start_up();
+
 class PreemptionSignals {
  public:
-  // Clears the record and installs the flag-only handler for each of `signals`, for the rest
-  // of the process (see above); a signal an earlier run caught and `signals` does not list gets
-  // its disposition from before that run back.
+  // Installs the flag-only handler for each of `signals`, for the rest of the process (see
+  // above); a signal an earlier run, or the start-up catch, caught and `signals` does not list
+  // gets its disposition from before back. Clears the record of an earlier run; but a signal
+  // caught since catch_preemption_signals_at_start_up() is this (first) run's request when
+  // `signals` lists it, and is raised again under its old disposition when not (a SIGTERM
+  // during the start of a run with `--preempt-signals USR1` ends the process, as it would have
+  // without the start-up catch).
   explicit PreemptionSignals(const std::vector<int>& signals);
   PreemptionSignals(const PreemptionSignals&) = delete;
   PreemptionSignals& operator=(const PreemptionSignals&) = delete;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 
@@ -34,6 +36,25 @@ namespace epochrun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// slurm/epochrun.sbatch holds a preemption signal that comes while the ranks start, until they
+// can act on it: no launcher lets a rank catch a signal before the rank's own code has run
+// (docs/PREEMPTION.md). EPOCHRUN_READY_FILE names the file rank 0 creates once every rank has
+// the run's handlers installed; from then on the script passes signals on at once.
+void tell_the_launcher_that_the_ranks_catch_signals(const Communicator& comm) {
+  const char* file = std::getenv("EPOCHRUN_READY_FILE");
+  if (file == nullptr || *file == '\0') {
+    return;
+  }
+  comm.barrier();
+  if (comm.is_root() && !std::ofstream(file)) {
+    spdlog::warn(
+        "could not create {} (EPOCHRUN_READY_FILE): slurm/epochrun.sbatch waits for it and "
+        "passes no preemption signal on to this run; only the time limit (--time-margin) can stop "
+        "it in time",
+        file);
+  }
+}
 
 // An epoch's figures with its checkpoint: all of it when synchronous, its start when it went on
 // in the background (its end is a "save" line).
@@ -253,6 +274,7 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   const auto started_at = std::chrono::system_clock::now();
   // Installs the handlers for the whole run; the stop decider reads what they received.
   const PreemptionSignals signals(options.preempt_signals);
+  tell_the_launcher_that_the_ranks_catch_signals(comm);
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   auto lock = lock_directory(comm, options);
   check_shared_directory(comm, options.checkpoint_dir, options.save_timeout);

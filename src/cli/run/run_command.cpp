@@ -4,6 +4,7 @@
 
 #include "command_line.hpp"
 #include "epochrun/epochrun.hpp"
+#include "fault_injection.hpp"
 #include "run/run_options.hpp"
 
 namespace epochrun::cli {
@@ -24,6 +25,13 @@ int run_command(int argc, char** argv) {
   }
   invocation->run_options.program_start = program_start;
 
+  // The test switch's start-up point: the preemption signals caught, MPI not started yet.
+  try {
+    arm_fault_points(launcher_rank());
+  } catch (const std::exception& error) {
+    return report_failure(error);
+  }
+  fault_point("start-up", 0);
   MpiSession mpi(argc, argv);
   const auto world = Communicator::world();
   configure_logging(world.rank(), invocation->log_level);

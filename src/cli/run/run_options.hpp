@@ -10,6 +10,7 @@
 #include "epochrun/job_registry.hpp"
 #include "epochrun/job_runner.hpp"
 #include "epochrun/logging.hpp"
+#include "preemption_signals.hpp"
 
 namespace epochrun::cli {
 
@@ -30,7 +31,7 @@ struct GeneralOptions {
   std::int64_t keep_every = 0;
   bool delete_on_success = false;
   double task_failure_timeout = 60;
-  std::string preempt_signals = "USR1,TERM";
+  std::string preempt_signals = kDefaultPreemptSignals;
   std::int64_t checkpoint_every = 1;
   double checkpoint_interval = 0;
   std::vector<std::string> allow_config_change;
