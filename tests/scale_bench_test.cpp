@@ -17,10 +17,10 @@ ProcessResult bench(const std::vector<std::string>& args, const std::filesystem:
   return run_within(epochrun_on_ranks(3, full), cwd, 300);
 }
 
-// The save and load rows against their hand-made limits, rank 0's steps with their MPI calls,
-// and the one-process lay-out with its metadata. Rank 0's calls in a save are collectives
-// only: no point-to-point message per rank, which an agreement that collects one report from
-// every rank (as the save's agreements did before) would show as MPI_Recv calls.
+// The save and load rows against their hand-made limits, rank 0's steps with their MPI calls
+// and HDF5 file opens, and the one-process lay-out with its metadata. Rank 0's calls in a save are
+// collectives only: no point-to-point message per rank, which an agreement that collects one report
+// from every rank (as the save's agreements did before) would show as MPI_Recv calls.
 TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPointToPointCall) {
   ScratchDir cwd;
   auto result = bench(
@@ -57,6 +57,11 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
     EXPECT_FALSE(calls.contains(point_to_point)) << calls;
   }
   EXPECT_TRUE(steps.at("hand-made save").at("rank0_mpi_calls").contains("MPI_Gather"));
+  // A load's rank 0 reads the layout from the file's layout record: it opens no file with HDF5
+  // (which it did, once per load, before the record).
+  const auto& load_calls = steps.at("load").at("rank0_mpi_calls");
+  EXPECT_TRUE(load_calls.contains("MPI_Bcast")) << load_calls;
+  EXPECT_FALSE(load_calls.contains("H5Fopen")) << load_calls;
   for (int i = 3; i < 5; ++i) {
     const auto& row = rows[i];
     EXPECT_GT(row.at("metadata_bytes").get<double>(), 0) << row;

@@ -57,10 +57,34 @@ struct Loaded {
 // every rank has all of its blobs.
 // CheckpointMismatch (another job, a per-node blob without a rule), CorruptCheckpoint (damaged
 // bytes), the same on every rank; each step bounded by `timeout`.
-// `read_by_root`: the layout rank 0 already read and verified (ignored elsewhere), or nothing.
 Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator& comm,
                           const LoadRequest& request, Workspace& workspace,
-                          std::chrono::duration<double> timeout,
-                          std::optional<StoredFileV3> read_by_root = std::nullopt);
+                          std::chrono::duration<double> timeout);
+
+// What rank 0's step of a load found: a version 3 file's layout and its bytes for the other
+// ranks, whose count travels in the step's agreement (nothing for a version 1 or 2 file).
+struct RootLayout {
+  std::optional<StoredFileV3> stored;
+  std::vector<std::byte> bytes;
+  std::int64_t size = 0;
+};
+
+// Rank 0's step of a load: the layout of `file`, from its layout record when it has one (no
+// HDF5 open), otherwise read with HDF5 once its metadata hash is checked, and checked against
+// `request` at `ranks` ranks; nothing for a version 1 or 2 file (`version` says which). Errors
+// name the file.
+RootLayout read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request,
+                                int ranks, std::int64_t& version);
+
+// Collective, once every rank knows that rank 0's step succeeded and `root.size` (rank 0's):
+// rank 0's layout to every rank, in one broadcast of its bytes. Nothing on every rank for a
+// version 1 or 2 file.
+std::optional<StoredFileV3> share_layout(const Communicator& comm, RootLayout& root);
+
+// Collective: the values of the version 3 `file` whose layout every rank has (share_layout) into
+// `workspace`, as load_checkpoint_v3.
+Loaded load_values_v3(const std::filesystem::path& file, const Communicator& comm,
+                      const LoadRequest& request, Workspace& workspace,
+                      std::chrono::duration<double> timeout, const StoredFileV3& stored);
 
 }  // namespace epochrun

@@ -19,6 +19,7 @@
 #include "integrity_header.hpp"
 #include "regular_file.hpp"
 #include "step_times.hpp"
+#include "stored_file_codec.hpp"
 
 namespace epochrun {
 namespace {
@@ -97,7 +98,8 @@ std::uint64_t estimated_file_bytes(const FileDescription& description) {
         break;
     }
   }
-  return bytes + user_block_size_for(description.blobs.size() + 1);
+  return bytes + user_block_size_for(description.blobs.size() + 3,
+                                     layout_record_bytes_at_most(description));
 }
 
 // The layout's numbers, flattened for a broadcast and back.
@@ -296,7 +298,8 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
         [&](int fd, const std::function<void()>& created) {
           return lay_out_checkpoint_file_v3(fd, pending.description_, created);
         });
-    pending.created_.seal_before_data(pending.layout_.user_block_size, pending.layout_.extents);
+    pending.created_.seal_before_data(pending.layout_.user_block_size, pending.layout_.extents,
+                                      layout_record_for(pending.description_, pending.layout_));
   });
   {
     const PhaseTimer timer(pending.phases_, SavePhase::kLayOut);

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -72,7 +74,9 @@ class UnsealedFile {
   // every byte a rank writes later), and the reservation beyond its end given back. The file
   // stays this object's, removed if the save fails, until keep(); the data step's fsync makes
   // the header durable with the data.
-  void seal_before_data(std::uint64_t user_block_size, const std::vector<DataExtent>& extents);
+  // `layout_record` (empty for none) goes into the user block after the header.
+  void seal_before_data(std::uint64_t user_block_size, const std::vector<DataExtent>& extents,
+                        std::span<const std::byte> layout_record = {});
   // After seal_before_data and a data step that succeeded everywhere: lets the file go (it
   // stays), closing it. Nothing on a rank that holds none.
   void keep() noexcept;
