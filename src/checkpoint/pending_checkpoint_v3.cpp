@@ -11,6 +11,7 @@
 #include "blob_index.hpp"
 #include "collective_errors.hpp"
 #include "disk_space.hpp"
+#include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
 #include "fault_injection.hpp"
@@ -121,7 +122,7 @@ std::vector<std::int64_t> flatten(const LayoutV3& layout) {
 
 constexpr std::size_t kFlatHead = 7;
 
-LayoutV3 unflatten(const std::vector<std::int64_t>& flat, std::size_t blobs) {
+LayoutV3 unflatten(std::span<const std::int64_t> flat, std::size_t blobs) {
   if (flat.size() != kFlatHead + 3 * blobs) {
     throw MpiError("received a layout of " + std::to_string(flat.size()) + " numbers for " +
                    std::to_string(blobs) + " blobs");
@@ -143,6 +144,25 @@ LayoutV3 unflatten(const std::vector<std::int64_t>& flat, std::size_t blobs) {
   return layout;
 }
 
+// A file name (at most NAME_MAX, 255 bytes) in the numbers of the lay-out's broadcast.
+constexpr std::size_t kNameWords = 256 / 8;
+
+void put_name(const std::string& name, std::span<std::int64_t> words) {
+  if (name.size() >= 8 * words.size()) {
+    throw Error("temporary name '" + name + "' is too long");
+  }
+  std::memcpy(words.data(), name.data(), name.size());
+}
+
+std::string get_name(std::span<const std::int64_t> words) {
+  const auto* bytes = reinterpret_cast<const char*>(words.data());
+  const auto* end = std::find(bytes, bytes + 8 * words.size(), '\0');
+  if (end == bytes || end == bytes + 8 * words.size()) {
+    throw MpiError("received no temporary name with the layout");
+  }
+  return {bytes, end};
+}
+
 // What the ranks agreed on their blobs (sorted by name, the same names on every rank): whether
 // each one's shape differs between nodes, and the most dimensions any node gives it.
 struct BlobAgreement {
@@ -150,17 +170,21 @@ struct BlobAgreement {
   std::vector<std::size_t> most_dimensions;
 };
 
+// The blob count and its complement, whose maxima over the ranks (the max of ~x is ~min x) the
+// describe step's agreement carries: the first reduction of agree_on_blobs in that collective.
+std::vector<std::int64_t> blob_counts(const std::vector<SavedBlob>& blobs) {
+  return {static_cast<std::int64_t>(blobs.size()), ~static_cast<std::int64_t>(blobs.size())};
+}
+
 // Collective: the ranks agree on their declarations by the max and min of hashes of them,
-// after one reduction of the blob count, one over [declarations, each per-node shape, each
-// ndim, each replicated checksum when checked] and their complements (the max of ~x is ~min x),
-// whatever the rank count. UsageError, the same on every rank, when they declare other blobs or
-// (check_replicated) when a replicated blob differs, naming it.
+// after the reduction of the blob count (`counts`, reduced by blob_counts' carrier), one over
+// [declarations, each per-node shape, each ndim, each replicated checksum when checked] and
+// their complements, whatever the rank count. UsageError, the same on every rank, when they
+// declare other blobs or (check_replicated) when a replicated blob differs, naming it.
 BlobAgreement agree_on_blobs(const Communicator& comm, const std::string& context,
-                             const std::vector<SavedBlob>& blobs, bool check_replicated) {
+                             const std::vector<SavedBlob>& blobs,
+                             const std::vector<std::int64_t>& counts, bool check_replicated) {
   const std::size_t count = blobs.size();
-  std::vector<std::int64_t> counts = {static_cast<std::int64_t>(count),
-                                      ~static_cast<std::int64_t>(count)};
-  comm.allreduce(std::span(counts), Reduction::kMax);
   if (counts[0] != ~counts[1]) {
     throw UsageError(context + ": the ranks save different numbers of blobs (" +
                      std::to_string(~counts[1]) + " to " + std::to_string(counts[0]) + ")");
@@ -234,29 +258,33 @@ FileDescription description_of(const SavedFile& root, const std::vector<SavedBlo
 
 template <typename Step>
 void PendingCheckpointV3::agreed_step(const std::string& step, SavePhase phase, bool root_only,
-                                      Step&& body) {
+                                      Step&& body, std::span<std::int64_t> carried) {
   timed_step(
       phases_, phase,
       [&](auto&& timed) {
-        created_.agreed_step(comm_, context_ + ": " + step, timeout_, root_only, timed);
+        created_.agreed_step(comm_, context_ + ": " + step, timeout_, root_only, timed, carried);
       },
       std::forward<Step>(body));
 }
 
 void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated) {
   const int ranks = comm_.size();
-  agreed_step("describe", SavePhase::kDescribe, false, [&] {
-    if (root.node_names.size() != static_cast<std::size_t>(ranks)) {
-      throw Error("the file names " + std::to_string(root.node_names.size()) + " nodes for " +
-                  std::to_string(ranks) + " ranks");
-    }
-    std::sort(blobs_.begin(), blobs_.end(),
-              [](const SavedBlob& a, const SavedBlob& b) { return a.view.name < b.view.name; });
-    check_blobs(blobs_, ranks);
-  });
+  auto counts = blob_counts(blobs_);
+  agreed_step(
+      "describe", SavePhase::kDescribe, false,
+      [&] {
+        if (root.node_names.size() != static_cast<std::size_t>(ranks)) {
+          throw Error("the file names " + std::to_string(root.node_names.size()) + " nodes for " +
+                      std::to_string(ranks) + " ranks");
+        }
+        std::sort(blobs_.begin(), blobs_.end(),
+                  [](const SavedBlob& a, const SavedBlob& b) { return a.view.name < b.view.name; });
+        check_blobs(blobs_, ranks);
+      },
+      counts);
   const auto agreeing = step_times::Clock::now();
   const PhaseTimer timer(phases_, SavePhase::kDescribe);
-  const auto agreed = agree_on_blobs(comm_, context_, blobs_, check_replicated);
+  const auto agreed = agree_on_blobs(comm_, context_, blobs_, counts, check_replicated);
   step_times::add_since("agree on blobs", agreeing);
   // Per-node blobs whose shape differs between nodes are ragged: each node's bytes go back to
   // back in rank order, at the offset a prefix sum gives.
@@ -280,7 +308,8 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
                                                const Communicator& comm, SavedFile root,
                                                std::vector<SavedBlob> blobs,
                                                std::chrono::duration<double> timeout,
-                                               MpiIoHints hints, bool check_replicated) {
+                                               MpiIoHints hints, bool check_replicated,
+                                               FileName name) {
   PendingCheckpointV3 pending(file, comm, timeout);
   pending.context_ = "write checkpoint " + file.string();
   pending.hints_ = std::move(hints);
@@ -292,26 +321,37 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
   // and sealed at once: every byte the ranks write next lies in a data extent, so its metadata
   // is final, and the data step's fsyncs make the header durable with the data. A save then
   // waits for the disk once, as a plain write does, rather than once more for the seal.
-  pending.agreed_step("lay out", SavePhase::kLayOut, true, [&] {
-    pending.layout_ = pending.created_.create_and_lay_out(
-        file, estimated_file_bytes(pending.description_), pending.epoch_,
-        [&](int fd, const std::function<void()>& created) {
-          return lay_out_checkpoint_file_v3(fd, pending.description_, created);
-        });
-    pending.created_.seal_before_data(pending.layout_.user_block_size, pending.layout_.extents,
-                                      layout_record_for(pending.description_, pending.layout_));
-  });
-  {
-    const PhaseTimer timer(pending.phases_, SavePhase::kLayOut);
-    const auto sending = step_times::Clock::now();
-    // Every rank knows the size: one broadcast, not a length and then the numbers.
-    auto flat = comm.rank() == 0
-                    ? flatten(pending.layout_)
-                    : std::vector<std::int64_t>(kFlatHead + 3 * pending.description_.blobs.size());
-    comm.broadcast(std::span(flat));
-    step_times::add_since("send the layout", sending);
-    if (comm.rank() != 0) {
-      pending.layout_ = unflatten(flat, pending.description_.blobs.size());
+  // Its outcome, the layout's numbers and the temporary name rank 0 picked reach every rank in
+  // one broadcast: every rank knows how many numbers come.
+  const auto blob_count = pending.description_.blobs.size();
+  const bool temporary = name == FileName::kTemporarySibling;
+  std::vector<std::int64_t> carried(kFlatHead + 3 * blob_count + (temporary ? kNameWords : 0));
+  pending.agreed_step(
+      "lay out", SavePhase::kLayOut, true,
+      [&] {
+        if (temporary) {
+          pending.file_ = temporary_sibling(file);
+        }
+        pending.layout_ = pending.created_.create_and_lay_out(
+            pending.file_, estimated_file_bytes(pending.description_), pending.epoch_,
+            [&](int fd, const std::function<void()>& created) {
+              return lay_out_checkpoint_file_v3(fd, pending.description_, created);
+            });
+        pending.created_.seal_before_data(pending.layout_.user_block_size, pending.layout_.extents,
+                                          layout_record_for(pending.description_, pending.layout_));
+        const auto flat = flatten(pending.layout_);
+        std::copy(flat.begin(), flat.end(), carried.begin());
+        if (temporary) {
+          put_name(pending.file_.filename().string(),
+                   std::span(carried).subspan(kFlatHead + 3 * blob_count));
+        }
+      },
+      carried);
+  if (!comm.is_root()) {
+    pending.layout_ = unflatten(std::span(carried).first(kFlatHead + 3 * blob_count), blob_count);
+    if (temporary) {
+      pending.file_ =
+          file.parent_path() / get_name(std::span(carried).subspan(kFlatHead + 3 * blob_count));
     }
   }
   return pending;

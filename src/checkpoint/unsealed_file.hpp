@@ -51,15 +51,17 @@ class UnsealedFile {
   // A step of the save on every rank of `comm` (on rank 0 alone with `root_only`), then the
   // ranks agree, each waiting at most `timeout` for the others (run_then_agree_within, or
   // run_on_root_then_agree_within). When any rank failed, every rank throws and rank 0 removes
-  // the file.
+  // the file. `carried` travels in the agreement: rank 0's values to every rank with
+  // `root_only`, otherwise the maximum of each over the ranks.
   template <typename Step>
   void agreed_step(const Communicator& comm, const std::string& context,
-                   std::chrono::duration<double> timeout, bool root_only, Step&& body) {
+                   std::chrono::duration<double> timeout, bool root_only, Step&& body,
+                   std::span<std::int64_t> carried = {}) {
     try {
       if (root_only) {
-        run_on_root_then_agree_within(comm, context, timeout, body);
+        run_on_root_then_agree_within(comm, context, timeout, body, carried);
       } else {
-        run_then_agree_within(comm, context, timeout, body);
+        run_then_agree_within(comm, context, timeout, body, carried);
       }
     } catch (...) {
       remove();  // gives the space of a failed attempt back
