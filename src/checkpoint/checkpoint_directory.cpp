@@ -170,8 +170,8 @@ Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator&
   const auto file = directory.file_for(request.epoch);
   // One step of rank 0 and its agreement: it finds the file, verifies its integrity header and
   // reads its layout (a version 3 file's from its layout record, without an HDF5 open), and the
-  // layout's size travels with its outcome (0: a file of version 1 or 2); then one broadcast
-  // gives every rank the layout.
+  // layout's size (0: a file of version 1 or 2) and, for a small job, the layout itself travel
+  // with its outcome; a larger layout follows in one broadcast.
   RootLayout root;
   std::optional<StoredFileV3> stored;
   {
@@ -183,9 +183,9 @@ Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator&
             throw CheckpointNotFound(directory.describe_missing(request.epoch));
           }
           std::int64_t version = 0;
-          root = read_layout_for_load(file, request, comm.size(), version);
+          read_layout_for_load(file, request, comm.size(), version, root);
         },
-        std::span(&root.size, 1));
+        std::span(root.carried));
     stored = share_layout(comm, root);
   }
   if (stored) {

@@ -1,5 +1,6 @@
 #include "checkpoint_load_v3.hpp"
 
+#include <cstring>
 #include <optional>
 
 #include "checkpoint_layout_v3.hpp"
@@ -139,34 +140,44 @@ void read_arrays(const std::filesystem::path& file, const StoredFileV3& stored,
 
 }  // namespace
 
-RootLayout read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request,
-                                int ranks, std::int64_t& version) {
+void read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request, int ranks,
+                          std::int64_t& version, RootLayout& root) {
   const std::string context = "checkpoint " + file.string();
   try {
     auto fd = open_regular_file_for_reading(file);
-    RootLayout root{read_checkpoint_layout_for_load(fd.get(), context, version), {}, 0};
+    root.stored = read_checkpoint_layout_for_load(fd.get(), context, version);
     if (root.stored) {
       check_request(*root.stored, request, ranks);
       root.bytes = encode_stored_file(*root.stored);
-      root.size = static_cast<std::int64_t>(root.bytes.size());
+      root.carried[0] = static_cast<std::int64_t>(root.bytes.size());
+      if (root.bytes.size() <= 8 * (RootLayout::kCarriedWords - 1)) {
+        std::memcpy(root.carried.data() + 1, root.bytes.data(), root.bytes.size());
+      }
     }
-    return root;
   } catch (...) {
     rethrow_with_context(std::current_exception(), context);
   }
 }
 
 std::optional<StoredFileV3> share_layout(const Communicator& comm, RootLayout& root) {
+  const auto size = static_cast<std::size_t>(root.carried[0]);
   // A version 3 layout is never empty: none is a file of version 1 or 2.
-  if (root.size == 0) {
+  if (size == 0) {
     return std::nullopt;
   }
+  const bool carried = size <= 8 * (RootLayout::kCarriedWords - 1);
   if (comm.is_root()) {
-    comm.broadcast(std::span(root.bytes));
+    if (!carried) {
+      comm.broadcast(std::span(root.bytes));
+    }
     return std::move(root.stored);
   }
-  root.bytes.resize(static_cast<std::size_t>(root.size));
-  comm.broadcast(std::span(root.bytes));
+  root.bytes.resize(size);
+  if (carried) {
+    std::memcpy(root.bytes.data(), root.carried.data() + 1, size);
+  } else {
+    comm.broadcast(std::span(root.bytes));
+  }
   return decode_stored_file(root.bytes);
 }
 
@@ -180,13 +191,13 @@ Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator&
         comm, "load " + file.string(), timeout,
         [&] {
           std::int64_t version = 0;
-          root = read_layout_for_load(file, request, comm.size(), version);
+          read_layout_for_load(file, request, comm.size(), version, root);
           if (!root.stored) {
             throw CheckpointMismatch("checkpoint " + file.string() + ": format version " +
                                      std::to_string(version) + " is not version 3");
           }
         },
-        std::span(&root.size, 1));
+        std::span(root.carried));
   }
   const auto stored = share_layout(comm, root);
   return load_values_v3(file, comm, request, workspace, timeout, *stored);

@@ -61,24 +61,28 @@ Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator&
                           const LoadRequest& request, Workspace& workspace,
                           std::chrono::duration<double> timeout);
 
-// What rank 0's step of a load found: a version 3 file's layout and its bytes for the other
-// ranks, whose count travels in the step's agreement (nothing for a version 1 or 2 file).
+// What rank 0's step of a load found: a version 3 file's layout (nothing for a version 1 or 2
+// file), its bytes for the other ranks, and what of them travels in the step's agreement
+// (`carried`): their count and, when they fit (a few dozen ranks), the bytes themselves, so that
+// a small job's load needs no broadcast of its own for them.
 struct RootLayout {
+  static constexpr std::size_t kCarriedWords = 512;  // 4 KiB: the count, then the bytes
   std::optional<StoredFileV3> stored;
   std::vector<std::byte> bytes;
-  std::int64_t size = 0;
+  std::vector<std::int64_t> carried = std::vector<std::int64_t>(kCarriedWords);
 };
 
 // Rank 0's step of a load: the layout of `file`, from its layout record when it has one (no
 // HDF5 open), otherwise read with HDF5 once its metadata hash is checked, and checked against
 // `request` at `ranks` ranks; nothing for a version 1 or 2 file (`version` says which). Errors
 // name the file.
-RootLayout read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request,
-                                int ranks, std::int64_t& version);
+// Fills `root` in place: its `carried` may already be handed to the agreement that follows.
+void read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request, int ranks,
+                          std::int64_t& version, RootLayout& root);
 
-// Collective, once every rank knows that rank 0's step succeeded and `root.size` (rank 0's):
-// rank 0's layout to every rank, in one broadcast of its bytes. Nothing on every rank for a
-// version 1 or 2 file.
+// Collective, once every rank has rank 0's `root.carried` (its step's agreement carried them):
+// rank 0's layout on every rank, from what was carried or in one broadcast of its bytes.
+// Nothing on every rank for a version 1 or 2 file.
 std::optional<StoredFileV3> share_layout(const Communicator& comm, RootLayout& root);
 
 // Collective: the values of the version 3 `file` whose layout every rank has (share_layout) into
