@@ -297,6 +297,31 @@ TEST_F(CheckpointV3Test, TheLayoutRecordSaysWhatTheHdf5MetadataSays) {
   }
 }
 
+// A crafted record can carry a valid checksum: whatever a changed byte makes it say, the reader
+// refuses it as a damaged checkpoint or reads a layout it checked, and never reads outside the
+// file, allocates what the file cannot hold, or fails otherwise.
+TEST_F(CheckpointV3Test, EveryChangedByteOfALayoutRecordIsCheckedByItsReader) {
+  save(14);
+  if (!world.is_root()) {
+    return;
+  }
+  FileDescriptor fd(::open(file.c_str(), O_RDONLY));
+  const auto integrity = verify_checkpoint_file(fd.get(), "t");
+  int refused = 0;
+  for (std::size_t at = 0; at < integrity.layout_record.size(); ++at) {
+    for (const auto change : {0x01, 0x80, 0xff}) {
+      auto crafted = integrity;
+      crafted.layout_record[at] ^= static_cast<std::byte>(change);
+      try {
+        (void)read_checkpoint_layout_from_record(fd.get(), crafted);
+      } catch (const CheckpointError&) {
+        ++refused;
+      }
+    }
+  }
+  EXPECT_GT(refused, 0);
+}
+
 // A file written before the layout record (none in its user block) loads as it did: rank 0
 // reads its layout with HDF5, once its metadata hash is checked.
 TEST_F(CheckpointV3Test, AFileWithoutALayoutRecordStillLoads) {
