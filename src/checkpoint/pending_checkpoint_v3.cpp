@@ -170,52 +170,89 @@ struct BlobAgreement {
   std::vector<std::size_t> most_dimensions;
 };
 
-// The blob count and its complement, whose maxima over the ranks (the max of ~x is ~min x) the
-// describe step's agreement carries: the first reduction of agree_on_blobs in that collective.
-std::vector<std::int64_t> blob_counts(const std::vector<SavedBlob>& blobs) {
-  return {static_cast<std::int64_t>(blobs.size()), ~static_cast<std::int64_t>(blobs.size())};
-}
-
-// Collective: the ranks agree on their declarations by the max and min of hashes of them,
-// after the reduction of the blob count (`counts`, reduced by blob_counts' carrier), one over
-// [declarations, each per-node shape, each ndim, each replicated checksum when checked] and
-// their complements, whatever the rank count. UsageError, the same on every rank, when they
-// declare other blobs or (check_replicated) when a replicated blob differs, naming it.
-BlobAgreement agree_on_blobs(const Communicator& comm, const std::string& context,
-                             const std::vector<SavedBlob>& blobs,
-                             const std::vector<std::int64_t>& counts, bool check_replicated) {
-  const std::size_t count = blobs.size();
-  if (counts[0] != ~counts[1]) {
-    throw UsageError(context + ": the ranks save different numbers of blobs (" +
-                     std::to_string(~counts[1]) + " to " + std::to_string(counts[0]) + ")");
-  }
-  std::vector<std::int64_t> agreed = {declaration_hash(blobs)};
+// What every rank must declare alike, per blob: [declarations, each per-node shape, each
+// ndim, each replicated checksum when checked] (blobs sorted by name).
+std::vector<std::int64_t> blob_hashes(const std::vector<SavedBlob>& blobs, bool check_replicated) {
+  std::vector<std::int64_t> hashes = {declaration_hash(blobs)};
   for (const auto& blob : blobs) {
-    agreed.push_back(blob.kind == StorageKind::kPerNode ? hash_of(shape_to_string(blob.view.shape))
+    hashes.push_back(blob.kind == StorageKind::kPerNode ? hash_of(shape_to_string(blob.view.shape))
                                                         : 0);
   }
   for (const auto& blob : blobs) {
-    agreed.push_back(static_cast<std::int64_t>(blob.view.shape.size()));
+    hashes.push_back(static_cast<std::int64_t>(blob.view.shape.size()));
   }
   for (const auto& blob : blobs) {
     const bool compared = check_replicated && blob.kind == StorageKind::kReplicated;
-    agreed.push_back(compared ? static_cast<std::int64_t>(
+    hashes.push_back(compared ? static_cast<std::int64_t>(
                                     XXH64(blob.view.bytes.data(), blob.view.bytes.size(), 0))
                               : 0);
   }
-  const std::size_t values = agreed.size();
+  return hashes;
+}
+
+// The values `from` and their complements after them: the max over the ranks of both gives
+// each value's max and min (the max of ~x is ~min x).
+std::vector<std::int64_t> with_complements(std::vector<std::int64_t> from) {
+  const std::size_t values = from.size();
   for (std::size_t i = 0; i < values; ++i) {
-    agreed.push_back(~agreed[i]);
+    from.push_back(~from[i]);
   }
-  comm.allreduce(std::span(agreed), Reduction::kMax);
-  const auto differs = [&](std::size_t i) { return agreed[i] != ~agreed[values + i]; };
-  if (differs(0)) {
+  return from;
+}
+
+// What the describe step's reduction carries, of a fixed size whatever the blobs: their count,
+// their declarations' hash, one hash over every per-node shape and one over every replicated
+// checksum, with their complements. When the shapes and the checksums agree everywhere -- no
+// ragged blob, no replicated blob that differs: the usual save -- the ranks agree on their
+// blobs with no reduction of their own.
+constexpr std::size_t kSummaryValues = 4;
+
+std::vector<std::int64_t> blob_summary(const std::vector<std::int64_t>& hashes) {
+  const std::size_t count = (hashes.size() - 1) / 3;
+  const auto hash_range = [&](std::size_t first) {
+    return static_cast<std::int64_t>(XXH64(hashes.data() + first, 8 * count, 0));
+  };
+  return with_complements(
+      {static_cast<std::int64_t>(count), hashes[0], hash_range(1), hash_range(1 + 2 * count)});
+}
+
+// Collective when it must be: the ranks agree on their declarations by the max and min of
+// hashes of them. `summary` is blob_summary's, reduced (the describe step's agreement carried
+// it); when it shows per-node shapes or (check_replicated) replicated checksums that differ
+// somewhere, one reduction over `hashes` and their complements says which. UsageError, the
+// same on every rank, when the ranks declare other blobs or (check_replicated) when a
+// replicated blob differs, naming it.
+BlobAgreement agree_on_blobs(const Communicator& comm, const std::string& context,
+                             const std::vector<SavedBlob>& blobs,
+                             const std::vector<std::int64_t>& hashes,
+                             const std::vector<std::int64_t>& summary) {
+  const auto summary_differs = [&](std::size_t i) {
+    return summary[i] != ~summary[kSummaryValues + i];
+  };
+  if (summary_differs(0)) {
+    throw UsageError(context + ": the ranks save different numbers of blobs (" +
+                     std::to_string(~summary[kSummaryValues]) + " to " +
+                     std::to_string(summary[0]) + ")");
+  }
+  if (summary_differs(1)) {
     throw UsageError(context +
                      ": the ranks do not declare the same blobs (names, kinds, dtypes, and the "
                      "shapes of replicated blobs and global arrays)");
   }
-  std::string differing;
+  const std::size_t count = blobs.size();
   BlobAgreement outcome;
+  if (!summary_differs(2) && !summary_differs(3)) {
+    outcome.shape_differs.assign(count, false);
+    for (std::size_t i = 0; i < count; ++i) {
+      outcome.most_dimensions.push_back(static_cast<std::size_t>(hashes[1 + count + i]));
+    }
+    return outcome;
+  }
+  auto agreed = with_complements(hashes);
+  comm.allreduce(std::span(agreed), Reduction::kMax);
+  const std::size_t values = hashes.size();
+  const auto differs = [&](std::size_t i) { return agreed[i] != ~agreed[values + i]; };
+  std::string differing;
   for (std::size_t i = 0; i < count; ++i) {
     if (differs(1 + 2 * count + i)) {
       differing += (differing.empty() ? "'" : ", '") + blobs[i].view.name + "'";
@@ -269,7 +306,9 @@ void PendingCheckpointV3::agreed_step(const std::string& step, SavePhase phase, 
 
 void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated) {
   const int ranks = comm_.size();
-  auto counts = blob_counts(blobs_);
+  // The blobs' summary travels in this step's agreement: one collective for both.
+  std::vector<std::int64_t> hashes;
+  std::vector<std::int64_t> summary(2 * kSummaryValues);
   agreed_step(
       "describe", SavePhase::kDescribe, false,
       [&] {
@@ -280,11 +319,15 @@ void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated)
         std::sort(blobs_.begin(), blobs_.end(),
                   [](const SavedBlob& a, const SavedBlob& b) { return a.view.name < b.view.name; });
         check_blobs(blobs_, ranks);
+        hashes = blob_hashes(blobs_, check_replicated);
+        // Into the agreement's own buffer, which it holds already.
+        const auto made = blob_summary(hashes);
+        std::copy(made.begin(), made.end(), summary.begin());
       },
-      counts);
+      summary);
   const auto agreeing = step_times::Clock::now();
   const PhaseTimer timer(phases_, SavePhase::kDescribe);
-  const auto agreed = agree_on_blobs(comm_, context_, blobs_, counts, check_replicated);
+  const auto agreed = agree_on_blobs(comm_, context_, blobs_, hashes, summary);
   step_times::add_since("agree on blobs", agreeing);
   // Per-node blobs whose shape differs between nodes are ragged: each node's bytes go back to
   // back in rank order, at the offset a prefix sum gives.
