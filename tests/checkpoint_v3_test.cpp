@@ -2,8 +2,10 @@
 // and of different shapes, small ones packed, a replicated blob and a 2-D global array, read
 // back bit-identical at 3 ranks and re-partitioned at 2; a resume at another rank count without
 // a rule for a per-node blob is refused naming it; a damaged byte of the array is found at any
-// rank count; a rank failing in the data step or inside the collective write fails the save on
-// every rank and leaves no file. (ctest sets EPOCHRUN_FAULT for epochs 8 and 9.)
+// rank count; the layout record a load reads instead of HDF5 says what the HDF5 metadata says,
+// and a file without one (written before it) still loads; a rank failing in the data step or inside
+// the collective write fails the save on every rank and leaves no file. (ctest sets EPOCHRUN_FAULT
+// for epochs 8 and 9.)
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -16,6 +18,8 @@
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
 #include "pending_checkpoint_v3.hpp"
+#include "regular_file.hpp"
+#include "stored_file_codec.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
@@ -259,6 +263,111 @@ TEST_F(CheckpointV3Test, ARankFailingAtTheCollectiveWriteFailsTheSaveEverywhere)
   EXPECT_THROW(save(9), Error);
   world.barrier();
   EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+// Rank 0 (the one process that reads the file's metadata) changes its user block: `change`
+// gets the header as written and returns the one to write back.
+template <typename Change>
+void rewrite_header_on_root(const Communicator& world, const std::filesystem::path& file,
+                            Change&& change) {
+  if (world.is_root()) {
+    FileDescriptor fd(::open(file.c_str(), O_RDWR));
+    auto header = change(verify_checkpoint_file(fd.get(), "t"));
+    write_at(fd.get(), 0, encode_integrity_header(header), "t");
+  }
+  world.barrier();
+}
+
+// The layout record (docs/FORMAT.md): the layout a load reads with two preads instead of an HDF5
+// open is the one the HDF5 metadata describes, to the last offset, checksum and ragged row.
+TEST_F(CheckpointV3Test, TheLayoutRecordSaysWhatTheHdf5MetadataSays) {
+  save(11);
+  if (world.is_root()) {
+    FileDescriptor fd(::open(file.c_str(), O_RDONLY));
+    const auto integrity = verify_checkpoint_file(fd.get(), "t");
+    ASSERT_FALSE(integrity.layout_record.empty());
+    const auto from_record = read_checkpoint_layout_from_record(fd.get(), integrity);
+    const auto from_hdf5 = read_checkpoint_layout_v3(fd.get(), integrity);
+    EXPECT_EQ(encode_stored_file(from_record), encode_stored_file(from_hdf5));
+    EXPECT_EQ(from_record.ragged.size(), 1U);  // samples
+    EXPECT_EQ(from_record.checksums.size(), 3U * 42 + 1 + 3);
+    // Too large to travel in the load's first broadcast (RootLayout::kCarriedWords): this
+    // file's loads send it in a broadcast of its own, a small job's (the scale bench's) not.
+    EXPECT_GT(encode_stored_file(from_record).size(), 8 * (RootLayout::kCarriedWords - 1));
+  }
+}
+
+// A crafted record can carry a valid checksum: whatever a changed byte makes it say, the reader
+// refuses it as a damaged checkpoint or reads a layout it checked, and never reads outside the
+// file, allocates what the file cannot hold, or fails otherwise.
+TEST_F(CheckpointV3Test, EveryChangedByteOfALayoutRecordIsCheckedByItsReader) {
+  save(14);
+  if (!world.is_root()) {
+    return;
+  }
+  FileDescriptor fd(::open(file.c_str(), O_RDONLY));
+  const auto integrity = verify_checkpoint_file(fd.get(), "t");
+  int refused = 0;
+  for (std::size_t at = 0; at < integrity.layout_record.size(); ++at) {
+    for (const auto change : {0x01, 0x80, 0xff}) {
+      auto crafted = integrity;
+      crafted.layout_record[at] ^= static_cast<std::byte>(change);
+      try {
+        (void)read_checkpoint_layout_from_record(fd.get(), crafted);
+      } catch (const CheckpointError&) {
+        ++refused;
+      }
+    }
+  }
+  EXPECT_GT(refused, 0);
+}
+
+// A file written before the layout record (none in its user block) loads as it did: rank 0
+// reads its layout with HDF5, once its metadata hash is checked.
+TEST_F(CheckpointV3Test, AFileWithoutALayoutRecordStillLoads) {
+  save(12);
+  rewrite_header_on_root(world, file, [](IntegrityHeader header) {
+    header.layout_record.clear();
+    return header;
+  });
+  Workspace loaded;
+  load_checkpoint_v3(file, world, request(12, 3), loaded, kTimeout);
+  const auto expected = workspace_of(world.rank(), 3);
+  for (const auto& [name, blob] : expected.blobs()) {
+    EXPECT_TRUE(loaded.get(name) == blob) << name;
+  }
+}
+
+// A damaged record fails the load as a damaged file; a record that disagrees with the HDF5
+// metadata under a valid checksum of its own (made by hand) is found by every reader of the
+// HDF5 side (inspect --verify, CheckpointReader).
+TEST_F(CheckpointV3Test, ADamagedOrForgedLayoutRecordIsFound) {
+  save(13);
+  if (world.is_root()) {
+    FileDescriptor fd(::open(file.c_str(), O_RDWR));
+    auto header = verify_checkpoint_file(fd.get(), "t");
+    auto forged = decode_layout_record(header.layout_record);
+    forged.description.config_json = "{\"forged\": 1}";
+    header.layout_record = layout_record_for(forged.description, forged.layout);
+    ASSERT_FALSE(header.layout_record.empty());
+    write_at(fd.get(), 0, encode_integrity_header(header), "t");
+    EXPECT_THROW(read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), "t")),
+                 CorruptCheckpoint);
+    // One byte of the record itself, past its head: its checksum no longer matches.
+    const auto at = encode_integrity_header(header).size() - 1;
+    std::vector<std::byte> bytes = encode_integrity_header(header);
+    std::size_t last = at;
+    while (bytes[last] == std::byte{0}) {
+      --last;
+    }
+    bytes[last] ^= std::byte{0x10};
+    write_at(fd.get(), 0, bytes, "t");
+  }
+  world.barrier();
+  Workspace loaded;
+  EXPECT_THROW(load_checkpoint_v3(file, world, request(13, 3), loaded, kTimeout),
+               CorruptCheckpoint);
+  EXPECT_TRUE(loaded.names().empty());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <xxhash.h>
+
 #include "epochrun/errors.hpp"
 #include "integrity_header.hpp"
 
@@ -107,6 +109,59 @@ TEST(IntegrityHeader, CraftedExtentsAndSizesAreRejectedWithoutAllocating) {
   EXPECT_THROW(decode_integrity_header(crafted([](auto& h) { h.user_block_size = 768; }), 10000),
                std::exception);
   EXPECT_THROW(decode_integrity_header(std::vector<std::byte>(100), 10000), CorruptCheckpoint);
+}
+
+IntegrityHeader with_record() {
+  auto header = sample();
+  for (int i = 0; i < 300; ++i) {
+    header.layout_record.push_back(static_cast<std::byte>(i * 7 + 1));
+  }
+  return header;
+}
+
+// The layout record goes after the header, under a checksum of its own; the header's own
+// fields and checksum are those of a file without one, so an epochrun that knows no record
+// reads the file all the same.
+TEST(IntegrityHeader, ALayoutRecordRoundTripsAfterAnUnchangedHeader) {
+  const auto header = with_record();
+  ASSERT_TRUE(fits_user_block(2, 300, header.user_block_size));
+  EXPECT_FALSE(fits_user_block(2, 4096, 4096));
+  EXPECT_EQ(user_block_size_for(2, 4096), 8192U);
+  const auto bytes = encode_integrity_header(header);
+  const auto plain = encode_integrity_header(sample());
+  const std::size_t used = 24 + 5 * 8 + 2 * 16 + 8;
+  EXPECT_TRUE(std::equal(plain.begin(), plain.begin() + used, bytes.begin()));
+  EXPECT_EQ(decode_integrity_header(bytes, 10000).layout_record, header.layout_record);
+  EXPECT_TRUE(decode_integrity_header(plain, 10000).layout_record.empty());
+}
+
+// Past its magic (whose damage leaves a file without a record: the HDF5 side is read and
+// verified instead), every damaged byte of the record's head or of the record is found.
+TEST(IntegrityHeader, EveryDamagedLayoutRecordByteIsRejected) {
+  const auto good = encode_integrity_header(with_record());
+  const std::size_t begin = 24 + 5 * 8 + 2 * 16 + 8;
+  for (std::size_t at = begin; at < begin + 16 + 32 + 300; ++at) {
+    auto bytes = good;
+    bytes[at] ^= std::byte{0x01};
+    if (at < begin + 16) {
+      EXPECT_TRUE(decode_integrity_header(bytes, 10000).layout_record.empty()) << "byte " << at;
+    } else {
+      EXPECT_THROW(decode_integrity_header(bytes, 10000), CorruptCheckpoint) << "byte " << at;
+    }
+  }
+}
+
+// A record of a later version, intact, is left out: that file's layout is read with HDF5.
+TEST(IntegrityHeader, ALayoutRecordOfALaterVersionIsLeftOut) {
+  auto bytes = encode_integrity_header(with_record());
+  const std::size_t head = 24 + 5 * 8 + 2 * 16 + 8;
+  bytes[head + 16] = std::byte{2};
+  const auto sum = XXH64(bytes.data() + head, 16 + 24, 0);
+  for (int i = 0; i < 8; ++i) {
+    bytes[head + 40 + static_cast<std::size_t>(i)] =
+        static_cast<std::byte>((sum >> (8 * i)) & 0xff);
+  }
+  EXPECT_TRUE(decode_integrity_header(bytes, 10000).layout_record.empty());
 }
 
 }  // namespace

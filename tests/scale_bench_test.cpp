@@ -17,10 +17,10 @@ ProcessResult bench(const std::vector<std::string>& args, const std::filesystem:
   return run_within(epochrun_on_ranks(3, full), cwd, 300);
 }
 
-// The save and load rows against their hand-made limits, rank 0's steps with their MPI calls,
-// and the one-process lay-out with its metadata. Rank 0's calls in a save are collectives
-// only: no point-to-point message per rank, which an agreement that collects one report from
-// every rank (as the save's agreements did before) would show as MPI_Recv calls.
+// The save and load rows against their hand-made limits, rank 0's steps with their MPI calls
+// and HDF5 file opens, and the one-process lay-out with its metadata. Rank 0's calls in a save are
+// collectives only: no point-to-point message per rank, which an agreement that collects one report
+// from every rank (as the save's agreements did before) would show as MPI_Recv calls.
 TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPointToPointCall) {
   ScratchDir cwd;
   auto result = bench(
@@ -56,7 +56,29 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
   for (const char* point_to_point : {"MPI_Recv", "MPI_Isend", "MPI_Send"}) {
     EXPECT_FALSE(calls.contains(point_to_point)) << calls;
   }
+  // Four collectives a save of per-node blobs of one shape: the describe step's reduction (with
+  // the blob count and the hashes of their declarations and shapes), the lay-out's broadcast
+  // (with the layout and the temporary name), the write's reduction and the commit's
+  // broadcast. (Eight before the count, the hashes, the layout and the name travelled in the
+  // agreements.) Tests of requests and probes are waits, not calls.
+  std::int64_t collectives = 0;
+  for (const auto& [call, count] : calls.items()) {
+    if (call != "MPI_Comm_rank" && call != "MPI_Comm_size" && call != "MPI_Test" &&
+        call != "MPI_Iprobe") {
+      collectives += count.get<std::int64_t>();
+    }
+  }
+  EXPECT_EQ(collectives, 4) << calls;
   EXPECT_TRUE(steps.at("hand-made save").at("rank0_mpi_calls").contains("MPI_Gather"));
+  // A load's rank 0 reads the layout from the file's layout record: it opens no file with HDF5
+  // (which it did, once per load, before the record). Its collectives: the broadcast of its
+  // step's outcome, which carries a small layout too, and the reduction after every rank read
+  // its values (7 before).
+  const auto& load_calls = steps.at("load").at("rank0_mpi_calls");
+  EXPECT_FALSE(load_calls.contains("H5Fopen")) << load_calls;
+  EXPECT_EQ(load_calls.value("MPI_Ibcast", 0), 1) << load_calls;
+  EXPECT_EQ(load_calls.value("MPI_Iallreduce", 0), 1) << load_calls;
+  EXPECT_FALSE(load_calls.contains("MPI_Bcast")) << load_calls;
   for (int i = 3; i < 5; ++i) {
     const auto& row = rows[i];
     EXPECT_GT(row.at("metadata_bytes").get<double>(), 0) << row;

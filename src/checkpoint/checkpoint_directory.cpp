@@ -99,8 +99,12 @@ std::optional<std::int64_t> CheckpointDirectory::latest_epoch() const {
 }
 
 bool CheckpointDirectory::has_epoch(std::int64_t epoch) const {
-  auto epochs = committed_epochs();
-  return std::binary_search(epochs.begin(), epochs.end(), epoch);
+  // What committed_epochs() would list of this epoch, with one lstat instead of reading the
+  // whole directory (a load asks this first): its exact name, a regular file, not a symlink.
+  std::error_code error;
+  return epoch >= 0 && parse_checkpoint_file_name(checkpoint_file_name(epoch)) == epoch &&
+         std::filesystem::symlink_status(file_for(epoch), error).type() ==
+             std::filesystem::file_type::regular;
 }
 
 std::string CheckpointDirectory::describe_missing(std::int64_t epoch) const {
@@ -164,28 +168,28 @@ Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator&
                        const LoadRequest& request, Workspace& workspace,
                        std::chrono::duration<double> timeout) {
   const auto file = directory.file_for(request.epoch);
-  // Rank 0 finds the file, verifies its integrity header and finds its version; a version 3
-  // layout it reads at the same time, and load_checkpoint_v3 broadcasts it.
-  std::int64_t version = 0;
+  // One step of rank 0 and its agreement: it finds the file, verifies its integrity header and
+  // reads its layout (a version 3 file's from its layout record, without an HDF5 open), and the
+  // layout's size (0: a file of version 1 or 2) and, for a small job, the layout itself travel
+  // with its outcome; a larger layout follows in one broadcast.
+  RootLayout root;
   std::optional<StoredFileV3> stored;
   {
-    const step_times::Named step("find the file");
+    const step_times::Named step("find the file, read the layout");
     run_on_root_then_agree_within(
-        comm, "load epoch " + std::to_string(request.epoch), timeout, [&] {
+        comm, "load epoch " + std::to_string(request.epoch), timeout,
+        [&] {
           if (!directory.has_epoch(request.epoch)) {
             throw CheckpointNotFound(directory.describe_missing(request.epoch));
           }
-        });
-    const std::string context = "checkpoint " + file.string();
-    run_on_root_then_agree_within(comm, context, timeout, [&] {
-      auto fd = open_regular_file_for_reading(file);
-      stored = read_checkpoint_layout_if_v3(fd.get(), verify_checkpoint_file(fd.get(), context),
-                                            version);
-    });
-    comm.broadcast(version);
+          std::int64_t version = 0;
+          read_layout_for_load(file, request, comm.size(), version, root);
+        },
+        std::span(root.carried));
+    stored = share_layout(comm, root);
   }
-  if (version == kFormatVersion3) {
-    return load_checkpoint_v3(file, comm, request, workspace, timeout, std::move(stored));
+  if (stored) {
+    return load_values_v3(file, comm, request, workspace, timeout, *stored);
   }
   Loaded loaded;
   loaded.blobs = read_checkpoint_file(

@@ -1,14 +1,15 @@
 #include "checkpoint_load_v3.hpp"
 
+#include <cstring>
 #include <optional>
 
 #include "checkpoint_layout_v3.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
 #include "global_array_io.hpp"
-#include "integrity_header.hpp"
 #include "local_copy_load.hpp"
 #include "regular_file.hpp"
+#include "step_times.hpp"
 #include "stored_file_codec.hpp"
 #include "verified_read.hpp"
 
@@ -140,38 +141,83 @@ void read_arrays(const std::filesystem::path& file, const StoredFileV3& stored,
 
 }  // namespace
 
+void read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request, int ranks,
+                          std::int64_t& version, RootLayout& root) {
+  const std::string context = "checkpoint " + file.string();
+  try {
+    auto fd = open_regular_file_for_reading(file);
+    root.stored = read_checkpoint_layout_for_load(fd.get(), context, version);
+    if (root.stored) {
+      check_request(*root.stored, request, ranks);
+      root.bytes = encode_stored_file(*root.stored);
+      root.carried[0] = static_cast<std::int64_t>(root.bytes.size());
+      if (root.bytes.size() <= 8 * (RootLayout::kCarriedWords - 1)) {
+        std::memcpy(root.carried.data() + 1, root.bytes.data(), root.bytes.size());
+      }
+    }
+  } catch (...) {
+    rethrow_with_context(std::current_exception(), context);
+  }
+}
+
+std::optional<StoredFileV3> share_layout(const Communicator& comm, RootLayout& root) {
+  const auto size = static_cast<std::size_t>(root.carried[0]);
+  // A version 3 layout is never empty: none is a file of version 1 or 2.
+  if (size == 0) {
+    return std::nullopt;
+  }
+  const bool carried = size <= 8 * (RootLayout::kCarriedWords - 1);
+  if (comm.is_root()) {
+    if (!carried) {
+      comm.broadcast(std::span(root.bytes));
+    }
+    return std::move(root.stored);
+  }
+  root.bytes.resize(size);
+  if (carried) {
+    std::memcpy(root.bytes.data(), root.carried.data() + 1, size);
+  } else {
+    comm.broadcast(std::span(root.bytes));
+  }
+  return decode_stored_file(root.bytes);
+}
+
 Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator& comm,
                           const LoadRequest& request, Workspace& workspace,
-                          std::chrono::duration<double> timeout,
-                          std::optional<StoredFileV3> read_by_root) {
-  const std::string context = "checkpoint " + file.string();
-  // Rank 0 verifies the integrity header and reads the layout (the metadata, once), and every
-  // rank gets what it found in one broadcast: each rank's own share is then its values alone,
-  // whatever the rank count. Every byte a rank reads is checked against the checksums rank 0
-  // read, so a file system that shows a rank on another host other bytes fails the load.
-  auto stored = std::move(read_by_root);
+                          std::chrono::duration<double> timeout) {
+  RootLayout root;
   {
     const step_times::Named step("read the layout");
-    run_on_root_then_agree_within(comm, context, timeout, [&] {
-      if (!stored) {
-        auto fd = open_regular_file_for_reading(file);
-        stored.emplace(
-            read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), context)));
-      }
-      check_request(*stored, request, comm.size());
-    });
-    auto bytes = comm.is_root() ? encode_stored_file(*stored) : std::vector<std::byte>{};
-    comm.broadcast(bytes);
-    if (!comm.is_root()) {
-      stored.emplace(decode_stored_file(bytes));
-    }
+    run_on_root_then_agree_within(
+        comm, "load " + file.string(), timeout,
+        [&] {
+          std::int64_t version = 0;
+          read_layout_for_load(file, request, comm.size(), version, root);
+          if (!root.stored) {
+            throw CheckpointMismatch("checkpoint " + file.string() + ": format version " +
+                                     std::to_string(version) + " is not version 3");
+          }
+        },
+        std::span(root.carried));
   }
+  const auto stored = share_layout(comm, root);
+  return load_values_v3(file, comm, request, workspace, timeout, *stored);
+}
+
+Loaded load_values_v3(const std::filesystem::path& file, const Communicator& comm,
+                      const LoadRequest& request, Workspace& workspace,
+                      std::chrono::duration<double> timeout, const StoredFileV3& stored) {
+  // Rank 0 verified the integrity header and read the layout (the metadata, once), and every
+  // rank got what it found in one broadcast: each rank's own share is its values alone,
+  // whatever the rank count. Every byte a rank reads is checked against the checksums rank 0
+  // read, so a file system that shows a rank on another host other bytes fails the load.
+  const std::string context = "checkpoint " + file.string();
   Loaded loaded;
   std::vector<std::pair<std::string, Blob>> values;
   if (!request.local_dir.empty() &&
-      stored->description.ranks() == static_cast<std::uint64_t>(comm.size())) {
+      stored.description.ranks() == static_cast<std::uint64_t>(comm.size())) {
     const step_times::Named step("read the node-local copies");
-    if (auto copied = load_local_copies(request.local_dir, *stored, request, comm, timeout)) {
+    if (auto copied = load_local_copies(request.local_dir, stored, request, comm, timeout)) {
       values = std::move(*copied);
       loaded.from_local_copies = true;
     }
@@ -181,13 +227,13 @@ Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator&
       const step_times::Named step("read and verify");
       run_then_agree_within(comm, context, timeout, [&] {
         auto fd = open_regular_file_for_reading(file);
-        values = read_values(fd.get(), *stored, request, comm, loaded.recreated);
+        values = read_values(fd.get(), stored, request, comm, loaded.recreated);
       });
     }
-    read_arrays(file, *stored, request, comm, context, timeout, values);
+    read_arrays(file, stored, request, comm, context, timeout, values);
   }
-  loaded.written_by_ranks = static_cast<std::int64_t>(stored->description.ranks());
-  loaded.config_json = stored->description.config_json;
+  loaded.written_by_ranks = static_cast<std::int64_t>(stored.description.ranks());
+  loaded.config_json = stored.description.config_json;
   for (auto& [name, blob] : values) {
     workspace.put(name, std::move(blob));
     loaded.blobs.push_back(name);

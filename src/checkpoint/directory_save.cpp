@@ -59,10 +59,12 @@ DirectorySave DirectorySave::begin(const CheckpointDirectory& directory, const C
   const auto epoch = root.epoch;
   DirectorySave save("save epoch " + std::to_string(epoch), directory.file_for(epoch), comm, epoch,
                      timeout);
-  const auto temporary = temporary_name(save);
   try {
+    // Rank 0 names the temporary file as it creates it, and sends the name with the layout:
+    // no broadcast of its own.
     save.pending_.emplace<PendingCheckpointV3>(PendingCheckpointV3::begin(
-        temporary, comm, std::move(root), std::move(blobs), timeout, hints, check_replicated));
+        save.final_path_, comm, std::move(root), std::move(blobs), timeout, hints, check_replicated,
+        PendingCheckpointV3::FileName::kTemporarySibling));
   } catch (const std::exception& failure) {
     throw SaveError(save.context_ + ": " + failure.what());
   }

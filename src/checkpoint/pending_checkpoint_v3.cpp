@@ -11,6 +11,7 @@
 #include "blob_index.hpp"
 #include "collective_errors.hpp"
 #include "disk_space.hpp"
+#include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
 #include "fault_injection.hpp"
@@ -19,6 +20,7 @@
 #include "integrity_header.hpp"
 #include "regular_file.hpp"
 #include "step_times.hpp"
+#include "stored_file_codec.hpp"
 
 namespace epochrun {
 namespace {
@@ -97,7 +99,8 @@ std::uint64_t estimated_file_bytes(const FileDescription& description) {
         break;
     }
   }
-  return bytes + user_block_size_for(description.blobs.size() + 1);
+  return bytes + user_block_size_for(description.blobs.size() + 3,
+                                     layout_record_bytes_at_most(description));
 }
 
 // The layout's numbers, flattened for a broadcast and back.
@@ -119,7 +122,7 @@ std::vector<std::int64_t> flatten(const LayoutV3& layout) {
 
 constexpr std::size_t kFlatHead = 7;
 
-LayoutV3 unflatten(const std::vector<std::int64_t>& flat, std::size_t blobs) {
+LayoutV3 unflatten(std::span<const std::int64_t> flat, std::size_t blobs) {
   if (flat.size() != kFlatHead + 3 * blobs) {
     throw MpiError("received a layout of " + std::to_string(flat.size()) + " numbers for " +
                    std::to_string(blobs) + " blobs");
@@ -141,6 +144,25 @@ LayoutV3 unflatten(const std::vector<std::int64_t>& flat, std::size_t blobs) {
   return layout;
 }
 
+// A file name (at most NAME_MAX, 255 bytes) in the numbers of the lay-out's broadcast.
+constexpr std::size_t kNameWords = 256 / 8;
+
+void put_name(const std::string& name, std::span<std::int64_t> words) {
+  if (name.size() >= 8 * words.size()) {
+    throw Error("temporary name '" + name + "' is too long");
+  }
+  std::memcpy(words.data(), name.data(), name.size());
+}
+
+std::string get_name(std::span<const std::int64_t> words) {
+  const auto* bytes = reinterpret_cast<const char*>(words.data());
+  const auto* end = std::find(bytes, bytes + 8 * words.size(), '\0');
+  if (end == bytes || end == bytes + 8 * words.size()) {
+    throw MpiError("received no temporary name with the layout");
+  }
+  return {bytes, end};
+}
+
 // What the ranks agreed on their blobs (sorted by name, the same names on every rank): whether
 // each one's shape differs between nodes, and the most dimensions any node gives it.
 struct BlobAgreement {
@@ -148,48 +170,89 @@ struct BlobAgreement {
   std::vector<std::size_t> most_dimensions;
 };
 
-// Collective: the ranks agree on their declarations by the max and min of hashes of them,
-// after one reduction of the blob count, one over [declarations, each per-node shape, each
-// ndim, each replicated checksum when checked] and their complements (the max of ~x is ~min x),
-// whatever the rank count. UsageError, the same on every rank, when they declare other blobs or
-// (check_replicated) when a replicated blob differs, naming it.
-BlobAgreement agree_on_blobs(const Communicator& comm, const std::string& context,
-                             const std::vector<SavedBlob>& blobs, bool check_replicated) {
-  const std::size_t count = blobs.size();
-  std::vector<std::int64_t> counts = {static_cast<std::int64_t>(count),
-                                      ~static_cast<std::int64_t>(count)};
-  comm.allreduce(std::span(counts), Reduction::kMax);
-  if (counts[0] != ~counts[1]) {
-    throw UsageError(context + ": the ranks save different numbers of blobs (" +
-                     std::to_string(~counts[1]) + " to " + std::to_string(counts[0]) + ")");
-  }
-  std::vector<std::int64_t> agreed = {declaration_hash(blobs)};
+// What every rank must declare alike, per blob: [declarations, each per-node shape, each
+// ndim, each replicated checksum when checked] (blobs sorted by name).
+std::vector<std::int64_t> blob_hashes(const std::vector<SavedBlob>& blobs, bool check_replicated) {
+  std::vector<std::int64_t> hashes = {declaration_hash(blobs)};
   for (const auto& blob : blobs) {
-    agreed.push_back(blob.kind == StorageKind::kPerNode ? hash_of(shape_to_string(blob.view.shape))
+    hashes.push_back(blob.kind == StorageKind::kPerNode ? hash_of(shape_to_string(blob.view.shape))
                                                         : 0);
   }
   for (const auto& blob : blobs) {
-    agreed.push_back(static_cast<std::int64_t>(blob.view.shape.size()));
+    hashes.push_back(static_cast<std::int64_t>(blob.view.shape.size()));
   }
   for (const auto& blob : blobs) {
     const bool compared = check_replicated && blob.kind == StorageKind::kReplicated;
-    agreed.push_back(compared ? static_cast<std::int64_t>(
+    hashes.push_back(compared ? static_cast<std::int64_t>(
                                     XXH64(blob.view.bytes.data(), blob.view.bytes.size(), 0))
                               : 0);
   }
-  const std::size_t values = agreed.size();
+  return hashes;
+}
+
+// The values `from` and their complements after them: the max over the ranks of both gives
+// each value's max and min (the max of ~x is ~min x).
+std::vector<std::int64_t> with_complements(std::vector<std::int64_t> from) {
+  const std::size_t values = from.size();
   for (std::size_t i = 0; i < values; ++i) {
-    agreed.push_back(~agreed[i]);
+    from.push_back(~from[i]);
   }
-  comm.allreduce(std::span(agreed), Reduction::kMax);
-  const auto differs = [&](std::size_t i) { return agreed[i] != ~agreed[values + i]; };
-  if (differs(0)) {
+  return from;
+}
+
+// What the describe step's reduction carries, of a fixed size whatever the blobs: their count,
+// their declarations' hash, one hash over every per-node shape and one over every replicated
+// checksum, with their complements. When the shapes and the checksums agree everywhere -- no
+// ragged blob, no replicated blob that differs: the usual save -- the ranks agree on their
+// blobs with no reduction of their own.
+constexpr std::size_t kSummaryValues = 4;
+
+std::vector<std::int64_t> blob_summary(const std::vector<std::int64_t>& hashes) {
+  const std::size_t count = (hashes.size() - 1) / 3;
+  const auto hash_range = [&](std::size_t first) {
+    return static_cast<std::int64_t>(XXH64(hashes.data() + first, 8 * count, 0));
+  };
+  return with_complements(
+      {static_cast<std::int64_t>(count), hashes[0], hash_range(1), hash_range(1 + 2 * count)});
+}
+
+// Collective when it must be: the ranks agree on their declarations by the max and min of
+// hashes of them. `summary` is blob_summary's, reduced (the describe step's agreement carried
+// it); when it shows per-node shapes or (check_replicated) replicated checksums that differ
+// somewhere, one reduction over `hashes` and their complements says which. UsageError, the
+// same on every rank, when the ranks declare other blobs or (check_replicated) when a
+// replicated blob differs, naming it.
+BlobAgreement agree_on_blobs(const Communicator& comm, const std::string& context,
+                             const std::vector<SavedBlob>& blobs,
+                             const std::vector<std::int64_t>& hashes,
+                             const std::vector<std::int64_t>& summary) {
+  const auto summary_differs = [&](std::size_t i) {
+    return summary[i] != ~summary[kSummaryValues + i];
+  };
+  if (summary_differs(0)) {
+    throw UsageError(context + ": the ranks save different numbers of blobs (" +
+                     std::to_string(~summary[kSummaryValues]) + " to " +
+                     std::to_string(summary[0]) + ")");
+  }
+  if (summary_differs(1)) {
     throw UsageError(context +
                      ": the ranks do not declare the same blobs (names, kinds, dtypes, and the "
                      "shapes of replicated blobs and global arrays)");
   }
-  std::string differing;
+  const std::size_t count = blobs.size();
   BlobAgreement outcome;
+  if (!summary_differs(2) && !summary_differs(3)) {
+    outcome.shape_differs.assign(count, false);
+    for (std::size_t i = 0; i < count; ++i) {
+      outcome.most_dimensions.push_back(static_cast<std::size_t>(hashes[1 + count + i]));
+    }
+    return outcome;
+  }
+  auto agreed = with_complements(hashes);
+  comm.allreduce(std::span(agreed), Reduction::kMax);
+  const std::size_t values = hashes.size();
+  const auto differs = [&](std::size_t i) { return agreed[i] != ~agreed[values + i]; };
+  std::string differing;
   for (std::size_t i = 0; i < count; ++i) {
     if (differs(1 + 2 * count + i)) {
       differing += (differing.empty() ? "'" : ", '") + blobs[i].view.name + "'";
@@ -232,29 +295,39 @@ FileDescription description_of(const SavedFile& root, const std::vector<SavedBlo
 
 template <typename Step>
 void PendingCheckpointV3::agreed_step(const std::string& step, SavePhase phase, bool root_only,
-                                      Step&& body) {
+                                      Step&& body, std::span<std::int64_t> carried) {
   timed_step(
       phases_, phase,
       [&](auto&& timed) {
-        created_.agreed_step(comm_, context_ + ": " + step, timeout_, root_only, timed);
+        created_.agreed_step(comm_, context_ + ": " + step, timeout_, root_only, timed, carried);
       },
       std::forward<Step>(body));
 }
 
 void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated) {
   const int ranks = comm_.size();
-  agreed_step("describe", SavePhase::kDescribe, false, [&] {
-    if (root.node_names.size() != static_cast<std::size_t>(ranks)) {
-      throw Error("the file names " + std::to_string(root.node_names.size()) + " nodes for " +
-                  std::to_string(ranks) + " ranks");
-    }
-    std::sort(blobs_.begin(), blobs_.end(),
-              [](const SavedBlob& a, const SavedBlob& b) { return a.view.name < b.view.name; });
-    check_blobs(blobs_, ranks);
-  });
+  // The blobs' summary travels in this step's agreement: one collective for both.
+  std::vector<std::int64_t> hashes;
+  std::vector<std::int64_t> summary(2 * kSummaryValues);
+  agreed_step(
+      "describe", SavePhase::kDescribe, false,
+      [&] {
+        if (root.node_names.size() != static_cast<std::size_t>(ranks)) {
+          throw Error("the file names " + std::to_string(root.node_names.size()) + " nodes for " +
+                      std::to_string(ranks) + " ranks");
+        }
+        std::sort(blobs_.begin(), blobs_.end(),
+                  [](const SavedBlob& a, const SavedBlob& b) { return a.view.name < b.view.name; });
+        check_blobs(blobs_, ranks);
+        hashes = blob_hashes(blobs_, check_replicated);
+        // Into the agreement's own buffer, which it holds already.
+        const auto made = blob_summary(hashes);
+        std::copy(made.begin(), made.end(), summary.begin());
+      },
+      summary);
   const auto agreeing = step_times::Clock::now();
   const PhaseTimer timer(phases_, SavePhase::kDescribe);
-  const auto agreed = agree_on_blobs(comm_, context_, blobs_, check_replicated);
+  const auto agreed = agree_on_blobs(comm_, context_, blobs_, hashes, summary);
   step_times::add_since("agree on blobs", agreeing);
   // Per-node blobs whose shape differs between nodes are ragged: each node's bytes go back to
   // back in rank order, at the offset a prefix sum gives.
@@ -278,7 +351,8 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
                                                const Communicator& comm, SavedFile root,
                                                std::vector<SavedBlob> blobs,
                                                std::chrono::duration<double> timeout,
-                                               MpiIoHints hints, bool check_replicated) {
+                                               MpiIoHints hints, bool check_replicated,
+                                               FileName name) {
   PendingCheckpointV3 pending(file, comm, timeout);
   pending.context_ = "write checkpoint " + file.string();
   pending.hints_ = std::move(hints);
@@ -290,25 +364,37 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
   // and sealed at once: every byte the ranks write next lies in a data extent, so its metadata
   // is final, and the data step's fsyncs make the header durable with the data. A save then
   // waits for the disk once, as a plain write does, rather than once more for the seal.
-  pending.agreed_step("lay out", SavePhase::kLayOut, true, [&] {
-    pending.layout_ = pending.created_.create_and_lay_out(
-        file, estimated_file_bytes(pending.description_), pending.epoch_,
-        [&](int fd, const std::function<void()>& created) {
-          return lay_out_checkpoint_file_v3(fd, pending.description_, created);
-        });
-    pending.created_.seal_before_data(pending.layout_.user_block_size, pending.layout_.extents);
-  });
-  {
-    const PhaseTimer timer(pending.phases_, SavePhase::kLayOut);
-    const auto sending = step_times::Clock::now();
-    // Every rank knows the size: one broadcast, not a length and then the numbers.
-    auto flat = comm.rank() == 0
-                    ? flatten(pending.layout_)
-                    : std::vector<std::int64_t>(kFlatHead + 3 * pending.description_.blobs.size());
-    comm.broadcast(std::span(flat));
-    step_times::add_since("send the layout", sending);
-    if (comm.rank() != 0) {
-      pending.layout_ = unflatten(flat, pending.description_.blobs.size());
+  // Its outcome, the layout's numbers and the temporary name rank 0 picked reach every rank in
+  // one broadcast: every rank knows how many numbers come.
+  const auto blob_count = pending.description_.blobs.size();
+  const bool temporary = name == FileName::kTemporarySibling;
+  std::vector<std::int64_t> carried(kFlatHead + 3 * blob_count + (temporary ? kNameWords : 0));
+  pending.agreed_step(
+      "lay out", SavePhase::kLayOut, true,
+      [&] {
+        if (temporary) {
+          pending.file_ = temporary_sibling(file);
+        }
+        pending.layout_ = pending.created_.create_and_lay_out(
+            pending.file_, estimated_file_bytes(pending.description_), pending.epoch_,
+            [&](int fd, const std::function<void()>& created) {
+              return lay_out_checkpoint_file_v3(fd, pending.description_, created);
+            });
+        pending.created_.seal_before_data(pending.layout_.user_block_size, pending.layout_.extents,
+                                          layout_record_for(pending.description_, pending.layout_));
+        const auto flat = flatten(pending.layout_);
+        std::copy(flat.begin(), flat.end(), carried.begin());
+        if (temporary) {
+          put_name(pending.file_.filename().string(),
+                   std::span(carried).subspan(kFlatHead + 3 * blob_count));
+        }
+      },
+      carried);
+  if (!comm.is_root()) {
+    pending.layout_ = unflatten(std::span(carried).first(kFlatHead + 3 * blob_count), blob_count);
+    if (temporary) {
+      pending.file_ =
+          file.parent_path() / get_name(std::span(carried).subspan(kFlatHead + 3 * blob_count));
     }
   }
   return pending;

@@ -5,7 +5,7 @@
 // Internal to the library; every save writes this version.
 //
 //   begin         collective, main thread: agree, lay out and seal (rank 0), broadcast the
-//                 offsets;
+//                 offsets with the lay-out's outcome;
 //   write_data    this rank alone, any thread, no MPI call: per-node, ragged and (rank 0)
 //                 replicated bytes with pwrite, checksummed as they stream, its index rows;
 //   write_arrays  collective, main thread: each global array with one collective MPI-IO
@@ -18,6 +18,7 @@
 #include <exception>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,10 +58,15 @@ class PendingCheckpointV3 {
   // `hints` go to the collective writes of global arrays. With `check_replicated`, the ranks also
   // compare the checksums of their replicated blobs, and a save where they differ fails naming
   // the blobs (a debugging aid: it costs hashing every replicated blob on every rank).
+  // With FileName::kTemporarySibling, the file is a fresh temporary sibling of `file` that rank
+  // 0 names as it creates it (temporary_sibling, durable_file.hpp) and sends with the layout;
+  // file() is then that name on every rank.
+  enum class FileName { kAsGiven, kTemporarySibling };
   static PendingCheckpointV3 begin(const std::filesystem::path& file, const Communicator& comm,
                                    SavedFile root, std::vector<SavedBlob> blobs,
                                    std::chrono::duration<double> timeout, MpiIoHints hints = {},
-                                   bool check_replicated = false);
+                                   bool check_replicated = false,
+                                   FileName name = FileName::kAsGiven);
 
   // Local, never throws: a failure is kept for finish().
   void write_data() noexcept;
@@ -87,7 +93,8 @@ class PendingCheckpointV3 {
   // A step of the save (UnsealedFile::agreed_step): its body's time goes to `phase`, the
   // agreement's to waiting.
   template <typename Step>
-  void agreed_step(const std::string& step, SavePhase phase, bool root_only, Step&& body);
+  void agreed_step(const std::string& step, SavePhase phase, bool root_only, Step&& body,
+                   std::span<std::int64_t> carried = {});
   // This rank's checksums of the values write_values wrote.
   struct ValueSums {
     std::vector<std::uint64_t> nodes;       // its per-node and ragged values, in blob order

@@ -56,8 +56,9 @@ std::uint64_t UnsealedFile::seal(std::uint64_t user_block_size,
 }
 
 void UnsealedFile::seal_before_data(std::uint64_t user_block_size,
-                                    const std::vector<DataExtent>& extents) {
-  seal_checkpoint_file(fd_.get(), file_->string(), user_block_size, extents);
+                                    const std::vector<DataExtent>& extents,
+                                    std::span<const std::byte> layout_record) {
+  seal_checkpoint_file(fd_.get(), file_->string(), user_block_size, extents, layout_record);
   release_space_beyond_end(fd_.get());
   // Starts writing the metadata back now, while the ranks write their data: the data step's
   // fsyncs then find less to wait for (measured: the slowest rank's wait for the others' fsyncs

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,15 +51,17 @@ class UnsealedFile {
   // A step of the save on every rank of `comm` (on rank 0 alone with `root_only`), then the
   // ranks agree, each waiting at most `timeout` for the others (run_then_agree_within, or
   // run_on_root_then_agree_within). When any rank failed, every rank throws and rank 0 removes
-  // the file.
+  // the file. `carried` travels in the agreement: rank 0's values to every rank with
+  // `root_only`, otherwise the maximum of each over the ranks.
   template <typename Step>
   void agreed_step(const Communicator& comm, const std::string& context,
-                   std::chrono::duration<double> timeout, bool root_only, Step&& body) {
+                   std::chrono::duration<double> timeout, bool root_only, Step&& body,
+                   std::span<std::int64_t> carried = {}) {
     try {
       if (root_only) {
-        run_on_root_then_agree_within(comm, context, timeout, body);
+        run_on_root_then_agree_within(comm, context, timeout, body, carried);
       } else {
-        run_then_agree_within(comm, context, timeout, body);
+        run_then_agree_within(comm, context, timeout, body, carried);
       }
     } catch (...) {
       remove();  // gives the space of a failed attempt back
@@ -72,7 +76,9 @@ class UnsealedFile {
   // every byte a rank writes later), and the reservation beyond its end given back. The file
   // stays this object's, removed if the save fails, until keep(); the data step's fsync makes
   // the header durable with the data.
-  void seal_before_data(std::uint64_t user_block_size, const std::vector<DataExtent>& extents);
+  // `layout_record` (empty for none) goes into the user block after the header.
+  void seal_before_data(std::uint64_t user_block_size, const std::vector<DataExtent>& extents,
+                        std::span<const std::byte> layout_record = {});
   // After seal_before_data and a data step that succeeded everywhere: lets the file go (it
   // stays), closing it. Nothing on a rank that holds none.
   void keep() noexcept;

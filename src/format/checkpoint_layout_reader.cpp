@@ -37,7 +37,7 @@ std::int64_t stored_format_version(int fd, const IntegrityHeader& integrity) {
   h5::silence_error_printing();
   try {
     auto fapl = checkpoint_file_access();
-    h5::Handle file(H5Fopen(descriptor_path(fd).c_str(), H5F_ACC_RDONLY, fapl.get()), "open");
+    h5::Handle file(h5::open_file_read_only(descriptor_path(fd), fapl.get(), "open"));
     CheckpointHeader root;
     read_root_attributes(file.get(), root, integrity.file_size);
     file.close("close");
@@ -51,7 +51,7 @@ CheckpointLayout read_checkpoint_layout(int fd, const IntegrityHeader& integrity
   h5::silence_error_printing();
   try {
     auto fapl = checkpoint_file_access();
-    h5::Handle file(H5Fopen(descriptor_path(fd).c_str(), H5F_ACC_RDONLY, fapl.get()), "open");
+    h5::Handle file(h5::open_file_read_only(descriptor_path(fd), fapl.get(), "open"));
     CheckpointLayout layout;
     layout.user_block_size = integrity.user_block_size;
     read_root_attributes(file.get(), layout.header, integrity.file_size, kFormatVersion2);

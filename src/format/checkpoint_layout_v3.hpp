@@ -107,9 +107,23 @@ struct StoredFileV3 {
 // writes, before any data is read; CheckpointMismatch for another format version.
 StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity);
 // The same, or nothing for a file of another version (`version` says which): one HDF5 open
-// finds the version and reads a version 3 layout.
+// finds the version and reads a version 3 layout. A file's layout record, when it has one, must
+// say the same (CorruptCheckpoint otherwise), so every reader of HDF5 checks it.
 std::optional<StoredFileV3> read_checkpoint_layout_if_v3(int fd, const IntegrityHeader& integrity,
                                                          std::int64_t& version);
+
+// The layout from the file's layout record (integrity.layout_record, not empty), with the
+// checksum table and the ragged index read with pread from `fd`: no HDF5 open, no metadata
+// hash -- the record and the header are under checksums of their own, and every value read
+// later under the checksum table's. Everything it says is checked as the HDF5 reader checks
+// what it reads (CorruptCheckpoint).
+StoredFileV3 read_checkpoint_layout_from_record(int fd, const IntegrityHeader& integrity);
+// A load's rank 0: the header of the file open as `fd`, then its layout from its layout record
+// when it has one (a version 3 file written since the record); otherwise the metadata hash is
+// checked and the layout read with HDF5, as read_checkpoint_layout_if_v3 (`version` says which
+// version the file is; nothing for a version 1 or 2 file). `what` names the file in errors.
+std::optional<StoredFileV3> read_checkpoint_layout_for_load(int fd, const std::string& what,
+                                                            std::int64_t& version);
 
 // Where one stored value of blob `blob` (index order) lies: node `rank`'s value of a per-node or
 // ragged blob, or the value of a replicated blob (`rank` ignored); its record carries the shape

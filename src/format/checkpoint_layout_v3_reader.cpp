@@ -3,6 +3,7 @@
 // the pack, the ragged index and the checksum table -- all before any blob byte is read.
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "blob_index.hpp"
 #include "checkpoint_layout.hpp"
@@ -17,6 +18,7 @@
 #include "h5_objects.hpp"
 #include "h5_types.hpp"
 #include "regular_file.hpp"
+#include "stored_file_codec.hpp"
 
 namespace epochrun {
 namespace {
@@ -316,6 +318,190 @@ void check_extents(Reading& reading, const std::vector<DataExtent>& recorded) {
   check_extents_match(layout.extents, recorded);
 }
 
+// What a layout record says, checked as the HDF5 reader checks what it reads: the record is
+// under a checksum of its own, but a crafted file can have made one.
+class RecordCheck {
+ public:
+  explicit RecordCheck(const IntegrityHeader& integrity) : integrity_(integrity) {}
+
+  std::uint64_t file_bytes() const { return integrity_.file_size; }
+  [[noreturn]] static void fail(const std::string& what) {
+    throw CorruptCheckpoint("its layout record " + what);
+  }
+  // The bytes of `rows` × `row_bytes`, refused when they overflow or exceed the file.
+  std::uint64_t bytes_of(std::uint64_t rows, std::uint64_t row_bytes, DType dtype,
+                         const std::string& what) const {
+    return checked_byte_size(BlobRecord{what, dtype, {rows, row_bytes}, 0}, integrity_.file_size,
+                             [&] { return "layout record: " + what; });
+  }
+  // [offset, offset + length) must be one of the data extents the header recorded: then it lies
+  // inside the file, outside the metadata.
+  void is_an_extent(std::uint64_t offset, std::uint64_t length, const std::string& what) const {
+    const auto& extents = integrity_.extents;
+    if (std::none_of(extents.begin(), extents.end(), [&](const DataExtent& extent) {
+          return extent.offset == offset && extent.length == length;
+        })) {
+      fail("places " + what + " outside the data extents of its integrity header");
+    }
+  }
+
+ private:
+  const IntegrityHeader& integrity_;
+};
+
+void check_record_root(const FileDescription& description) {
+  validate_stored_name(description.job, "job name");
+  if (description.node_names.empty()) {
+    RecordCheck::fail("names no node");
+  }
+  std::set<std::string> seen;
+  for (const auto& node : description.node_names) {
+    validate_stored_name(node, "node name");
+    if (!seen.insert(node).second) {
+      RecordCheck::fail("lists node '" + node + "' twice");
+    }
+  }
+  if (description.ragged_dimensions < 1 ||
+      description.ragged_dimensions > static_cast<std::size_t>(h5::kMaxDimensions)) {
+    RecordCheck::fail("has a ragged index of " + std::to_string(description.ragged_dimensions) +
+                      " dimensions");
+  }
+}
+
+// One blob of the record: its kind, dtype and shape, and its bytes in a data extent of their own
+// (or in the pack: `packed` collects its range in a pack row).
+void check_record_blob(const StoredFileV3& stored, std::size_t i, const RecordCheck& check,
+                       std::vector<std::pair<std::uint64_t, std::uint64_t>>& packed) {
+  const auto& blob = stored.description.blobs[i];
+  const auto& layout = stored.layout;
+  validate_stored_name(blob.name, "blob name");
+  if (i > 0 && !(stored.description.blobs[i - 1].name < blob.name)) {
+    RecordCheck::fail("does not list its blobs sorted by name, once each");
+  }
+  if (static_cast<unsigned>(blob.kind) > static_cast<unsigned>(StorageKind::kRagged) ||
+      static_cast<unsigned>(blob.dtype) > static_cast<unsigned>(DType::kBytes) ||
+      blob.shape.size() > static_cast<std::size_t>(h5::kMaxDimensions) ||
+      (blob.kind == StorageKind::kRagged && !blob.shape.empty()) ||
+      (blob.kind == StorageKind::kGlobalArray && blob.shape.empty()) ||
+      (blob.kind != StorageKind::kRagged && blob.ragged_elements != 0) ||
+      (blob.kind == StorageKind::kGlobalArray) == blob.writer_blocks.empty() ||
+      (layout.packed[i] && blob.kind != StorageKind::kPerNode)) {
+    RecordCheck::fail("describes blob '" + blob.name + "' as no writer would");
+  }
+  const std::string what = "blob '" + blob.name + "'";
+  const auto ranks = stored.description.ranks();
+  const auto bytes =
+      checked_byte_size(BlobRecord{blob.name, blob.dtype, dataset_shape(blob, ranks), 0},
+                        check.file_bytes(), [&] { return "layout record: " + what; });
+  if (blob.kind == StorageKind::kGlobalArray) {
+    read_or_corrupt([&] { check_tiling(blob.name, blob.shape, blob.writer_blocks); },
+                    "layout record: ");
+  }
+  if (layout.packed[i]) {
+    packed.emplace_back(layout.in_pack[i], blob.value_bytes());
+  } else if (bytes > 0) {
+    check.is_an_extent(layout.offsets[i], bytes, what);
+  }
+}
+
+}  // namespace
+
+StoredFileV3 read_checkpoint_layout_from_record(int fd, const IntegrityHeader& integrity) {
+  auto stored = decode_layout_record(integrity.layout_record);
+  const RecordCheck check(integrity);
+  auto& description = stored.description;
+  auto& layout = stored.layout;
+  const auto& blobs = description.blobs;
+  check_record_root(description);
+  if (layout.offsets.size() != blobs.size() || layout.packed.size() != blobs.size() ||
+      layout.in_pack.size() != blobs.size() ||
+      layout.user_block_size != integrity.user_block_size ||
+      !same_extents(layout.extents, integrity.extents)) {
+    RecordCheck::fail("does not match its integrity header");
+  }
+  const auto ranks = description.ranks();
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> packed;
+  std::uint64_t per_node = 0;
+  std::uint64_t checksums = 0;
+  std::uint64_t ragged = 0;
+  for (std::size_t i = 0; i < blobs.size(); ++i) {
+    check_record_blob(stored, i, check, packed);
+    const auto kind = blobs[i].kind;
+    per_node += kind == StorageKind::kPerNode || kind == StorageKind::kRagged ? 1 : 0;
+    ragged += kind == StorageKind::kRagged ? 1 : 0;
+    checksums += kind == StorageKind::kReplicated    ? 1
+                 : kind == StorageKind::kGlobalArray ? blobs[i].writer_blocks.size()
+                                                     : 0;
+  }
+  if (per_node != layout.per_node_blobs) {
+    RecordCheck::fail("counts " + std::to_string(layout.per_node_blobs) + " per-node blobs, not " +
+                      std::to_string(per_node));
+  }
+  if (!packed.empty()) {
+    std::sort(packed.begin(), packed.end());
+    std::uint64_t previous_end = 0;
+    for (const auto& [offset, size] : packed) {
+      if (offset < previous_end || offset > layout.pack_row_bytes ||
+          size > layout.pack_row_bytes - offset) {
+        RecordCheck::fail("has packed blobs that overlap or lie outside the pack's rows");
+      }
+      previous_end = offset + size;
+    }
+    check.is_an_extent(layout.pack_offset,
+                       check.bytes_of(ranks, layout.pack_row_bytes, DType::kU8, "the pack"),
+                       "the pack");
+  }
+  checksums += ranks * per_node;
+  if (checksums > 0) {
+    const auto bytes = check.bytes_of(checksums, 1, DType::kI64, "the checksum table");
+    check.is_an_extent(layout.checksums_offset, bytes, "the checksum table");
+    stored.checksums.resize(checksums);
+    read_or_corrupt([&] {
+      read_at(fd, layout.checksums_offset, std::as_writable_bytes(std::span(stored.checksums)),
+              "checksum table /index/xxh64");
+    });
+  }
+  if (ragged > 0) {
+    const std::string what = "ragged index /index/ragged";
+    const auto width = description.ragged_dimensions;
+    if (layout.ragged_row_bytes != 1 + 8 * width + 16) {
+      RecordCheck::fail("gives the ragged index rows of " +
+                        std::to_string(layout.ragged_row_bytes) + " bytes");
+    }
+    const auto bytes = check.bytes_of(ragged * ranks, layout.ragged_row_bytes, DType::kU8, what);
+    check.is_an_extent(layout.ragged_index_offset, bytes, "the ragged index");
+    std::vector<std::byte> rows(bytes);
+    read_or_corrupt([&] { read_at(fd, layout.ragged_index_offset, rows, what); });
+    std::size_t k = 0;
+    for (const auto& blob : blobs) {
+      if (blob.kind != StorageKind::kRagged) {
+        continue;
+      }
+      auto& values = stored.ragged.emplace_back();
+      for (std::uint64_t rank = 0; rank < ranks; ++rank) {
+        values.push_back(ragged_value(rows.data() + (k * ranks + rank) * layout.ragged_row_bytes,
+                                      width, blob, what));
+      }
+      ++k;
+    }
+  }
+  return stored;
+}
+
+namespace {
+
+// CorruptCheckpoint unless the layout record, when the file has one, says what its HDF5
+// metadata says: a reader that trusts the record (a load) reads what one that reads HDF5 reads.
+void check_record_matches(int fd, const IntegrityHeader& integrity, const StoredFileV3& read) {
+  if (integrity.layout_record.empty()) {
+    return;
+  }
+  if (encode_stored_file(read_checkpoint_layout_from_record(fd, integrity)) !=
+      encode_stored_file(read)) {
+    throw CorruptCheckpoint("its layout record does not match its HDF5 metadata");
+  }
+}
+
 }  // namespace
 
 std::string dataset_path(const BlobDescription& blob) {
@@ -387,6 +573,17 @@ std::vector<std::uint64_t> writer_checksums(const StoredFileV3& stored, std::siz
   return {first, first + static_cast<std::ptrdiff_t>(writers)};
 }
 
+std::optional<StoredFileV3> read_checkpoint_layout_for_load(int fd, const std::string& what,
+                                                            std::int64_t& version) {
+  auto integrity = read_integrity_header(fd, what);
+  if (!integrity.layout_record.empty()) {
+    version = kFormatVersion3;
+    return read_checkpoint_layout_from_record(fd, integrity);
+  }
+  check_metadata_hash(fd, integrity, what);
+  return read_checkpoint_layout_if_v3(fd, integrity, version);
+}
+
 StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity) {
   std::int64_t version = 0;
   auto stored = read_checkpoint_layout_if_v3(fd, integrity, version);
@@ -401,7 +598,7 @@ std::optional<StoredFileV3> read_checkpoint_layout_if_v3(int fd, const Integrity
   h5::silence_error_printing();
   try {
     auto fapl = checkpoint_file_access();
-    Handle file(H5Fopen(descriptor_path(fd).c_str(), H5F_ACC_RDONLY, fapl.get()), "open");
+    Handle file(h5::open_file_read_only(descriptor_path(fd), fapl.get(), "open"));
     StoredFileV3 stored;
     CheckpointHeader root;
     read_root_attributes(file.get(), root, integrity.file_size);
@@ -429,6 +626,7 @@ std::optional<StoredFileV3> read_checkpoint_layout_if_v3(int fd, const Integrity
               [](const DataExtent& a, const DataExtent& b) { return a.offset < b.offset; });
     check_extents(reading, integrity.extents);
     file.close("close");
+    check_record_matches(fd, integrity, stored);
     return stored;
   } catch (const Hdf5Error& error) {
     throw CorruptCheckpoint("not a readable HDF5 file (" + std::string(error.what()) + ")");

@@ -11,6 +11,7 @@
 #include "h5_handle.hpp"
 #include "h5_types.hpp"
 #include "regular_file.hpp"
+#include "stored_file_codec.hpp"
 
 namespace epochrun {
 namespace {
@@ -196,8 +197,13 @@ LayoutV3 lay_out_checkpoint_file_v3(int fd, const FileDescription& description,
     layout.per_node_blobs +=
         blobs[i].kind == StorageKind::kPerNode || blobs[i].kind == StorageKind::kRagged ? 1 : 0;
   }
-  // At most one extent per blob, and the pack.
-  layout.user_block_size = user_block_size_for(blobs.size() + 1);
+  // At most one extent per blob, the pack and the two tables; and room for the layout record
+  // (stored_file_codec.hpp), which a load reads instead of opening the file with HDF5, unless it
+  // would make the user block larger than a reader accepts.
+  const auto extents = blobs.size() + 3;
+  const auto with_record = user_block_size_for(extents, layout_record_bytes_at_most(description));
+  layout.user_block_size =
+      with_record <= kMaxUserBlockSize ? with_record : user_block_size_for(extents);
   auto file = create_checkpoint_file(fd, layout.user_block_size);
   created();
   CheckpointHeader root;

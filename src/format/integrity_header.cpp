@@ -18,6 +18,12 @@ namespace {
 constexpr char kMagic[] = "EPOCHRUN-CKPT-INTEGRITY\n";  // 24 bytes, no terminator stored
 constexpr std::size_t kMagicSize = sizeof(kMagic) - 1;
 constexpr std::size_t kFixedSize = kMagicSize + 5 * 8;  // magic + 5 u64 fields
+// The layout record's head, right after the header's checksum: its magic, version, length, the
+// xxh64 of the record and the xxh64 of the head before it; the record follows.
+constexpr char kRecordMagic[] = "EPOCHRUN-LAYOUT\n";  // 16 bytes, no terminator stored
+constexpr std::size_t kRecordMagicSize = sizeof(kRecordMagic) - 1;
+constexpr std::size_t kRecordHeadSize = kRecordMagicSize + 4 * 8;
+constexpr std::uint64_t kLayoutRecordVersion = 1;
 // The smallest user block HDF5 allows, which files written before 23 November 2026 have.
 constexpr std::uint64_t kMinUserBlockSize = 512;
 // What saves now write at least: a whole page, so that the HDF5 part of the file starts
@@ -72,10 +78,49 @@ std::uint64_t hash_metadata(int fd, const IntegrityHeader& header, const std::st
   return XXH64_digest(state.get());
 }
 
+// The bytes a header of `extent_count` extents and a layout record of `record_bytes` take.
+std::uint64_t header_bytes(std::size_t extent_count, std::size_t record_bytes) {
+  return kFixedSize + 16 * static_cast<std::uint64_t>(extent_count) + 8 +
+         (record_bytes > 0 ? kRecordHeadSize + record_bytes : 0);
+}
+
+// The layout record at `at` in `bytes` (the header's end), or an empty one when there is none
+// (no magic: written before it) or one of a later version.
+std::vector<std::byte> layout_record_at(std::span<const std::byte> bytes, std::size_t at) {
+  if (bytes.size() < at + kRecordHeadSize ||
+      std::memcmp(bytes.data() + at, kRecordMagic, kRecordMagicSize) != 0) {
+    return {};
+  }
+  const auto version = get_u64(bytes, at + kRecordMagicSize);
+  const auto length = get_u64(bytes, at + kRecordMagicSize + 8);
+  const auto record_xxh64 = get_u64(bytes, at + kRecordMagicSize + 16);
+  if (get_u64(bytes, at + kRecordMagicSize + 24) !=
+      XXH64(bytes.data() + at, kRecordMagicSize + 24, 0)) {
+    throw CorruptCheckpoint("integrity header: the layout record's head is damaged");
+  }
+  if (version != kLayoutRecordVersion) {
+    return {};  // a later epochrun's: the reader reads the layout with HDF5
+  }
+  const auto begin = at + kRecordHeadSize;
+  if (length > bytes.size() - begin) {
+    throw CorruptCheckpoint("integrity header: the layout record does not fit its user block");
+  }
+  const auto record = bytes.subspan(begin, static_cast<std::size_t>(length));
+  if (XXH64(record.data(), record.size(), 0) != record_xxh64) {
+    throw CorruptCheckpoint("integrity header: the layout record's checksum does not match");
+  }
+  return {record.begin(), record.end()};
+}
+
 }  // namespace
 
-std::uint64_t user_block_size_for(std::size_t extent_count) {
-  const std::uint64_t needed = kFixedSize + 16 * static_cast<std::uint64_t>(extent_count) + 8;
+bool fits_user_block(std::size_t extent_count, std::size_t record_bytes,
+                     std::uint64_t user_block_size) {
+  return header_bytes(extent_count, record_bytes) <= user_block_size;
+}
+
+std::uint64_t user_block_size_for(std::size_t extent_count, std::size_t record_bytes) {
+  const std::uint64_t needed = header_bytes(extent_count, record_bytes);
   std::uint64_t size = kMinWrittenUserBlockSize;
   while (size < needed) {
     size *= 2;
@@ -99,6 +144,17 @@ std::vector<std::byte> encode_integrity_header(const IntegrityHeader& header) {
     put_u64(out, extent.length);
   }
   put_u64(out, XXH64(out.data(), out.size(), 0));
+  if (!header.layout_record.empty()) {
+    const auto head = out.size();
+    for (std::size_t i = 0; i < kRecordMagicSize; ++i) {
+      out.push_back(static_cast<std::byte>(kRecordMagic[i]));
+    }
+    put_u64(out, kLayoutRecordVersion);
+    put_u64(out, header.layout_record.size());
+    put_u64(out, XXH64(header.layout_record.data(), header.layout_record.size(), 0));
+    put_u64(out, XXH64(out.data() + head, out.size() - head, 0));
+    out.insert(out.end(), header.layout_record.begin(), header.layout_record.end());
+  }
   if (out.size() > header.user_block_size) {
     throw Error("integrity header of " + std::to_string(out.size()) +
                 " bytes does not fit a user block of " + std::to_string(header.user_block_size));
@@ -163,42 +219,57 @@ IntegrityHeader decode_integrity_header(std::span<const std::byte> bytes,
     previous_end = extent.offset + extent.length;
     header.extents.push_back(extent);
   }
+  // The record, when there is one, follows the header's checksum.
+  header.layout_record = layout_record_at(bytes.first(static_cast<std::size_t>(size)), at + 8);
   return header;
 }
 
 void seal_checkpoint_file(int fd, const std::string& what, std::uint64_t user_block_size,
-                          std::vector<DataExtent> extents) {
+                          std::vector<DataExtent> extents,
+                          std::span<const std::byte> layout_record) {
   std::sort(extents.begin(), extents.end(),
             [](const DataExtent& a, const DataExtent& b) { return a.offset < b.offset; });
   IntegrityHeader header;
   header.user_block_size = user_block_size;
   header.file_size = file_size(fd);
   header.extents = std::move(extents);
+  header.layout_record.assign(layout_record.begin(), layout_record.end());
   header.metadata_xxh64 = hash_metadata(fd, header, what);
   write_at(fd, 0, encode_integrity_header(header), "the integrity header of " + what);
 }
 
-IntegrityHeader verify_checkpoint_file(int fd, const std::string& what) {
+IntegrityHeader read_integrity_header(int fd, const std::string& what) {
   // A short read or an I/O error: the file cannot be what was committed.
   return read_or_corrupt([&] {
     const auto size_of_file = file_size(fd);
-    // The first 512 bytes say how large the whole user block is.
+    // The first page: the whole user block of most files, whose size it says.
     std::vector<std::byte> bytes(
-        static_cast<std::size_t>(std::min<std::uint64_t>(kMinUserBlockSize, size_of_file)));
+        static_cast<std::size_t>(std::min<std::uint64_t>(kMinWrittenUserBlockSize, size_of_file)));
     read_at(fd, 0, bytes, what);
     if (bytes.size() >= kFixedSize && std::memcmp(bytes.data(), kMagic, kMagicSize) == 0) {
       const auto size = get_u64(bytes, kMagicSize + 8);
       if (size > bytes.size() && size <= std::min(kMaxUserBlockSize, size_of_file)) {
+        const auto had = bytes.size();
         bytes.resize(static_cast<std::size_t>(size));
-        read_at(fd, 0, bytes, what);
+        read_at(fd, had, std::span(bytes).subspan(had), what);
       }
     }
-    auto header = decode_integrity_header(bytes, size_of_file);
+    return decode_integrity_header(bytes, size_of_file);
+  });
+}
+
+void check_metadata_hash(int fd, const IntegrityHeader& header, const std::string& what) {
+  read_or_corrupt([&] {
     if (hash_metadata(fd, header, what) != header.metadata_xxh64) {
       throw CorruptCheckpoint("its HDF5 metadata does not match the checksum recorded at commit");
     }
-    return header;
   });
+}
+
+IntegrityHeader verify_checkpoint_file(int fd, const std::string& what) {
+  auto header = read_integrity_header(fd, what);
+  check_metadata_hash(fd, header, what);
+  return header;
 }
 
 }  // namespace epochrun

@@ -37,9 +37,12 @@ class Writer {
   std::vector<std::byte> bytes_;
 };
 
+// What a Reader's bytes are: a broadcast (from another rank) or a layout record (from a file).
+enum class Source { kBroadcast, kFile };
+
 class Reader {
  public:
-  explicit Reader(std::span<const std::byte> bytes) : bytes_(bytes) {}
+  Reader(std::span<const std::byte> bytes, Source source) : bytes_(bytes), source_(source) {}
   std::uint64_t number() {
     need(8);
     std::uint64_t value = 0;
@@ -77,18 +80,24 @@ class Reader {
   }
   void finish() const {
     if (at_ != bytes_.size()) {
-      throw MpiError("a broadcast checkpoint layout has " + std::to_string(bytes_.size() - at_) +
-                     " bytes too many");
+      fail("has " + std::to_string(bytes_.size() - at_) + " bytes too many");
     }
   }
 
  private:
   void need(std::uint64_t size) const {
     if (size > bytes_.size() - at_) {
-      throw MpiError("a broadcast checkpoint layout ends early");
+      fail("ends early");
     }
   }
+  [[noreturn]] void fail(const std::string& what) const {
+    if (source_ == Source::kFile) {
+      throw CorruptCheckpoint("its layout record " + what);
+    }
+    throw MpiError("a broadcast checkpoint layout " + what);
+  }
   std::span<const std::byte> bytes_;
+  Source source_;
   std::size_t at_ = 0;
 };
 
@@ -188,7 +197,7 @@ std::vector<std::byte> encode_stored_file(const StoredFileV3& stored) {
 }
 
 StoredFileV3 decode_stored_file(std::span<const std::byte> bytes) {
-  Reader in(bytes);
+  Reader in(bytes, Source::kBroadcast);
   StoredFileV3 stored;
   stored.description = get_description(in);
   stored.layout = get_layout(in);
@@ -202,6 +211,42 @@ StoredFileV3 decode_stored_file(std::span<const std::byte> bytes) {
       return value;
     });
   });
+  in.finish();
+  return stored;
+}
+
+std::vector<std::byte> layout_record_for(const FileDescription& description,
+                                         const LayoutV3& layout) {
+  Writer out;
+  put_description(out, description);
+  put_layout(out, layout);
+  auto record = out.take();
+  if (!fits_user_block(layout.extents.size(), record.size(), layout.user_block_size)) {
+    return {};
+  }
+  return record;
+}
+
+std::size_t layout_record_bytes_at_most(const FileDescription& description) {
+  // Every number is 8 bytes whatever its value: only the counts matter. At most one extent per
+  // blob, the pack and the two tables.
+  const auto blobs = description.blobs.size();
+  LayoutV3 layout;
+  layout.offsets.resize(blobs);
+  layout.packed.resize(blobs);
+  layout.in_pack.resize(blobs);
+  layout.extents.resize(blobs + 3);
+  Writer out;
+  put_description(out, description);
+  put_layout(out, layout);
+  return out.take().size();
+}
+
+StoredFileV3 decode_layout_record(std::span<const std::byte> bytes) {
+  Reader in(bytes, Source::kFile);
+  StoredFileV3 stored;
+  stored.description = get_description(in);
+  stored.layout = get_layout(in);
   in.finish();
   return stored;
 }

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "epochrun/errors.hpp"
+#include "step_times.hpp"
 
 namespace epochrun::h5 {
 namespace {
@@ -94,6 +95,11 @@ void Handle::reset() noexcept {
     H5Eclear2(H5E_DEFAULT);
     id_ = H5I_INVALID_HID;
   }
+}
+
+Handle open_file_read_only(const std::string& path, hid_t fapl, std::string_view what) {
+  step_times::count_call("H5Fopen");
+  return Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), what);
 }
 
 }  // namespace epochrun::h5

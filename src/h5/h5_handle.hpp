@@ -41,4 +41,9 @@ class Handle {
   hid_t id_ = H5I_INVALID_HID;
 };
 
+// Opens the HDF5 file at `path` read-only with the access list `fapl` (Hdf5Error naming `what`
+// when it cannot), counted as a call of H5Fopen when this thread records step times
+// (step_times.hpp): `epochrun bench --scale` shows which steps open a file with HDF5.
+Handle open_file_read_only(const std::string& path, hid_t fapl, std::string_view what);
+
 }  // namespace epochrun::h5

@@ -2,8 +2,10 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "mpi_check.hpp"
 #include "polite_wait.hpp"
@@ -16,14 +18,20 @@ std::chrono::steady_clock::duration to_steady(std::chrono::duration<double> span
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(span);
 }
 
-// The buffers of a non-blocking reduction, on the heap: when a wait gives up, the request
-// stays pending (MPI cannot cancel a collective) and the caller ends the job, so they must
-// outlive this call.
+// The buffers of a non-blocking reduction or broadcast, on the heap: when a wait gives up, the
+// request stays pending (MPI cannot cancel a collective) and the caller ends the job, so they
+// must outlive this call. `carried` holds the outcome first, then what the collective carries
+// with it (first_error_within's `max_of`, root_error_within's `values`).
 struct ReductionBuffers {
   int candidate = 0;
   int failing = 0;
+  std::vector<std::int64_t> carried;
   MPI_Request request = MPI_REQUEST_NULL;
 };
+
+// No rank failed: the outcome first_error_within carries (the maximum of the negated failing
+// ranks), and root_error_within's.
+constexpr std::int64_t kNoneFailed = std::numeric_limits<std::int64_t>::min();
 
 // Waits for `buffers`' request at most `timeout` (the other ranks one second more: rank 0 gives
 // up first and calls the roll while they still wait and answer); when it does not complete,
@@ -96,21 +104,51 @@ std::optional<std::string> first_error(const Communicator& comm,
 std::optional<std::string> first_error_within(const Communicator& comm,
                                               const std::optional<std::string>& local_error,
                                               std::chrono::duration<double> timeout) {
-  auto reduction = start_lowest_failing(comm, local_error);
+  return first_error_within(comm, local_error, timeout, {});
+}
+
+std::optional<std::string> first_error_within(const Communicator& comm,
+                                              const std::optional<std::string>& local_error,
+                                              std::chrono::duration<double> timeout,
+                                              std::span<std::int64_t> max_of) {
+  auto reduction = std::make_unique<ReductionBuffers>();
+  // The lowest failing rank is the maximum of the failing ranks negated.
+  reduction->carried.push_back(local_error ? -static_cast<std::int64_t>(comm.rank()) : kNoneFailed);
+  reduction->carried.insert(reduction->carried.end(), max_of.begin(), max_of.end());
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, reduction->carried.data(),
+                           static_cast<int>(reduction->carried.size()), MPI_INT64_T, MPI_MAX,
+                           comm.raw(), &reduction->request),
+            "MPI_Iallreduce");
   wait_within(comm, reduction, timeout);
-  return share_error(comm, local_error, reduction->failing);
+  std::copy(reduction->carried.begin() + 1, reduction->carried.end(), max_of.begin());
+  const auto failing = reduction->carried.front();
+  return share_error(
+      comm, local_error,
+      failing == kNoneFailed ? std::numeric_limits<int>::max() : static_cast<int>(-failing));
 }
 
 std::optional<std::string> root_error_within(const Communicator& comm,
                                              const std::optional<std::string>& root_error,
                                              std::chrono::duration<double> timeout) {
+  return root_error_within(comm, root_error, timeout, {});
+}
+
+std::optional<std::string> root_error_within(const Communicator& comm,
+                                             const std::optional<std::string>& root_error,
+                                             std::chrono::duration<double> timeout,
+                                             std::span<std::int64_t> values) {
   auto outcome = std::make_unique<ReductionBuffers>();
   // 0: rank 0 failed; otherwise none did (only rank 0 worked).
-  outcome->failing = comm.is_root() && root_error ? 0 : std::numeric_limits<int>::max();
-  check_mpi(MPI_Ibcast(&outcome->failing, 1, MPI_INT, 0, comm.raw(), &outcome->request),
+  const bool failed = comm.is_root() && root_error;
+  outcome->carried.push_back(failed ? 0 : kNoneFailed);
+  outcome->carried.insert(outcome->carried.end(), values.begin(), values.end());
+  check_mpi(MPI_Ibcast(outcome->carried.data(), static_cast<int>(outcome->carried.size()),
+                       MPI_INT64_T, 0, comm.raw(), &outcome->request),
             "MPI_Ibcast");
   wait_within(comm, outcome, timeout);
-  return share_error(comm, comm.is_root() ? root_error : std::nullopt, outcome->failing);
+  std::copy(outcome->carried.begin() + 1, outcome->carried.end(), values.begin());
+  return share_error(comm, comm.is_root() ? root_error : std::nullopt,
+                     outcome->carried.front() == 0 ? 0 : std::numeric_limits<int>::max());
 }
 
 }  // namespace epochrun

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "agreement_timeout.hpp"
@@ -41,6 +43,15 @@ std::optional<std::string> first_error_within(const Communicator& comm,
                                               const std::optional<std::string>& local_error,
                                               std::chrono::duration<double> timeout);
 
+// first_error_within whose reduction also carries `max_of`: each element becomes its maximum
+// over the ranks, in the same collective (a step's agreement and the reduction after it in one;
+// the maximum of ~x is ~(the minimum of x)). Every rank passes as many elements. When a rank
+// failed, `max_of` is not to be used.
+std::optional<std::string> first_error_within(const Communicator& comm,
+                                              const std::optional<std::string>& local_error,
+                                              std::chrono::duration<double> timeout,
+                                              std::span<std::int64_t> max_of);
+
 // first_error_within after a step only rank 0 worked in (the other ranks pass nothing): rank 0's
 // outcome reaches every rank in one non-blocking broadcast, cheaper on many ranks than a
 // reduction, since no rank waits for the others' arrival; a rank missing here is found by the
@@ -48,5 +59,12 @@ std::optional<std::string> first_error_within(const Communicator& comm,
 std::optional<std::string> root_error_within(const Communicator& comm,
                                              const std::optional<std::string>& root_error,
                                              std::chrono::duration<double> timeout);
+// The same, its broadcast also carrying rank 0's `values` to every rank (every rank passes as
+// many elements): a step's outcome and what it made in one collective. When rank 0 failed,
+// `values` are not to be used.
+std::optional<std::string> root_error_within(const Communicator& comm,
+                                             const std::optional<std::string>& root_error,
+                                             std::chrono::duration<double> timeout,
+                                             std::span<std::int64_t> values);
 
 }  // namespace epochrun

@@ -94,16 +94,19 @@ void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_erro
 }
 
 void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr local_error,
-                                const std::string& context, std::chrono::duration<double> timeout) {
-  raise_within(comm, context,
-               [&] { return first_error_within(comm, describe_if_set(local_error), timeout); });
+                                const std::string& context, std::chrono::duration<double> timeout,
+                                std::span<std::int64_t> max_of) {
+  raise_within(comm, context, [&] {
+    return first_error_within(comm, describe_if_set(local_error), timeout, max_of);
+  });
 }
 
 void raise_if_root_failed_within(const Communicator& comm, std::exception_ptr root_error,
-                                 const std::string& context,
-                                 std::chrono::duration<double> timeout) {
-  raise_within(comm, context,
-               [&] { return root_error_within(comm, describe_if_set(root_error), timeout); });
+                                 const std::string& context, std::chrono::duration<double> timeout,
+                                 std::span<std::int64_t> values) {
+  raise_within(comm, context, [&] {
+    return root_error_within(comm, describe_if_set(root_error), timeout, values);
+  });
 }
 
 void record_agreed_step(const std::string& context, step_times::Clock::time_point started,

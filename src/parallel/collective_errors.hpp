@@ -7,7 +7,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <exception>
+#include <span>
 #include <string>
 
 #include "agreement_timeout.hpp"
@@ -32,7 +34,8 @@ void raise_if_any_failed(const Communicator& comm, std::exception_ptr local_erro
 // naming `context` and the ranks that did not come, and ends the job (MPI_Abort,
 // ExitCode::kJobFailed).
 void raise_if_any_failed_within(const Communicator& comm, std::exception_ptr local_error,
-                                const std::string& context, std::chrono::duration<double> timeout);
+                                const std::string& context, std::chrono::duration<double> timeout,
+                                std::span<std::int64_t> max_of = {});
 
 // When this thread records step times (step_times.hpp): the step `context` names (its last
 // ": " part) took from `started` to `worked`, and its agreement from then to now.
@@ -50,30 +53,38 @@ std::exception_ptr failure_of(Step&& step) {
   return nullptr;
 }
 
-// Collective: runs `step` on this rank, then raise_if_any_failed_within.
+// Collective: runs `step` on this rank, then raise_if_any_failed_within. `max_of` (the same
+// count on every rank), set by `step` or before, travels in the agreement's reduction: each
+// element is its maximum over the ranks when this returns.
 template <typename Step>
 void run_then_agree_within(const Communicator& comm, const std::string& context,
-                           std::chrono::duration<double> timeout, Step&& step) {
+                           std::chrono::duration<double> timeout, Step&& step,
+                           std::span<std::int64_t> max_of = {}) {
   const auto started = step_times::Clock::now();
   const auto error = failure_of(step);
   const auto worked = step_times::Clock::now();
-  raise_if_any_failed_within(comm, error, context, timeout);
+  raise_if_any_failed_within(comm, error, context, timeout, max_of);
   record_agreed_step(context, started, worked);
 }
 
 // raise_if_any_failed_within after a step only rank 0 worked in (`root_error` is null on the
 // other ranks): rank 0's outcome is broadcast (root_error_within, agreement.hpp).
+// `values` (the same count on every rank) travel with rank 0's outcome: rank 0's reach every
+// rank.
 void raise_if_root_failed_within(const Communicator& comm, std::exception_ptr root_error,
-                                 const std::string& context, std::chrono::duration<double> timeout);
+                                 const std::string& context, std::chrono::duration<double> timeout,
+                                 std::span<std::int64_t> values = {});
 
-// Collective: `step` run on rank 0 alone, then raise_if_root_failed_within.
+// Collective: `step` run on rank 0 alone, then raise_if_root_failed_within. `values`, which
+// `step` sets on rank 0, are rank 0's on every rank when this returns.
 template <typename Step>
 void run_on_root_then_agree_within(const Communicator& comm, const std::string& context,
-                                   std::chrono::duration<double> timeout, Step&& step) {
+                                   std::chrono::duration<double> timeout, Step&& step,
+                                   std::span<std::int64_t> values = {}) {
   const auto started = step_times::Clock::now();
   const auto error = comm.is_root() ? failure_of(step) : nullptr;
   const auto worked = step_times::Clock::now();
-  raise_if_root_failed_within(comm, error, context, timeout);
+  raise_if_root_failed_within(comm, error, context, timeout, values);
   record_agreed_step(context, started, worked);
 }
 

@@ -1,5 +1,6 @@
-// The checkpoint metadata reader that runs before libhdf5: the integrity header decoder and the
-// metadata hash over a file of arbitrary bytes. Only CheckpointError may come out of it.
+// The checkpoint metadata reader that runs before libhdf5: the integrity header decoder, the
+// metadata hash and the layout record's reader over a file of arbitrary bytes. Only
+// CheckpointError may come out of it.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "checkpoint_layout_v3.hpp"
 #include "epochrun/errors.hpp"
 #include "integrity_header.hpp"
 
@@ -24,6 +26,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     epochrun::verify_checkpoint_file(fd, "fuzzed checkpoint");
+  } catch (const epochrun::CheckpointError&) {
+  }
+  // The bytes taken for a layout record whose checksum matched (a crafted file can make one):
+  // what a load's rank 0 reads instead of HDF5, the tables it says where to find read back
+  // from the same bytes.
+  try {
+    epochrun::IntegrityHeader header;
+    header.user_block_size = 4096;
+    header.file_size = size;
+    header.layout_record.assign(bytes.begin(), bytes.end());
+    (void)epochrun::read_checkpoint_layout_from_record(fd, header);
   } catch (const epochrun::CheckpointError&) {
   }
   return 0;

@@ -258,7 +258,7 @@ void print_scale(const nlohmann::json& rows) {
           calls +=
               (calls.empty() ? "" : ", ") + call + " " + std::to_string(count.get<long long>());
         }
-        std::printf("  MPI calls: %s\n", calls.c_str());
+        std::printf("  MPI calls and HDF5 file opens: %s\n", calls.c_str());
       }
     } else if (row.contains("layout_ranks")) {
       std::printf(
