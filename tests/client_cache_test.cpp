@@ -31,6 +31,12 @@ struct Call {
   std::string text;
 };
 
+// What the last traced run printed on its standard error, for a failure's message.
+std::string& last_run_errors() {
+  static std::string err;
+  return err;
+}
+
 // Runs `args` on 3 ranks under strace -f (every rank is a child of mpiexec), tracing the calls
 // that touch a checkpoint's temporary file, and returns them in order (a call another thread
 // interrupts is its "<unfinished ...>" line, where it began).
@@ -44,12 +50,16 @@ std::vector<Call> traced_once(const std::vector<std::string>& args) {
   argv.insert(argv.end(), launched.begin(), launched.end());
   const auto result = run_within(argv, cwd.path(), 240);
   EXPECT_EQ(result.exit_code, 0) << result.err;
+  last_run_errors() = result.err;
   std::vector<Call> calls;
   std::istringstream lines(read_file(trace));
   for (std::string line; std::getline(lines, line);) {
+    // strace pads the pid to 5 columns ("9207  openat(..."): pids under 10,000, as on a
+    // freshly booted machine, are followed by more than one space.
     const auto space = line.find(' ');
-    if (space != std::string::npos) {
-      calls.push_back({line.substr(0, space), line.substr(space + 1)});
+    const auto text = line.find_first_not_of(' ', space);
+    if (space != std::string::npos && text != std::string::npos) {
+      calls.push_back({line.substr(0, space), line.substr(text)});
     }
   }
   return calls;
@@ -62,12 +72,23 @@ bool ranks_traced(const std::vector<Call>& calls) {
   });
 }
 
+// The traced calls that name a checkpoint, for a failure's message.
+std::string calls_naming_checkpoints(const std::vector<Call>& calls) {
+  std::string named;
+  int shown = 0;
+  for (const auto& call : calls) {
+    if (call.text.find("epoch-00000") != std::string::npos && shown++ < 40) {
+      named += call.thread + " " + call.text + "\n";
+    }
+  }
+  return named;
+}
+
 std::vector<Call> traced_run(const std::vector<std::string>& args) {
   auto calls = traced_once(args);
   if (!ranks_traced(calls)) {
-    // Once, in a whole-suite run, no open of a checkpoint was traced although every run ended
-    // well (cause not found; the test passed alone each time after). A trace without any call
-    // naming a checkpoint says nothing about who opens it: trace once more, and say so.
+    // A trace without any call naming a checkpoint says nothing about who opens it (strace
+    // may have failed to follow the ranks): trace once more, and say so.
     std::cout << "the trace holds no call naming a checkpoint (" << calls.size()
               << " calls); tracing once more\n";
     calls = traced_once(args);
@@ -118,7 +139,10 @@ std::vector<std::string> sgd_regression(int epochs) {
 TEST(ClientCache, RanksWithNothingToWriteNeverOpenTheFile) {
   const auto calls = traced_run(sgd_regression(2));
   for (int epoch = 0; epoch <= 2; ++epoch) {
-    EXPECT_EQ(threads_opening(calls, epoch).size(), 1U) << "epoch " << epoch;
+    EXPECT_EQ(threads_opening(calls, epoch).size(), 1U)
+        << "epoch " << epoch << "\n"
+        << calls_naming_checkpoints(calls) << "standard error:\n"
+        << last_run_errors();
   }
 }
 
@@ -128,7 +152,10 @@ TEST(ClientCache, RanksWithValuesOpenTheFile) {
   const auto calls = traced_run({"run", "--job", "sum_pipeline", "--num-epochs", "2",
                                  "--checkpoint-dir", "ck", "--log-level", "warn"});
   for (int epoch = 0; epoch <= 2; ++epoch) {
-    EXPECT_EQ(threads_opening(calls, epoch).size(), 3U) << "epoch " << epoch;
+    EXPECT_EQ(threads_opening(calls, epoch).size(), 3U)
+        << "epoch " << epoch << "\n"
+        << calls_naming_checkpoints(calls) << "standard error:\n"
+        << last_run_errors();
   }
 }
 
@@ -155,7 +182,9 @@ TEST(ClientCache, TheCommitMarksTheFileModifiedAfterEveryRanksBytes) {
         renamed = i;
       }
     }
-    ASSERT_TRUE(last_fsync && renamed) << "no fsync or rename of the temporary file traced";
+    ASSERT_TRUE(last_fsync && renamed) << "no fsync or rename of the temporary file traced\n"
+                                       << calls_naming_checkpoints(calls) << "standard error:\n"
+                                       << last_run_errors();
     ASSERT_TRUE(marked) << "the file was never marked modified";
     EXPECT_GT(*marked, *last_fsync);
     EXPECT_LT(*marked, *renamed);
