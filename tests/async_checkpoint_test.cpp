@@ -16,35 +16,18 @@
 #include <sstream>
 
 #include "epochrun/blob_file.hpp"
-#include "epochrun/checkpoint_directory.hpp"
-#include "launch.hpp"
+#include "small_sgd_run.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
 namespace {
-
-constexpr std::int64_t kLastEpoch = 5;
-constexpr double kRunEndsWithinSeconds = 120;
-
-std::vector<std::string> sgd(const std::vector<std::string>& extra) {
-  return small_sgd_regression_run(3, kLastEpoch, extra);
-}
-
-ProcessResult run_bounded(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
-                          const std::map<std::string, std::string>& environment = kMpiEnvironment) {
-  return run_within(argv, cwd, kRunEndsWithinSeconds, environment);
-}
-
-CheckpointContents epoch_of(const std::filesystem::path& cwd, std::int64_t epoch) {
-  return read_checkpoint_contents(CheckpointDirectory(cwd / "D").file_for(epoch));
-}
 
 class AsyncCheckpoint : public ::testing::Test {
  protected:
   // The synchronous run every test compares with.
   static void SetUpTestSuite() {
     sync_ = new ScratchDir();
-    auto result = run_bounded(sgd({}), sync_->path());
+    auto result = run_bounded(small_sgd({}), sync_->path());
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
   static void TearDownTestSuite() { delete sync_; }
@@ -69,14 +52,14 @@ TEST_F(AsyncCheckpoint, TheCheckpointHoldsTheBoundaryValuesWhileTheJobChangesIts
   ScratchDir cwd;
   auto environment = with_fault("save-create@2:0:WAIT,epoch@3:0:STOP");
   environment["EPOCHRUN_FAULT_RELEASE"] = (cwd / "release").string();
-  ChildProcess job(sgd({"--async-checkpoint"}), cwd.path(), environment);
+  ChildProcess job(small_sgd({"--async-checkpoint"}), cwd.path(), environment);
   const auto paused = wait_for_a_stopped_child(job);
   ASSERT_TRUE(paused.has_value()) << "rank 0 never stopped after epoch 3";
   // Epoch 3 ran on rank 0 while its write of epoch 2 waited: nothing of epoch 2 is committed.
   EXPECT_FALSE(CheckpointDirectory(cwd / "D").has_epoch(2));
   write_file(cwd / "release", "");
   ::kill(*paused, SIGCONT);
-  auto result = job.wait(kRunEndsWithinSeconds);
+  auto result = job.wait(kSmallSgdRunSeconds);
   ASSERT_TRUE(result.has_value()) << "the run did not end";
   ASSERT_EQ(result->exit_code, 0) << result->err;
   expect_epochs_as_synchronous(cwd.path(), {0, 1, 2, 3, 4, 5});
@@ -86,22 +69,24 @@ TEST_F(AsyncCheckpoint, TheCheckpointHoldsTheBoundaryValuesWhileTheJobChangesIts
 // synchronous run's final checkpoint and exported model.
 TEST_F(AsyncCheckpoint, ResumedFromAnyEpochItEndsBitIdenticalToASynchronousRun) {
   ScratchDir cwd;
-  auto result = run_bounded(sgd({"--async-checkpoint"}), cwd.path());
+  auto result = run_bounded(small_sgd({"--async-checkpoint"}), cwd.path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   expect_epochs_as_synchronous(cwd.path(), {0, 1, 2, 3, 4, 5});
   const auto model = read_blob_file(sync_->path() / "model.h5");
   EXPECT_EQ(read_blob_file(cwd / "model.h5"), model);
-  for (std::int64_t epoch = 0; epoch < kLastEpoch; ++epoch) {
+  for (std::int64_t epoch = 0; epoch < kSmallSgdLastEpoch; ++epoch) {
     ScratchDir resumed;
     std::filesystem::create_directory(resumed / "D");
     for (std::int64_t kept = 0; kept <= epoch; ++kept) {
       std::filesystem::copy(CheckpointDirectory(cwd / "D").file_for(kept),
                             CheckpointDirectory(resumed / "D").file_for(kept));
     }
-    auto rerun = run_bounded(
-        sgd({"--async-checkpoint", "--resume-from-epoch", std::to_string(epoch)}), resumed.path());
+    auto rerun =
+        run_bounded(small_sgd({"--async-checkpoint", "--resume-from-epoch", std::to_string(epoch)}),
+                    resumed.path());
     ASSERT_EQ(rerun.exit_code, 0) << "from epoch " << epoch << ": " << rerun.err;
-    EXPECT_EQ(epoch_of(resumed.path(), kLastEpoch), epoch_of(sync_->path(), kLastEpoch))
+    EXPECT_EQ(epoch_of(resumed.path(), kSmallSgdLastEpoch),
+              epoch_of(sync_->path(), kSmallSgdLastEpoch))
         << "resumed from epoch " << epoch;
     EXPECT_EQ(read_blob_file(resumed / "model.h5"), model) << "resumed from epoch " << epoch;
   }
@@ -111,8 +96,8 @@ TEST_F(AsyncCheckpoint, ResumedFromAnyEpochItEndsBitIdenticalToASynchronousRun) 
 // goes on and ends as the synchronous run does.
 TEST_F(AsyncCheckpoint, AFailingBackgroundWriteIsAFailedSaveAndTheJobGoesOn) {
   ScratchDir cwd;
-  auto result = run_bounded(sgd({"--async-checkpoint", "--summary-json", "s.json"}), cwd.path(),
-                            with_fault("save-write@2:1:THROW"));
+  auto result = run_bounded(small_sgd({"--async-checkpoint", "--summary-json", "s.json"}),
+                            cwd.path(), with_fault("save-write@2:1:THROW"));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   expect_epochs_as_synchronous(cwd.path(), {0, 1, 3, 4, 5});
   const auto summary = nlohmann::json::parse(read_file(cwd / "s.json"));
@@ -131,13 +116,13 @@ TEST_F(AsyncCheckpoint, AFailingBackgroundWriteIsAFailedSaveAndTheJobGoesOn) {
 TEST_F(AsyncCheckpoint, ASnapshotBeyondTheStagingLimitIsSavedSynchronously) {
   ScratchDir cwd;
   auto result = run_bounded(
-      sgd({"--async-checkpoint", "--async-max-staging-mib", "0", "--log-level", "info"}),
+      small_sgd({"--async-checkpoint", "--async-max-staging-mib", "0", "--log-level", "info"}),
       cwd.path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   expect_epochs_as_synchronous(cwd.path(), {0, 1, 2, 3, 4, 5});
   const std::string all = result.out + result.err;
   // Epochs 0 to 4 (the last one is synchronous anyway).
-  for (std::int64_t epoch = 0; epoch < kLastEpoch; ++epoch) {
+  for (std::int64_t epoch = 0; epoch < kSmallSgdLastEpoch; ++epoch) {
     const auto line = all.find("epoch " + std::to_string(epoch) + ": the snapshot (");
     ASSERT_NE(line, std::string::npos) << all;
     EXPECT_NE(all.find("exceeds --async-max-staging-mib 0 on some rank: this checkpoint is saved "

@@ -15,29 +15,11 @@
 #include <thread>
 
 #include "epochrun/blob_file.hpp"
-#include "epochrun/checkpoint_directory.hpp"
-#include "launch.hpp"
+#include "small_sgd_run.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
 namespace {
-
-constexpr std::int64_t kLastEpoch = 5;
-constexpr double kRunEndsWithinSeconds = 120;
-
-// sgd_regression on 3 ranks, checkpoints in D; `extra` after the job's options.
-std::vector<std::string> sgd(const std::vector<std::string>& extra) {
-  return small_sgd_regression_run(3, kLastEpoch, extra);
-}
-
-ProcessResult run_bounded(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
-                          const std::map<std::string, std::string>& environment = kMpiEnvironment) {
-  return run_within(argv, cwd, kRunEndsWithinSeconds, environment);
-}
-
-CheckpointContents epoch_of(const std::filesystem::path& cwd, std::int64_t epoch) {
-  return read_checkpoint_contents(CheckpointDirectory(cwd / "D").file_for(epoch));
-}
 
 // Rank `rank`'s node-local copy of `epoch` under `cwd`/L.
 std::filesystem::path copy_of(const std::filesystem::path& cwd, std::int64_t epoch, int rank) {
@@ -63,7 +45,7 @@ class LocalStaging : public ::testing::Test {
   // The synchronous run every test compares with.
   static void SetUpTestSuite() {
     sync_ = new ScratchDir();
-    auto result = run_bounded(sgd({}), sync_->path());
+    auto result = run_bounded(small_sgd({}), sync_->path());
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
   static void TearDownTestSuite() { delete sync_; }
@@ -86,7 +68,8 @@ class LocalStaging : public ::testing::Test {
 
   // The run ended as the synchronous one: last epoch and exported model.
   void expect_end_as_synchronous() {
-    EXPECT_EQ(epoch_of(cwd_.path(), kLastEpoch), epoch_of(sync_->path(), kLastEpoch));
+    EXPECT_EQ(epoch_of(cwd_.path(), kSmallSgdLastEpoch),
+              epoch_of(sync_->path(), kSmallSgdLastEpoch));
     EXPECT_EQ(read_blob_file(cwd_ / "model.h5"), read_blob_file(sync_->path() / "model.h5"));
   }
 
@@ -108,7 +91,7 @@ class LocalStaging : public ::testing::Test {
 ScratchDir* LocalStaging::sync_ = nullptr;
 
 TEST_F(LocalStaging, EveryCommittedEpochIsTheSynchronousRunsAndVerifies) {
-  auto result = run_bounded(sgd({"--local-dir", "L", "--log-level", "info"}), cwd_.path());
+  auto result = run_bounded(small_sgd({"--local-dir", "L", "--log-level", "info"}), cwd_.path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   expect_epochs_as_synchronous({0, 1, 2, 3, 4, 5});
   expect_end_as_synchronous();
@@ -119,12 +102,12 @@ TEST_F(LocalStaging, EveryCommittedEpochIsTheSynchronousRunsAndVerifies) {
   EXPECT_EQ(all.find("checkpoint staged in L (", epoch_1), all.find("; ", epoch_1) + 2) << all;
   EXPECT_NE(all.find("flushed to the checkpoint directory in the background"), std::string::npos)
       << all;
-  expect_local_copies_of(kLastEpoch);
+  expect_local_copies_of(kSmallSgdLastEpoch);
 }
 
 // With --async-checkpoint too the same: the node-local copy is the snapshot.
 TEST_F(LocalStaging, WithAsyncCheckpointTooEveryCommittedEpochIsTheSynchronousRuns) {
-  auto result = run_bounded(sgd({"--local-dir", "L", "--async-checkpoint"}), cwd_.path());
+  auto result = run_bounded(small_sgd({"--local-dir", "L", "--async-checkpoint"}), cwd_.path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   expect_epochs_as_synchronous({0, 1, 2, 3, 4, 5});
   expect_end_as_synchronous();
@@ -133,15 +116,15 @@ TEST_F(LocalStaging, WithAsyncCheckpointTooEveryCommittedEpochIsTheSynchronousRu
 // Rank 1's flush of epoch 2 fails: a failed save on every rank, nothing of epoch 2 committed,
 // the job goes on and ends as the synchronous run does.
 TEST_F(LocalStaging, AFailingFlushIsAFailedSaveAndTheJobGoesOn) {
-  auto result = run_bounded(sgd({"--local-dir", "L", "--summary-json", "s.json"}), cwd_.path(),
-                            with_fault("save-write@2:1:THROW"));
+  auto result = run_bounded(small_sgd({"--local-dir", "L", "--summary-json", "s.json"}),
+                            cwd_.path(), with_fault("save-write@2:1:THROW"));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   expect_epochs_as_synchronous({0, 1, 3, 4, 5});
   expect_end_as_synchronous();
   const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
   ASSERT_EQ(summary["failed_saves"].size(), 1u) << summary;
   EXPECT_EQ(summary["failed_saves"][0]["epoch"], 2) << summary;
-  expect_local_copies_of(kLastEpoch);
+  expect_local_copies_of(kSmallSgdLastEpoch);
 }
 
 // Rank 0's copy of epoch 2 is damaged after it was written, before its flush reads it (the
@@ -150,7 +133,8 @@ TEST_F(LocalStaging, AFailingFlushIsAFailedSaveAndTheJobGoesOn) {
 TEST_F(LocalStaging, ACopyChangedBeforeItsFlushIsNeverCommitted) {
   auto environment = with_fault("save-create@2:0:WAIT");
   environment["EPOCHRUN_FAULT_RELEASE"] = (cwd_ / "release").string();
-  ChildProcess job(sgd({"--local-dir", "L", "--summary-json", "s.json"}), cwd_.path(), environment);
+  ChildProcess job(small_sgd({"--local-dir", "L", "--summary-json", "s.json"}), cwd_.path(),
+                   environment);
   const auto copy = copy_of(cwd_.path(), 2, 0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!std::filesystem::exists(copy) && std::chrono::steady_clock::now() < deadline) {
@@ -159,7 +143,7 @@ TEST_F(LocalStaging, ACopyChangedBeforeItsFlushIsNeverCommitted) {
   ASSERT_TRUE(std::filesystem::exists(copy)) << "rank 0 never wrote its copy of epoch 2";
   damage_first_byte(copy);
   write_file(cwd_ / "release", "");
-  auto result = job.wait(kRunEndsWithinSeconds);
+  auto result = job.wait(kSmallSgdRunSeconds);
   ASSERT_TRUE(result.has_value()) << "the run did not end";
   ASSERT_EQ(result->exit_code, 0) << result->err;
   expect_epochs_as_synchronous({0, 1, 3, 4, 5});
@@ -174,26 +158,26 @@ TEST_F(LocalStaging, ACopyChangedBeforeItsFlushIsNeverCommitted) {
 // committed ones are the synchronous run's; the resume ends bit-identical.
 TEST_F(LocalStaging, ARankKilledDuringAFlushCommitsNothingOfItAndTheResumeIsExact) {
   auto killed =
-      run_bounded(sgd({"--local-dir", "L"}), cwd_.path(), with_fault("save-write@2:1:KILL"));
+      run_bounded(small_sgd({"--local-dir", "L"}), cwd_.path(), with_fault("save-write@2:1:KILL"));
   EXPECT_NE(killed.exit_code, 0) << killed.err;
   EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), (std::vector<std::int64_t>{0, 1}));
   auto resumed =
-      run_bounded(sgd({"--local-dir", "L", "--resume-from-epoch", "latest"}), cwd_.path());
+      run_bounded(small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest"}), cwd_.path());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   expect_epochs_as_synchronous({0, 1, 2, 3, 4, 5});
   expect_end_as_synchronous();
-  expect_local_copies_of(kLastEpoch);
+  expect_local_copies_of(kSmallSgdLastEpoch);
 }
 
 // A run stopped after epoch 3, resumed on the same ranks: it loads the node-local copies (the
 // log says so) and ends bit-identical to the synchronous run.
 TEST_F(LocalStaging, AResumeLoadsTheCompleteNodeLocalCopies) {
-  auto first = run_bounded(sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
+  auto first = run_bounded(small_sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
   ASSERT_EQ(first.exit_code, 0) << first.err;
   expect_local_copies_of(3);
-  auto resumed =
-      run_bounded(sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
-                  cwd_.path());
+  auto resumed = run_bounded(
+      small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
+      cwd_.path());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const auto all = resumed.out + resumed.err;
   EXPECT_NE(all.find("from epoch 3 (the node-local copies in L, each verified against D/"),
@@ -211,7 +195,7 @@ TEST_F(LocalStaging, AResumeLoadsTheSharedFileWhenACopyIsDamagedOrMissing) {
     std::filesystem::remove_all(cwd_ / "D");
     std::filesystem::remove_all(cwd_ / "L");
     std::filesystem::create_directory(cwd_ / "L");
-    auto first = run_bounded(sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
+    auto first = run_bounded(small_sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
     ASSERT_EQ(first.exit_code, 0) << first.err;
     if (damaged) {
       damage_first_byte(copy_of(cwd_.path(), 3, 1));
@@ -219,7 +203,7 @@ TEST_F(LocalStaging, AResumeLoadsTheSharedFileWhenACopyIsDamagedOrMissing) {
       std::filesystem::remove(copy_of(cwd_.path(), 3, 2));
     }
     auto resumed = run_bounded(
-        sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
+        small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
         cwd_.path());
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     const auto all = resumed.out + resumed.err;
@@ -236,7 +220,7 @@ TEST_F(LocalStaging, AResumeLoadsTheSharedFileWhenACopyIsDamagedOrMissing) {
 // Backup-and-restore: the checkpoints deleted at the end take the node-local copies with them.
 TEST_F(LocalStaging, DeletingTheCheckpointsOnSuccessDeletesTheNodeLocalCopies) {
   auto result =
-      run_bounded(sgd({"--local-dir", "L", "--delete-checkpoints-on-success"}), cwd_.path());
+      run_bounded(small_sgd({"--local-dir", "L", "--delete-checkpoints-on-success"}), cwd_.path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(CheckpointDirectory(cwd_ / "D").committed_epochs().empty());
   EXPECT_TRUE(list_directory(cwd_ / "L").empty());
@@ -285,10 +269,11 @@ TEST_F(LocalStaging, AGlobalArrayIsStagedFlushedAndResumedExactly) {
 
 // A resume on another rank count never looks at the copies (they are another rank count's).
 TEST_F(LocalStaging, AResumeOnAnotherRankCountLoadsTheSharedFile) {
-  auto first = run_bounded(sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
+  auto first = run_bounded(small_sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const auto on_two_ranks = small_sgd_regression_run(
-      2, kLastEpoch, {"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"});
+      2, kSmallSgdLastEpoch,
+      {"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"});
   auto resumed = run_bounded(on_two_ranks, cwd_.path());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const auto all = resumed.out + resumed.err;
@@ -306,7 +291,7 @@ TEST_F(LocalStaging, AnUnusableLocalDirectoryIsRefusedWithOneLine) {
   };
   for (const auto& [local, why] : cases) {
     SCOPED_TRACE(local);
-    auto result = run_bounded(sgd({"--local-dir", local}), cwd_.path());
+    auto result = run_bounded(small_sgd({"--local-dir", local}), cwd_.path());
     EXPECT_EQ(result.exit_code, 2) << result.err;
     const auto lines = error_lines(result);
     ASSERT_EQ(lines.size(), 1u) << result.err;
