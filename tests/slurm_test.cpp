@@ -278,6 +278,11 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     Clock::time_point pending_since;
     while (Clock::now() < deadline) {
       info = job_info(job_id_);
+      // No state: scontrol got no answer this time (slurmctld busy); ask again.
+      if (info.state.empty()) {
+        pause();
+        continue;
+      }
       // SIGNALING: SLURM delivers a signal before a requeue or an end (seen while the machine
       // was loaded): not an end either.
       if (info.state != "PENDING" && info.state != "RUNNING" && info.state != "COMPLETING" &&
