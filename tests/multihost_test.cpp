@@ -626,19 +626,28 @@ ProcessResult slurm_command(const std::vector<std::string>& argv) {
   return run_within(argv, "/", 60, slurm_environment());
 }
 
-// 24 epochs of about 0.5 s on the hosts: long enough to be preempted in the middle, short
-// enough for many trials (slurm_test.cpp's job).
+// 24 epochs of sgd_regression on the hosts (0.2 s each on a quiet machine, 5 s in all; several
+// times that when loaded): long enough to be preempted in the middle, short enough for many
+// trials (slurm_test.cpp's job). `batches_per_epoch` sets an epoch's work.
 constexpr std::int64_t kSlurmLastEpoch = 24;
-const JobCase kSlurmJob = {
-    "sgd_regression",
-    {"--job", "sgd_regression", "--log-level", "warn", "--sgd_regression.features", "512",
-     "--sgd_regression.samples", "60000", "--sgd_regression.batch_size", "24576",
-     "--sgd_regression.batches_per_epoch", "25", "--sgd_regression.max_epochs",
-     std::to_string(kSlurmLastEpoch), "--sgd_regression.loss_threshold", "0",
-     "--sgd_regression.model_file", "model.h5"},
-    "model.h5"};
+JobCase slurm_job(int batches_per_epoch) {
+  return {"sgd_regression",
+          {"--job", "sgd_regression", "--log-level", "warn", "--sgd_regression.features", "512",
+           "--sgd_regression.samples", "60000", "--sgd_regression.batch_size", "24576",
+           "--sgd_regression.batches_per_epoch", std::to_string(batches_per_epoch),
+           "--sgd_regression.max_epochs", std::to_string(kSlurmLastEpoch),
+           "--sgd_regression.loss_threshold", "0", "--sgd_regression.model_file", "model.h5"},
+          "model.h5"};
+}
+const JobCase kSlurmJob = slurm_job(25);
+// The time-limit case's job: 4 times the work per epoch (about 1 s an epoch with two builds
+// beside it), so that it outlasts the window the limit leaves a run (kTimeLimitWindowSeconds)
+// on a quiet machine too, where the lighter job ended unstopped in 5 of 10 srun trials.
+const JobCase kSlurmTimeLimitJob = slurm_job(100);
 // A preemption is sent once this epoch has committed.
 constexpr std::int64_t kSlurmPreemptAfterEpoch = 3;
+// What the time-limit case leaves each run of the job, from its start (see its margin).
+constexpr double kTimeLimitWindowSeconds = 8;
 // Each trial's job, restarts included, ends within this.
 constexpr double kSlurmTrialSeconds = 240;
 
@@ -717,7 +726,8 @@ class MultihostSlurm : public Multihost,
     const auto made = on_host("host1", "mkdir -p '" + trial_dir_.string() + "'");
     ASSERT_EQ(made.exit_code, 0) << made.err;
     const auto output_file = local_ / ("job-" + std::to_string(trial) + ".out");
-    const auto& reference = single_host_run(kSlurmJob, 3);
+    const auto& job = preemption == Preemption::kTimeLimit ? kSlurmTimeLimitJob : kSlurmJob;
+    const auto& reference = single_host_run(job, 3);
     std::vector<std::string> sbatch = {"sbatch",
                                        "--parsable",
                                        "-N",
@@ -728,16 +738,19 @@ class MultihostSlurm : public Multihost,
                                        "--output=" + output_file.string(),
                                        "--job-name=" + slurm_case_name(GetParam())};
     // ck/ under the run directory, as results_of() reads it.
-    auto options = kSlurmJob.options;
+    auto options = job.options;
     options.insert(options.end(), {"--checkpoint-dir", "ck"});
     if (preemption == Preemption::kTimeLimit) {
       // The warning comes at one of slurmctld's checks, anywhere in the first minute; the
       // runner's own prediction stops a run once the next epoch would not end --time-margin
-      // before the end. A margin that leaves each run about half of what the job took on one
-      // host makes sure that the limit stops it at least once (slurm_test.cpp does the same).
+      // before the end. The margin leaves each run a window of kTimeLimitWindowSeconds from
+      // the job's start, its start-up included: shorter than the job takes on any machine,
+      // so the limit always stops it, and long enough for a few epochs per run when loaded.
+      // A margin taken from the single-host reference run let 11 of 20 jobs finish
+      // unstopped when that run was slowed by a build beside it and the trials were not.
       sbatch.insert(sbatch.end(), {"--time=00:01:00", "--signal=B:USR1@50"});
-      const double margin = std::clamp(59 - reference.seconds / 2, 30.0, 59.0);
-      options.insert(options.end(), {"--time-margin", std::to_string(margin)});
+      options.insert(options.end(),
+                     {"--time-margin", std::to_string(60 - kTimeLimitWindowSeconds)});
     }
     sbatch.push_back(
         (std::filesystem::path(EPOCHRUN_SOURCE_DIR) / "slurm/epochrun.sbatch").string());
@@ -822,7 +835,7 @@ class MultihostSlurm : public Multihost,
         << output;
 
     const auto directory = fetch("run-" + std::to_string(trial)) / trial_dir_.filename();
-    const auto finished = results_of(directory / "run", kSlurmJob.output_file);
+    const auto finished = results_of(directory / "run", job.output_file);
     ASSERT_EQ(finished.epochs.size(), reference.epochs.size()) << output;
     EXPECT_TRUE(finished.epochs == reference.epochs)
         << "the checkpoints differ from the uninterrupted single-host run's";
