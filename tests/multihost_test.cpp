@@ -452,6 +452,79 @@ TEST_F(Multihost, LocalStagingResumesExactlyFromTheNodeLocalCopiesOrTheSharedFil
   }
 }
 
+// A checkpoint directory on each host's own disk (/local: a different directory on every host)
+// is refused before the first epoch, with one line that names the ranks not seeing rank 0's
+// file, and exit 3; no epoch runs and nothing is committed (before, every save failed and the
+// run ended 0 with nothing committed).
+TEST_F(Multihost, ANodeLocalCheckpointDirectoryIsRefusedBeforeTheFirstEpoch) {
+  const std::string local = "/local/epochrun-multihost-test-not-shared";
+  for (const auto& host : kHosts) {
+    const auto made = on_host(host, "rm -rf '" + local + "' && mkdir -p '" + local + "'");
+    ASSERT_EQ(made.exit_code, 0) << host << ": " << made.err;
+  }
+  std::vector<std::string> args = {"run", "--checkpoint-dir", local};
+  const auto options = small_sgd_regression_options(8);
+  args.insert(args.end(), options.begin(), options.end());
+  const auto result = run_within(epochrun_on_hosts("host1,host2,host3", 3, shared_, args), "/",
+                                 kJobEndsWithinSeconds, launcher_environment());
+  EXPECT_EQ(result.exit_code, 3) << result.out << result.err;
+  const std::regex refusal("checkpoint directory " + local +
+                           " is not the same directory on every rank: the file rank 0 wrote "
+                           "there is not seen by rank 1 on host2: .*; rank 2 on host3: ");
+  EXPECT_TRUE(std::regex_search(result.err, refusal)) << result.err;
+  for (const auto& host : kHosts) {
+    // The lock file stays (src/platform/directory_lock.hpp); nothing else may.
+    const auto listed = on_host(host, "ls -A '" + local + "' | grep -vx .epochrun.lock || true");
+    EXPECT_EQ(listed.out, "") << "left on " << host << ": " << listed.out;
+    on_host(host, "rm -rf '" + local + "'");
+  }
+}
+
+// tests/lock_race_across_hosts.sh (the harness's examples/epochrun-lock-race.sh with today's job
+// options), under the volume's default options and with performance.open-behind off: a process
+// unlinks the lock file while holding it just as run B on another host has opened it, and run C
+// starts on a third host while B runs. B must take the directory and end 0, C must be refused
+// with exit 3 (before: B was refused with ESTALE under the defaults, and with open-behind off B
+// and C ran in one directory at once).
+TEST_F(Multihost, TheLockRaceExampleEndsWithTheFirstRunGoingOnAndTheSecondRefused) {
+  const auto gluster = [](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"nsenter",
+                                     "--net=/run/netns/storage",
+                                     "--mount=/run/multihost/ns/storage.mnt",
+                                     "--",
+                                     "gluster",
+                                     "--mode=script"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_harness(argv);
+  };
+  auto environment = kHarnessEnvironment;
+  environment["EPOCHRUN"] = EPOCHRUN_BINARY;
+  const auto race = [&](const std::string& name) {
+    const auto raced = run_within(
+        {(std::filesystem::path(EPOCHRUN_SOURCE_DIR) / "tests/lock_race_across_hosts.sh").string(),
+         kHarness.string(), (shared_ / name).string()},
+        "/", 300, environment);
+    EXPECT_EQ(raced.exit_code, 0) << raced.out << raced.err;
+    EXPECT_NE(raced.out.find("C exit 3"), std::string::npos) << raced.out << raced.err;
+    EXPECT_NE(raced.out.find("B exit 0"), std::string::npos) << raced.out << raced.err;
+  };
+  {
+    SCOPED_TRACE("default volume options");
+    race("defaults");
+  }
+  const auto set = gluster({"volume", "set", "mhvol", "performance.open-behind", "off"});
+  ASSERT_EQ(set.exit_code, 0) << set.out << set.err;
+  const auto got = gluster({"volume", "get", "mhvol", "performance.open-behind"});
+  ASSERT_TRUE(std::regex_search(got.out, std::regex("performance.open-behind +off")))
+      << got.out << got.err;
+  {
+    SCOPED_TRACE("performance.open-behind off");
+    race("open-behind-off");
+  }
+  const auto reset = gluster({"volume", "reset", "mhvol", "performance.open-behind"});
+  EXPECT_EQ(reset.exit_code, 0) << reset.out << reset.err;
+}
+
 // The kill cases: sgd_regression on 4 ranks, rank 0 on host1, ranks 1 and 2 on host2, rank 3 on
 // host3; resumed on another placement, rank 0 on host3 (ranks 0 and 1 are where ranks 3 and 0
 // were, 2 and 3 on host2).
@@ -467,24 +540,26 @@ constexpr int kSaveTimeoutSeconds = 10;
 
 class MultihostFaults : public Multihost {
  protected:
-  // The job on kPlacement with `fault`, its rank 1 (host2) paused at it: nullopt (and a test
-  // failure) when it never paused there.
-  std::optional<int> start_paused(std::unique_ptr<ChildProcess>& job, const std::string& fault) {
+  // The job on kPlacement with `fault`, the rank it names paused at it on `host` (rank 0 is on
+  // host1, 1 and 2 on host2): nullopt (and a test failure) when it never paused there.
+  std::optional<int> start_paused(std::unique_ptr<ChildProcess>& job, const std::string& fault,
+                                  const std::string& host = "host2") {
     job = std::make_unique<ChildProcess>(
         epochrun_on_hosts(
             kPlacement, kKilledRanks, shared_,
             run_args(kKilledJob.options, {"--save-timeout", std::to_string(kSaveTimeoutSeconds)}),
             true),
         "/", launcher_environment(fault));
-    const auto paused = wait_for_a_stopped_rank("host2");
-    EXPECT_TRUE(paused.has_value()) << "rank 1 never paused at " << fault;
+    const auto paused = wait_for_a_stopped_rank(host);
+    EXPECT_TRUE(paused.has_value()) << "no rank on " << host << " paused at " << fault;
     return paused;
   }
 
-  // What a killed or cut run must leave: the epochs before the interrupted one, each exactly
-  // the uninterrupted run's; then `--resume-from-epoch latest` on the other placement ends the
-  // job bit-identical to the uninterrupted run, with no temporary file left.
-  void expect_resume_on_other_placement_is_exact() {
+  // What a killed or cut run must leave: the epochs before the interrupted one (and that one
+  // too when it was killed after its rename: `interrupted_committed`), each exactly the
+  // uninterrupted run's; then `--resume-from-epoch latest` on the other placement ends the job
+  // bit-identical to the uninterrupted run, with no temporary file left.
+  void expect_resume_on_other_placement_is_exact(bool interrupted_committed = false) {
     const auto& uninterrupted = single_host_run(kKilledJob, kKilledRanks);
     const auto killed = results_of(fetch("killed"), "");
     std::vector<std::int64_t> committed;
@@ -494,8 +569,12 @@ class MultihostFaults : public Multihost {
                   uninterrupted.epochs.at(epoch) == contents)
           << "committed epoch " << epoch << " differs from the uninterrupted run's";
     }
-    EXPECT_EQ(committed, (std::vector<std::int64_t>{0, 1, 2}))
-        << "a committed epoch was lost, or the interrupted one committed";
+    auto expected = std::vector<std::int64_t>{0, 1, 2};
+    if (interrupted_committed) {
+      expected.push_back(kInterruptedEpoch);
+    }
+    EXPECT_EQ(committed, expected)
+        << "a committed epoch was lost, or the interrupted one committed before its rename";
 
     const auto resumed = run_within(
         epochrun_on_hosts(kOtherPlacement, kKilledRanks, shared_,
@@ -514,13 +593,14 @@ class MultihostFaults : public Multihost {
     }
   }
 
-  // SIGKILL of every rank on host2 while its rank 1 is paused at `fault`: the job ends, then
+  // SIGKILL of every rank on `host` while one of them is paused at `fault`: the job ends, then
   // resumes exactly on the other placement.
-  void kill_host2_ranks_at(const std::string& fault) {
+  void kill_ranks_at(const std::string& fault, const std::string& host = "host2",
+                     bool interrupted_committed = false) {
     std::unique_ptr<ChildProcess> job;
-    ASSERT_TRUE(start_paused(job, fault).has_value());
-    const auto killed = ranks_on_host("host2");
-    EXPECT_EQ(killed.size(), 2u);
+    ASSERT_TRUE(start_paused(job, fault, host).has_value());
+    const auto killed = ranks_on_host(host);
+    EXPECT_EQ(killed.size(), host == "host2" ? 2u : 1u);
     for (int pid : killed) {
       ::kill(pid, SIGKILL);
     }
@@ -528,16 +608,28 @@ class MultihostFaults : public Multihost {
     ASSERT_TRUE(ended.has_value()) << "the job did not end within " << kJobEndsWithinSeconds
                                    << " s of host2's ranks being killed";
     EXPECT_NE(ended->exit_code, 0) << ended->err;
-    expect_resume_on_other_placement_is_exact();
+    expect_resume_on_other_placement_is_exact(interrupted_committed);
   }
 };
 
 TEST_F(MultihostFaults, OneHostsRanksKilledMidEpochResumeExactlyOnAnotherPlacement) {
-  kill_host2_ranks_at("epoch-task@" + std::to_string(kInterruptedEpoch) + ":1:STOP");
+  kill_ranks_at("epoch-task@" + std::to_string(kInterruptedEpoch) + ":1:STOP");
 }
 
 TEST_F(MultihostFaults, OneHostsRanksKilledMidSaveResumeExactlyOnAnotherPlacement) {
-  kill_host2_ranks_at("save-write@" + std::to_string(kInterruptedEpoch) + ":1:STOP");
+  kill_ranks_at("save-write@" + std::to_string(kInterruptedEpoch) + ":1:STOP");
+}
+
+// The commit: rank 0 (host1) killed after every rank's bytes are durable and before the rename
+// (the epoch is not committed), and right after the rename (it is, though its index and
+// retention steps never ran).
+TEST_F(MultihostFaults, RankZerosHostKilledBeforeTheCommitsRenameResumesExactly) {
+  kill_ranks_at("save-before-rename@" + std::to_string(kInterruptedEpoch) + ":0:STOP", "host1");
+}
+
+TEST_F(MultihostFaults, RankZerosHostKilledRightAfterTheCommitsRenameResumesExactly) {
+  kill_ranks_at("save-after-rename@" + std::to_string(kInterruptedEpoch) + ":0:STOP", "host1",
+                true);
 }
 
 // Takes a host off the network (its bridge port down, as a pulled cable) until destroyed: the

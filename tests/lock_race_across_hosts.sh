@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+#
+# The directory lock's race across hosts, as the harness's examples/epochrun-lock-race.sh stages
+# it (../shared/multihost), with heat_diffusion's options of today (that example still passes
+# --heat_diffusion.mib_per_rank, which the job no longer has: every run of it fails at its
+# options). Run by multihost_tests; by hand:
+#
+#   EPOCHRUN=build/epochrun tests/lock_race_across_hosts.sh HARNESS DIR    (harness up)
+#
+# A (host1) holds DIR/.epochrun.lock the way an older epochrun did and, at the end, unlinks it
+# while holding it, then closes it. B, a real run with rank 0 on host2, opens the lock file while
+# A holds it; strace delays B's flock() by 0.5 s so that A's unlink and release fall between
+# B's open() and B's flock(). C, a real run with rank 0 on host3, then starts on the same DIR
+# while B runs. Right: B takes the directory and ends 0, C is refused with exit 3. Prints
+# "B exit N" and "C exit N".
+set -euo pipefail
+HERE=${1:?usage: lock_race_across_hosts.sh HARNESS DIR}
+STATE=${MULTIHOST_STATE:-/run/multihost}
+E=${EPOCHRUN:?set EPOCHRUN to the epochrun binary (reachable from every host)}
+D=${2:?usage: lock_race_across_hosts.sh HARNESS DIR}
+SUBNET=$(sed -n 's/^SUBNET=//p' "$STATE/config")
+SYNC=$(mktemp -d /tmp/lock-race.XXXXXX)
+trap '[ -n "${KEEP_SYNC:-}" ] || rm -rf "$SYNC"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun3() { # HOSTLIST CMD...
+    local hosts=$1; shift
+    timeout -k 5 120 mpirun --mca plm_rsh_agent "$HERE/host-exec" --mca plm_rsh_no_tree_spawn 1 \
+        --host "$hosts" -np 3 --mca btl tcp,self --mca oob_tcp_if_include "$SUBNET.0/24" \
+        --mca btl_tcp_if_include "$SUBNET.0/24" "$@"
+}
+JOB=(run --job heat_diffusion --heat_diffusion.rows 1536 --heat_diffusion.columns 512
+    --heat_diffusion.tolerance 0 --heat_diffusion.output_file "" --checkpoint-dir "$D")
+
+"$HERE/host-exec" host1 "rm -rf $D; mkdir -p $D"
+# A: epochrun's protocol (flock, write the holder, ... unlink while holding, close)
+"$HERE/host-exec" host1 "timeout -k 5 60 python3 -c '
+import os, fcntl, time
+fd = os.open(\"$D/.epochrun.lock\", os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+os.pwrite(fd, b\"pid %d on host1 (A)\" % os.getpid(), 0)
+open(\"$SYNC/locked\", \"w\").close()
+while not os.path.exists(\"$SYNC/release\"): time.sleep(0.002)
+os.unlink(\"$D/.epochrun.lock\"); os.close(fd)
+print(\"A: unlinked and released\")'" &
+while [ ! -e "$SYNC/locked" ]; do sleep 0.05; done
+
+# B: rank 0 on host2, every flock() delayed by 0.5 s
+mpirun3 host2,host3,host1 strace -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=500ms \
+    "$E" "${JOB[@]}" --heat_diffusion.max_epochs 60 >"$SYNC/B.log" 2>&1 &
+bpid=$!
+# Release A as soon as B's rank 0 has the lock file open.
+timeout -k 5 60 python3 - "$D" "$SYNC/release" <<'PY'
+import os, sys, time
+d, release = sys.argv[1], sys.argv[2]
+ino = os.stat("/run/netns/host2").st_ino
+def is_b(p):  # B's rank 0: the epochrun process in host2's network namespace
+    try:
+        return os.stat(f"/proc/{p}/ns/net").st_ino == ino and open(f"/proc/{p}/comm").read().strip() == "epochrun"
+    except OSError:
+        return False
+pid, end = None, time.time() + 50
+while time.time() < end:
+    if pid is None:
+        pid = next((p for p in os.listdir("/proc") if p.isdigit() and is_b(p)), None)
+    if pid is not None:
+        try:
+            if any(os.readlink(f"/proc/{pid}/fd/{f}") == d + "/.epochrun.lock" for f in os.listdir(f"/proc/{pid}/fd")):
+                open(release, "w").close()
+                sys.exit(0)
+        except OSError:
+            pass
+    time.sleep(0.002)
+sys.exit("B never opened the lock file")
+PY
+wait %1
+for _ in $(seq 1 300); do grep -qE 'epoch 3 done|error' "$SYNC/B.log" && break; sleep 0.1; done
+echo "--- B (rank 0 on host2):"
+grep -E 'error|epoch 3 done' "$SYNC/B.log" | head -3 || true
+echo "--- C (rank 0 on host3), same directory, while B runs:"
+rc=0
+mpirun3 host3,host1,host2 "$E" "${JOB[@]}" --heat_diffusion.max_epochs 60 --num-epochs 5 >"$SYNC/C.log" 2>&1 || rc=$?
+grep -E 'error|removed|finished' "$SYNC/C.log" | head -3 || true
+echo "C exit $rc"
+rc=0
+wait $bpid || rc=$?
+grep -E 'failed' "$SYNC/B.log" | head -3 || true
+echo "B exit $rc"
