@@ -102,16 +102,17 @@ SaveStats DirectorySave::commit() {
     fault_point("save-before-rename", epoch_);
     // The commit point: rank 0 renames the complete, durable file to its final name
     // (atomically replacing an older file of the same epoch) and makes the rename durable.
-    // First it marks the file modified, now that every rank's bytes are in it: another host's
-    // client that cached the content while it was being written then sees that its copy is
-    // old at its next look (on GlusterFS it would otherwise serve that copy on).
+    // First it makes every host's cached copy old, now that every rank's bytes are in it: its
+    // own host's (which read back parts of the file while laying it out, before the other
+    // ranks wrote there) and the other hosts', which otherwise serve the content of the moment
+    // they cached it (GlusterFS: for about a second on rank 0's host, for minutes on another).
     timed_step(
         phases_, SavePhase::kCommit,
         [&](auto&& step) {
           run_on_root_then_agree_within(*comm_, context_ + ": commit", timeout_, step);
         },
         [&] {
-          mark_modified_now(temporary);
+          invalidate_cached_copies(temporary);
           rename_durably(temporary, final_path_);
         });
   } catch (const std::exception& failure) {

@@ -129,7 +129,15 @@ void rename_durably(const std::filesystem::path& temporary, const std::filesyste
   fsync_directory(parent_directory(target));
 }
 
-void mark_modified_now(const std::filesystem::path& file) {
+void invalidate_cached_copies(const std::filesystem::path& file) {
+  const FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) {
+    throw Error(errno_message("open " + file.string()));
+  }
+  // Clean pages only are dropped: every writer has fsynced, so that is all of them.
+  if (const int failed = ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED); failed != 0) {
+    throw Error("drop the cached pages of " + file.string() + ": " + std::strerror(failed));
+  }
   if (::utimensat(AT_FDCWD, file.c_str(), nullptr, 0) != 0) {
     throw Error(errno_message("set the modification time of " + file.string()));
   }

@@ -26,10 +26,13 @@ void create_private_directories(const std::filesystem::path& directory);
 // Throws Error.
 void rename_durably(const std::filesystem::path& temporary, const std::filesystem::path& target);
 
-// Sets the modification time of `file` to now. Network file system clients judge whether the
-// content they cached is still current by it (GlusterFS's quick-read compares the modification
-// time only; a rename changes none of it). Throws Error.
-void mark_modified_now(const std::filesystem::path& file);
+// Makes every host's cached copy of `file` old, once every writer's bytes are durable in it:
+// drops this host's cached pages of it (on a network file system the process that laid the
+// file out read parts of it back before other hosts wrote there, and its host would serve those
+// pages for about a second more), and sets its modification time to now, by which the other
+// hosts' clients judge whether what they cached is current (GlusterFS's quick-read compares the
+// modification time only; a rename changes none of it). Throws Error.
+void invalidate_cached_copies(const std::filesystem::path& file);
 
 // A temporary name beside `target` that no committed file ever has:
 // ".<target name>.tmp.<pid>.<random>", the random part 16 lowercase hexadecimal digits.
