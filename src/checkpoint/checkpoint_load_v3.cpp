@@ -143,10 +143,20 @@ void read_arrays(const std::filesystem::path& file, const StoredFileV3& stored,
 
 void read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request, int ranks,
                           std::int64_t& version, RootLayout& root) {
+  FileDescriptor fd(-1);
+  try {
+    fd = open_regular_file_for_reading(file);
+  } catch (...) {
+    rethrow_with_context(std::current_exception(), "checkpoint " + file.string());
+  }
+  read_layout_for_load(fd.get(), file, request, ranks, version, root);
+}
+
+void read_layout_for_load(int fd, const std::filesystem::path& file, const LoadRequest& request,
+                          int ranks, std::int64_t& version, RootLayout& root) {
   const std::string context = "checkpoint " + file.string();
   try {
-    auto fd = open_regular_file_for_reading(file);
-    root.stored = read_checkpoint_layout_for_load(fd.get(), context, version);
+    root.stored = read_checkpoint_layout_for_load(fd, context, version);
     if (root.stored) {
       check_request(*root.stored, request, ranks);
       root.bytes = encode_stored_file(*root.stored);

@@ -87,6 +87,9 @@ struct RootLayout {
 // Fills `root` in place: its `carried` may already be handed to the agreement that follows.
 void read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request, int ranks,
                           std::int64_t& version, RootLayout& root);
+// The same from `file` already open as `fd`.
+void read_layout_for_load(int fd, const std::filesystem::path& file, const LoadRequest& request,
+                          int ranks, std::int64_t& version, RootLayout& root);
 
 // Collective, once every rank has rank 0's `root.carried` (its step's agreement carried them):
 // rank 0's layout on every rank, from what was carried or in one broadcast of its bytes.
