@@ -200,20 +200,23 @@ Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator&
   // with its outcome; a larger layout follows in one broadcast.
   RootLayout root;
   std::optional<StoredFileV3> stored;
+  // Rank 0's descriptor of the file: it reads its own values through the one it read the layout
+  // with, not through a second open.
+  FileDescriptor opened(-1);
   {
     const step_times::Named step("find the file, read the layout");
     run_on_root_then_agree_within(
         comm, "load epoch " + std::to_string(request.epoch), timeout,
         [&] {
-          const auto fd = open_committed(directory, request.epoch, file);
+          opened = open_committed(directory, request.epoch, file);
           std::int64_t version = 0;
-          read_layout_for_load(fd.get(), file, request, comm.size(), version, root);
+          read_layout_for_load(opened.get(), file, request, comm.size(), version, root);
         },
         std::span(root.carried));
     stored = share_layout(comm, root);
   }
   if (stored) {
-    return load_values_v3(file, comm, request, workspace, timeout, *stored);
+    return load_values_v3(file, comm, request, workspace, timeout, *stored, std::move(opened));
   }
   Loaded loaded;
   loaded.blobs = read_checkpoint_file(
