@@ -1,6 +1,9 @@
 // A resume never continues from the wrong state: another job's checkpoint, another rank count
 // or damaged bytes are refused with an error that names what is wrong.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <functional>
 
 #include "checkpoint_directory_admin.hpp"
 #include "directory_lock.hpp"
@@ -194,6 +197,45 @@ void expect_latest_skips_damaged_epoch_4(Damage damage, const std::string& expec
   load_checkpoint(CheckpointDirectory(directory.path()), world, sum_pipeline_expectation(world, 4),
                   reloaded);
   EXPECT_EQ(total_of(reloaded), 145);
+}
+
+// What is not a committed checkpoint under an epoch's name (nothing, a symlink to a good
+// checkpoint, a directory, a FIFO) is refused as missing on every rank, naming the epochs that
+// are committed, never opened through nor waited on: the load's rank 0 tells them apart with the
+// one open it makes of the file.
+TEST(CheckpointValidation, WhatIsNotACommittedFileUnderAnEpochsNameIsMissing) {
+  const auto world = Communicator::world();
+  ScratchDir directory(world);
+  Workspace workspace;
+  run_sum_pipeline(world, options_for(directory.path()), workspace);
+  const CheckpointDirectory checkpoints(directory.path());
+  const auto file = checkpoints.file_for(9);
+  const std::vector<std::pair<std::string, std::function<void()>>> planted = {
+      {"nothing", [] {}},
+      {"a symlink", [&] { std::filesystem::create_symlink(checkpoints.file_for(4), file); }},
+      {"a directory", [&] { std::filesystem::create_directory(file); }},
+      {"a FIFO", [&] { ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0); }}};
+  for (const auto& [what, plant] : planted) {
+    if (world.is_root()) {
+      std::filesystem::remove(file);
+      plant();
+    }
+    world.barrier();
+    Workspace loaded;
+    try {
+      load_checkpoint(checkpoints, world, sum_pipeline_expectation(world, 9), loaded);
+      ADD_FAILURE() << what << " was loaded";
+    } catch (const CheckpointNotFound& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("no committed checkpoint for epoch 9"), std::string::npos)
+          << what << ": " << message;
+      EXPECT_NE(message.find("committed epochs: "), std::string::npos) << what << ": " << message;
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << what << ": wrong error class: " << error.what();
+    }
+    EXPECT_TRUE(loaded.names().empty()) << what;
+    world.barrier();
+  }
 }
 
 TEST(CheckpointValidation, LatestSkipsACorruptNewestEpochAndRecommitsIt) {

@@ -114,6 +114,32 @@ std::string CheckpointDirectory::describe_missing(std::int64_t epoch) const {
          (epochs.empty() ? " (it holds none)" : " (committed epochs: " + join_epochs(epochs) + ")");
 }
 
+namespace {
+
+// The committed file of `epoch` (`file`), open for a load's rank 0 with one open(2), where
+// has_epoch's lstat and then an open were two on the load's serial path (every other rank
+// waits for it). What has_epoch does not take for a committed checkpoint (no such file, a
+// symlink, a directory or FIFO under its name, a name that is not the canonical one) is
+// CheckpointNotFound naming the committed epochs, as before; any other failure to open (a
+// file rank 0 may not read) is the open's error, with the file's name before it.
+FileDescriptor open_committed(const CheckpointDirectory& directory, std::int64_t epoch,
+                              const std::filesystem::path& file) {
+  if (parse_checkpoint_file_name(file.filename().string()) != epoch) {
+    throw CheckpointNotFound(directory.describe_missing(epoch));
+  }
+  try {
+    return open_regular_file_for_reading(file);
+  } catch (const CheckpointError&) {
+    // Only on a failure: has_epoch decides, as it decided before the open.
+    if (!directory.has_epoch(epoch)) {
+      throw CheckpointNotFound(directory.describe_missing(epoch));
+    }
+    rethrow_with_context(std::current_exception(), "checkpoint " + file.string());
+  }
+}
+
+}  // namespace
+
 bool CheckpointDirectory::load_blobs(std::int64_t epoch, const std::vector<BlobAddress>& wanted,
                                      Workspace& workspace) const {
   if (!has_epoch(epoch)) {
@@ -174,22 +200,23 @@ Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator&
   // with its outcome; a larger layout follows in one broadcast.
   RootLayout root;
   std::optional<StoredFileV3> stored;
+  // Rank 0's descriptor of the file: it reads its own values through the one it read the layout
+  // with, not through a second open.
+  FileDescriptor opened(-1);
   {
     const step_times::Named step("find the file, read the layout");
     run_on_root_then_agree_within(
         comm, "load epoch " + std::to_string(request.epoch), timeout,
         [&] {
-          if (!directory.has_epoch(request.epoch)) {
-            throw CheckpointNotFound(directory.describe_missing(request.epoch));
-          }
+          opened = open_committed(directory, request.epoch, file);
           std::int64_t version = 0;
-          read_layout_for_load(file, request, comm.size(), version, root);
+          read_layout_for_load(opened.get(), file, request, comm.size(), version, root);
         },
         std::span(root.carried));
     stored = share_layout(comm, root);
   }
   if (stored) {
-    return load_values_v3(file, comm, request, workspace, timeout, *stored);
+    return load_values_v3(file, comm, request, workspace, timeout, *stored, std::move(opened));
   }
   Loaded loaded;
   loaded.blobs = read_checkpoint_file(

@@ -143,10 +143,20 @@ void read_arrays(const std::filesystem::path& file, const StoredFileV3& stored,
 
 void read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request, int ranks,
                           std::int64_t& version, RootLayout& root) {
+  FileDescriptor fd(-1);
+  try {
+    fd = open_regular_file_for_reading(file);
+  } catch (...) {
+    rethrow_with_context(std::current_exception(), "checkpoint " + file.string());
+  }
+  read_layout_for_load(fd.get(), file, request, ranks, version, root);
+}
+
+void read_layout_for_load(int fd, const std::filesystem::path& file, const LoadRequest& request,
+                          int ranks, std::int64_t& version, RootLayout& root) {
   const std::string context = "checkpoint " + file.string();
   try {
-    auto fd = open_regular_file_for_reading(file);
-    root.stored = read_checkpoint_layout_for_load(fd.get(), context, version);
+    root.stored = read_checkpoint_layout_for_load(fd, context, version);
     if (root.stored) {
       check_request(*root.stored, request, ranks);
       root.bytes = encode_stored_file(*root.stored);
@@ -206,7 +216,8 @@ Loaded load_checkpoint_v3(const std::filesystem::path& file, const Communicator&
 
 Loaded load_values_v3(const std::filesystem::path& file, const Communicator& comm,
                       const LoadRequest& request, Workspace& workspace,
-                      std::chrono::duration<double> timeout, const StoredFileV3& stored) {
+                      std::chrono::duration<double> timeout, const StoredFileV3& stored,
+                      FileDescriptor opened) {
   // Rank 0 verified the integrity header and read the layout (the metadata, once), and every
   // rank got what it found in one broadcast: each rank's own share is its values alone,
   // whatever the rank count. Every byte a rank reads is checked against the checksums rank 0
@@ -226,7 +237,7 @@ Loaded load_values_v3(const std::filesystem::path& file, const Communicator& com
     {
       const step_times::Named step("read and verify");
       run_then_agree_within(comm, context, timeout, [&] {
-        auto fd = open_regular_file_for_reading(file);
+        auto fd = opened.valid() ? std::move(opened) : open_regular_file_for_reading(file);
         values = read_values(fd.get(), stored, request, comm, loaded.recreated);
       });
     }

@@ -17,6 +17,7 @@
 #include "epochrun/communicator.hpp"
 #include "epochrun/global_array.hpp"
 #include "epochrun/workspace.hpp"
+#include "file_descriptor.hpp"
 #include "mpi_io_file.hpp"
 
 namespace epochrun {
@@ -87,6 +88,9 @@ struct RootLayout {
 // Fills `root` in place: its `carried` may already be handed to the agreement that follows.
 void read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request, int ranks,
                           std::int64_t& version, RootLayout& root);
+// The same from `file` already open as `fd`.
+void read_layout_for_load(int fd, const std::filesystem::path& file, const LoadRequest& request,
+                          int ranks, std::int64_t& version, RootLayout& root);
 
 // Collective, once every rank has rank 0's `root.carried` (its step's agreement carried them):
 // rank 0's layout on every rank, from what was carried or in one broadcast of its bytes.
@@ -94,9 +98,11 @@ void read_layout_for_load(const std::filesystem::path& file, const LoadRequest& 
 std::optional<StoredFileV3> share_layout(const Communicator& comm, RootLayout& root);
 
 // Collective: the values of the version 3 `file` whose layout every rank has (share_layout) into
-// `workspace`, as load_checkpoint_v3.
+// `workspace`, as load_checkpoint_v3; read through `opened` when this rank has the file open
+// already (it is not opened twice).
 Loaded load_values_v3(const std::filesystem::path& file, const Communicator& comm,
                       const LoadRequest& request, Workspace& workspace,
-                      std::chrono::duration<double> timeout, const StoredFileV3& stored);
+                      std::chrono::duration<double> timeout, const StoredFileV3& stored,
+                      FileDescriptor opened = FileDescriptor(-1));
 
 }  // namespace epochrun

@@ -1,5 +1,6 @@
 #include "stored_file_codec.hpp"
 
+#include <array>
 #include <cstring>
 #include <string>
 
@@ -11,10 +12,15 @@ namespace {
 // Little-endian 64-bit fields and length-prefixed strings and lists, in the order below.
 class Writer {
  public:
+  // A small job's whole layout without growing (a load's rank 0 encodes one on its serial path).
+  Writer() { bytes_.reserve(1024); }
   void number(std::uint64_t value) {
-    for (int i = 0; i < 8; ++i) {
-      bytes_.push_back(static_cast<std::byte>(value >> (8 * i)));
+    // The eight bytes appended at once, not one push_back each.
+    std::array<std::byte, 8> little{};
+    for (std::size_t i = 0; i < little.size(); ++i) {
+      little[i] = static_cast<std::byte>(value >> (8 * i));
     }
+    bytes_.insert(bytes_.end(), little.begin(), little.end());
   }
   void text(const std::string& value) {
     number(value.size());
