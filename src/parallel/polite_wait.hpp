@@ -5,7 +5,6 @@
 #pragma once
 
 #include <mpi.h>
-#include <sched.h>
 #include <time.h>
 
 #include <chrono>
@@ -13,17 +12,17 @@
 namespace epochrun {
 
 // Tests `request` until it completes or until `stop()` returns true (checked between tests: a
-// deadline, a message that changes what to wait for). For the first 10 ms it yields the core
-// between tests (sched_yield: a rank that shares its core with others lets them run first, and
-// a collective's intermediate ranks still pass messages on at once, as Open MPI's own waits do
-// when ranks outnumber cores); a wait that lasts longer is one for slow work (a large write, a
-// stuck rank), and it then sleeps an eighth of the time waited so far between tests (up to
-// 2 ms): a late completion is seen at most ~12% late and a thousand waiting ranks wake at most
-// 500 times a second each. True when the request completed.
+// deadline, a message that changes what to wait for). For the first 10 ms it tests again at
+// once: a collective's intermediate ranks then pass messages on without delay, and when ranks
+// outnumber cores Open MPI's progress engine yields the core inside each test (its
+// mpi_yield_when_idle, on when it sees the node oversubscribed); a wait that lasts longer is one
+// for slow work (a large write, a stuck rank), and it then sleeps an eighth of the time waited so
+// far between tests (up to 2 ms): a late completion is seen at most ~12% late and a thousand
+// waiting ranks wake at most 500 times a second each. True when the request completed.
 template <typename Stop>
 bool wait_politely(MPI_Request& request, Stop&& stop);
 
-// The pause between two tests after `waited`, as described above (zero: yield).
+// The pause between two tests after `waited`, as described above (zero: none).
 std::chrono::nanoseconds polite_pause(std::chrono::steady_clock::duration waited);
 
 // MPI_Test, checked. True when the request completed.
