@@ -27,9 +27,10 @@ void create_private_directories(const std::filesystem::path& directory);
 void rename_durably(const std::filesystem::path& temporary, const std::filesystem::path& target);
 
 // Makes every host's cached copy of `file` old, once every writer's bytes are durable in it:
-// drops this host's cached pages of it (on a network file system the process that laid the
-// file out read parts of it back before other hosts wrote there, and its host would serve those
-// pages for about a second more), and sets its modification time to now, by which the other
+// on a file system other hosts may write to (any but a local disk's or memory's), drops this
+// host's cached pages of it (the process that laid the file out read parts of it back before
+// other hosts wrote there, and its host would serve those pages for about a second more); and
+// everywhere sets its modification time to now, by which the other
 // hosts' clients judge whether what they cached is current (GlusterFS's quick-read compares the
 // modification time only; a rename changes none of it). Throws Error.
 void invalidate_cached_copies(const std::filesystem::path& file);
