@@ -22,16 +22,8 @@
 namespace epochrun::testing {
 namespace {
 
-class AsyncCheckpoint : public ::testing::Test {
+class AsyncCheckpoint : public ComparedWithSynchronousRun {
  protected:
-  // The synchronous run every test compares with.
-  static void SetUpTestSuite() {
-    sync_ = new ScratchDir();
-    auto result = run_bounded(small_sgd({}), sync_->path());
-    ASSERT_EQ(result.exit_code, 0) << result.err;
-  }
-  static void TearDownTestSuite() { delete sync_; }
-
   static void expect_epochs_as_synchronous(const std::filesystem::path& cwd,
                                            const std::vector<std::int64_t>& epochs) {
     EXPECT_EQ(CheckpointDirectory(cwd / "D").committed_epochs(), epochs);
@@ -39,11 +31,7 @@ class AsyncCheckpoint : public ::testing::Test {
       EXPECT_EQ(epoch_of(cwd, epoch), epoch_of(sync_->path(), epoch)) << "epoch " << epoch;
     }
   }
-
-  static ScratchDir* sync_;
 };
-
-ScratchDir* AsyncCheckpoint::sync_ = nullptr;
 
 // Rank 0's background write of epoch 2 is held (WAIT) until rank 0 has run epoch 3, which
 // updates the model in place, and stopped after it (STOP): only then does the test release the

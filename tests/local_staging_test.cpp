@@ -40,16 +40,8 @@ void damage_first_byte(const std::filesystem::path& file) {
   stream.write(&byte, 1);
 }
 
-class LocalStaging : public ::testing::Test {
+class LocalStaging : public ComparedWithSynchronousRun {
  protected:
-  // The synchronous run every test compares with.
-  static void SetUpTestSuite() {
-    sync_ = new ScratchDir();
-    auto result = run_bounded(small_sgd({}), sync_->path());
-    ASSERT_EQ(result.exit_code, 0) << result.err;
-  }
-  static void TearDownTestSuite() { delete sync_; }
-
   void SetUp() override { std::filesystem::create_directory(cwd_ / "L"); }
 
   // The committed epochs are `epochs`, each the synchronous run's, and they all verify.
@@ -84,11 +76,8 @@ class LocalStaging : public ::testing::Test {
     EXPECT_EQ(found, expected);
   }
 
-  static ScratchDir* sync_;
   ScratchDir cwd_;
 };
-
-ScratchDir* LocalStaging::sync_ = nullptr;
 
 TEST_F(LocalStaging, EveryCommittedEpochIsTheSynchronousRunsAndVerifies) {
   auto result = run_bounded(small_sgd({"--local-dir", "L", "--log-level", "info"}), cwd_.path());

@@ -3,6 +3,8 @@
 // kSmallSgdLastEpoch, checkpoints in D under the run's directory.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -35,5 +37,22 @@ inline ProcessResult run_bounded(
 inline CheckpointContents epoch_of(const std::filesystem::path& cwd, std::int64_t epoch) {
   return read_checkpoint_contents(CheckpointDirectory(cwd / "D").file_for(epoch));
 }
+
+// A test suite whose cases compare with one synchronous run of small_sgd({}), made once for
+// the suite in sync_.
+class ComparedWithSynchronousRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    sync_ = new ScratchDir();
+    auto result = run_bounded(small_sgd({}), sync_->path());
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+  static void TearDownTestSuite() {
+    delete sync_;
+    sync_ = nullptr;
+  }
+
+  static inline ScratchDir* sync_ = nullptr;
+};
 
 }  // namespace epochrun::testing
