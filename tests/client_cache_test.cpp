@@ -72,8 +72,9 @@ bool ranks_traced(const std::vector<Call>& calls) {
   });
 }
 
-// The traced calls that name a checkpoint, for a failure's message.
-std::string calls_naming_checkpoints(const std::vector<Call>& calls) {
+// The traced calls that name a checkpoint and the last run's standard error, for a failure's
+// message.
+std::string what_was_traced(const std::vector<Call>& calls) {
   std::string named;
   int shown = 0;
   for (const auto& call : calls) {
@@ -81,7 +82,7 @@ std::string calls_naming_checkpoints(const std::vector<Call>& calls) {
       named += call.thread + " " + call.text + "\n";
     }
   }
-  return named;
+  return named + "standard error:\n" + last_run_errors();
 }
 
 std::vector<Call> traced_run(const std::vector<std::string>& args) {
@@ -134,36 +135,42 @@ std::vector<std::string> sgd_regression(int epochs) {
   return options;
 }
 
+std::vector<std::string> sum_pipeline(int epochs) {
+  return {"run",
+          "--job",
+          "sum_pipeline",
+          "--num-epochs",
+          std::to_string(epochs),
+          "--checkpoint-dir",
+          "ck",
+          "--log-level",
+          "warn"};
+}
+
+// Each save of epochs 0 to 2 had its temporary file opened by `processes` processes.
+void expect_each_save_opened_by(const std::vector<Call>& calls, std::size_t processes) {
+  for (int epoch = 0; epoch <= 2; ++epoch) {
+    EXPECT_EQ(threads_opening(calls, epoch).size(), processes) << "epoch " << epoch << "\n"
+                                                               << what_was_traced(calls);
+  }
+}
+
 // sgd_regression keeps only replicated blobs, which rank 0 writes: rank 0 alone opens each
 // save's file (before, every rank opened it for a data step with nothing to write).
 TEST(ClientCache, RanksWithNothingToWriteNeverOpenTheFile) {
-  const auto calls = traced_run(sgd_regression(2));
-  for (int epoch = 0; epoch <= 2; ++epoch) {
-    EXPECT_EQ(threads_opening(calls, epoch).size(), 1U)
-        << "epoch " << epoch << "\n"
-        << calls_naming_checkpoints(calls) << "standard error:\n"
-        << last_run_errors();
-  }
+  expect_each_save_opened_by(traced_run(sgd_regression(2)), 1);
 }
 
 // A job with per-node blobs: every rank has its values to write, so every rank opens the file
 // (and its write drops whatever its client cached).
 TEST(ClientCache, RanksWithValuesOpenTheFile) {
-  const auto calls = traced_run({"run", "--job", "sum_pipeline", "--num-epochs", "2",
-                                 "--checkpoint-dir", "ck", "--log-level", "warn"});
-  for (int epoch = 0; epoch <= 2; ++epoch) {
-    EXPECT_EQ(threads_opening(calls, epoch).size(), 3U)
-        << "epoch " << epoch << "\n"
-        << calls_naming_checkpoints(calls) << "standard error:\n"
-        << last_run_errors();
-  }
+  expect_each_save_opened_by(traced_run(sum_pipeline(2)), 3);
 }
 
 // Rank 0 sets the file's modification time after the last fsync of it by any rank and before
 // the rename that commits it.
 TEST(ClientCache, TheCommitMarksTheFileModifiedAfterEveryRanksBytes) {
-  const auto calls = traced_run({"run", "--job", "sum_pipeline", "--num-epochs", "2",
-                                 "--checkpoint-dir", "ck", "--log-level", "warn"});
+  const auto calls = traced_run(sum_pipeline(2));
   for (int epoch = 0; epoch <= 2; ++epoch) {
     SCOPED_TRACE("epoch " + std::to_string(epoch));
     std::optional<std::size_t> last_fsync;
@@ -183,8 +190,7 @@ TEST(ClientCache, TheCommitMarksTheFileModifiedAfterEveryRanksBytes) {
       }
     }
     ASSERT_TRUE(last_fsync && renamed) << "no fsync or rename of the temporary file traced\n"
-                                       << calls_naming_checkpoints(calls) << "standard error:\n"
-                                       << last_run_errors();
+                                       << what_was_traced(calls);
     ASSERT_TRUE(marked) << "the file was never marked modified";
     EXPECT_GT(*marked, *last_fsync);
     EXPECT_LT(*marked, *renamed);
