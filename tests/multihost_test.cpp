@@ -307,6 +307,21 @@ std::optional<int> wait_for_a_stopped_rank(const std::string& host) {
   return std::nullopt;
 }
 
+// The pid the harness recorded for its process `name` ("glusterfsd", "glusterfs@host2", ...
+// in /run/multihost/pids: name, pid, start time), if any.
+std::optional<int> recorded_pid(const std::string& name) {
+  std::optional<int> found;
+  std::ifstream pids("/run/multihost/pids");
+  for (std::string recorded, start; pids >> recorded;) {
+    int pid = 0;
+    pids >> pid >> start;
+    if (recorded == name) {
+      found = pid;
+    }
+  }
+  return found;
+}
+
 class Multihost : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -680,15 +695,7 @@ class MultihostFaults : public Multihost {
     std::unique_ptr<ChildProcess> job;
     const auto paused = start_paused(job, fault, host);
     ASSERT_TRUE(paused.has_value());
-    std::optional<int> client;
-    std::ifstream pids("/run/multihost/pids");
-    for (std::string name, start; pids >> name;) {
-      int pid = 0;
-      pids >> pid >> start;
-      if (name == "glusterfs@" + host) {
-        client = pid;
-      }
-    }
+    const auto client = recorded_pid("glusterfs@" + host);
     ASSERT_TRUE(client.has_value()) << "no glusterfs@" << host << " in /run/multihost/pids";
     ASSERT_EQ(::kill(*client, SIGKILL), 0);
     ::kill(*paused, SIGCONT);
@@ -766,9 +773,9 @@ TEST_F(MultihostFaults, TheStorageServerRestartedMidRunCostsOnlyTheSavesWhileItW
   ASSERT_TRUE(paused.has_value());
   const std::string in_storage =
       "nsenter --net=/run/netns/storage --mount=/run/multihost/ns/storage.mnt -- ";
-  const auto killed = run_harness(
-      {"bash", "-c", "kill -KILL $(awk '$1 == \"glusterfsd\" {print $2}' /run/multihost/pids)"});
-  ASSERT_EQ(killed.exit_code, 0) << killed.err;
+  const auto brick = recorded_pid("glusterfsd");
+  ASSERT_TRUE(brick.has_value()) << "no glusterfsd in /run/multihost/pids";
+  ASSERT_EQ(::kill(*brick, SIGKILL), 0);
   // Until it has run on and stopped again, at epoch 5: stopped, with more context switches
   // than at its first stop (its saves fail at once, so it may be stopped again at any look).
   const auto switches = [](int pid) {
