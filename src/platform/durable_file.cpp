@@ -1,9 +1,7 @@
 #include "durable_file.hpp"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
+#include "file_system_kind.hpp"
 #include "random_token.hpp"
 
 namespace epochrun {
@@ -131,41 +130,17 @@ void rename_durably(const std::filesystem::path& temporary, const std::filesyste
   fsync_directory(parent_directory(target));
 }
 
-namespace {
-
-// Whether the file system of `fd` is one of this host's own disks (or memory), whose page cache
-// no other host's writes go around: dropping it there would only make the next read (a resume,
-// `inspect --verify`) go to the disk. Any other (FUSE, NFS, Lustre, GPFS, an unknown type) may
-// have been written by other hosts.
-bool on_local_file_system(int fd) {
-  struct statfs about {};
-  if (::fstatfs(fd, &about) != 0) {
-    return false;
-  }
-  switch (static_cast<unsigned long>(about.f_type)) {
-    case EXT4_SUPER_MAGIC:  // ext2, ext3 and ext4 share it
-    case XFS_SUPER_MAGIC:
-    case BTRFS_SUPER_MAGIC:
-    case F2FS_SUPER_MAGIC:
-    case TMPFS_MAGIC:
-    case OVERLAYFS_SUPER_MAGIC:
-    case 0x2FC12FC1UL:  // ZFS
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
-
 void invalidate_cached_copies(const std::filesystem::path& file) {
   const FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) {
     throw Error(errno_message("open " + file.string()));
   }
-  // Clean pages only are dropped: every writer has fsynced, so that is all of them.
-  if (const int failed =
-          on_local_file_system(fd.get()) ? 0 : ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  // Clean pages only are dropped: every writer has fsynced, so that is all of them. Not on a
+  // local file system, whose page cache no other host's writes go around: there the next read
+  // (a resume, `inspect --verify`) would only go to the disk.
+  if (const int failed = file_system_kind(fd.get()).local
+                             ? 0
+                             : ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
       failed != 0) {
     throw Error("drop the cached pages of " + file.string() + ": " + std::strerror(failed));
   }

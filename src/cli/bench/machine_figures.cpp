@@ -1,10 +1,8 @@
 #include "bench/machine_figures.hpp"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sched.h>
 #include <sys/mman.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +18,7 @@
 #include "bench/median.hpp"
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
+#include "file_system_kind.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -55,38 +54,6 @@ void copy_from_page_cache(const fs::path& file, std::span<std::byte> into) {
       throw Error("read " + file.string() + ": " + std::strerror(errno));
     }
     done += static_cast<std::size_t>(got);
-  }
-}
-
-std::string file_system_of(const fs::path& directory) {
-  struct statfs about {};
-  if (::statfs(directory.c_str(), &about) != 0) {
-    return "unknown";
-  }
-  switch (static_cast<unsigned long>(about.f_type)) {
-    case EXT4_SUPER_MAGIC:  // ext2, ext3 and ext4 share it
-      return "ext4";
-    case XFS_SUPER_MAGIC:
-      return "xfs";
-    case BTRFS_SUPER_MAGIC:
-      return "btrfs";
-    case TMPFS_MAGIC:
-      return "tmpfs";
-    case NFS_SUPER_MAGIC:
-      return "nfs";
-    case OVERLAYFS_SUPER_MAGIC:
-      return "overlay";
-    case 0x0BD00BD0UL:
-      return "lustre";
-    case 0x47504653UL:
-      return "gpfs";
-    case 0x65735546UL:
-      return "fuse";
-    default: {
-      char hex[32];
-      std::snprintf(hex, sizeof hex, "0x%lx", static_cast<unsigned long>(about.f_type));
-      return hex;
-    }
   }
 }
 
@@ -174,7 +141,7 @@ nlohmann::json measure_machine(const Communicator& comm, const fs::path& directo
       {"ranks", comm.size()},
       {"ranks_on_host", ranks_on_root_host(comm)},
       {"transparent_hugepages", transparent_hugepages()},
-      {"file_system", file_system_of(directory)},
+      {"file_system", file_system_kind(directory).name},
       {"load_average", load}};
 }
 
