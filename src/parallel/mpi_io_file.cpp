@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "file_descriptor.hpp"
 #include "mpi_check.hpp"
+#include "page_cache.hpp"
 
 namespace epochrun {
 
@@ -112,9 +115,10 @@ void MpiIoFile::write_block_all(const StoredArray& array, const Block& block,
       (context_ + ": MPI_File_write_all").c_str());
 }
 
-void MpiIoFile::start_writeback(const StoredArray& array, const Block& block) const {
+std::optional<MpiIoFile::ByteRange> MpiIoFile::byte_range(const StoredArray& array,
+                                                          const Block& block) {
   if (block.element_count() == 0) {
-    return;
+    return std::nullopt;
   }
   // The block's bytes lie between its first and its last element, row-major in the array.
   std::uint64_t first = 0;
@@ -123,14 +127,33 @@ void MpiIoFile::start_writeback(const StoredArray& array, const Block& block) co
     first = first * array.global_shape[d] + block.start[d];
     last = last * array.global_shape[d] + block.start[d] + block.count[d] - 1;
   }
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  return ByteRange{array.offset + first * array.element_bytes,
+                   (last - first + 1) * array.element_bytes};
+}
+
+void MpiIoFile::prepare_page_cache(const StoredArray& array, const Block& block) const {
+  const auto range = byte_range(array, block);
+  if (!range) {
+    return;
+  }
+  const FileDescriptor fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    return;  // a hint: the write allocates what is missing
+  }
+  populate_page_cache(fd.get(), range->offset, range->bytes);
+}
+
+void MpiIoFile::start_writeback(const StoredArray& array, const Block& block) const {
+  const auto range = byte_range(array, block);
+  if (!range) {
+    return;
+  }
+  const FileDescriptor fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
     return;  // a hint: the save's sync still makes the bytes durable
   }
-  (void)::sync_file_range(fd, static_cast<off_t>(array.offset + first * array.element_bytes),
-                          static_cast<off_t>((last - first + 1) * array.element_bytes),
-                          SYNC_FILE_RANGE_WRITE);
-  ::close(fd);
+  (void)::sync_file_range(fd.get(), static_cast<off_t>(range->offset),
+                          static_cast<off_t>(range->bytes), SYNC_FILE_RANGE_WRITE);
 }
 
 void MpiIoFile::read_block_all(const StoredArray& array, const Block& block,

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -53,6 +54,10 @@ class MpiIoFile {
   // into the file. A rank with an empty block takes part and writes nothing.
   void write_block_all(const StoredArray& array, const Block& block,
                        std::span<const std::byte> data);
+  // This rank alone, no MPI call, before write_block_all: brings the range of the file that will
+  // hold this rank's block of `array` into the page cache (populate_page_cache, page_cache.hpp),
+  // every rank at once, so that the collective write finds its pages there. A hint.
+  void prepare_page_cache(const StoredArray& array, const Block& block) const;
   // This rank alone, no MPI call: asks the kernel to start writing the range of the file that
   // holds this rank's block of `array` to the disk, without waiting (sync_file_range), so that
   // the disk works while the other ranks are still writing and hashing; the final sync then
@@ -73,6 +78,13 @@ class MpiIoFile {
   MpiIoHints hints_in_use() const;
 
  private:
+  struct ByteRange {
+    std::uint64_t offset = 0;
+    std::uint64_t bytes = 0;
+  };
+  // The range of the file from the first to the last byte of `block` (none for an empty block).
+  static std::optional<ByteRange> byte_range(const StoredArray& array, const Block& block);
+
   // Sets the view in which this rank's block of `array` is the file's only visible bytes, and
   // returns the MPI datatype of one element (committed; freed by the caller).
   MPI_Datatype set_block_view(const StoredArray& array, const Block& block);
