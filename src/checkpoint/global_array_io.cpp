@@ -223,7 +223,8 @@ BandsRead read_bands(MpiIoFile& file, const StoredGlobalArray& stored,
 std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
                                  const StoredArray& where, const Block& block,
                                  std::span<const std::byte> data, const std::string& context,
-                                 std::chrono::duration<double> timeout, SavePhases* phases) {
+                                 std::chrono::duration<double> timeout, SavePhases* phases,
+                                 std::optional<std::uint64_t> hashed) {
   SavePhases mine;
   const auto agreed = [&](auto&& step) { run_then_agree_within(comm, context, timeout, step); };
   // Every rank's block is checked before any rank enters the collective write.
@@ -242,10 +243,10 @@ std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
     // meanwhile.
     file.start_writeback(where, block);
     const auto hashing = std::chrono::steady_clock::now();
-    hash = xxh64(data);
-    const double hashed = seconds_since(hashing);
-    mine.add(SavePhase::kHash, hashed);
-    mine.add(SavePhase::kWrite, -hashed);  // inside the step's time: hashing, not writing
+    hash = hashed ? *hashed : xxh64(data);
+    const double hashing_seconds = seconds_since(hashing);
+    mine.add(SavePhase::kHash, hashing_seconds);
+    mine.add(SavePhase::kWrite, -hashing_seconds);  // inside the step's time: not writing
   });
   if (phases != nullptr) {
     *phases += mine;

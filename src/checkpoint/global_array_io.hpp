@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,13 +31,15 @@ struct StoredGlobalArray {
 };
 
 // Collective: this rank writes `data`, its `block` of the array at `where`, and returns the
-// xxh64 of those bytes. Every rank throws when any rank failed. `phases`, when given, gets the
-// time of the write, of the hash and of the wait for the other ranks.
+// xxh64 of those bytes (`hashed` when given: an asynchronous snapshot hashes as it copies).
+// Every rank throws when any rank failed. `phases`, when given, gets the time of the write, of
+// the hash and of the wait for the other ranks.
 std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
                                  const StoredArray& where, const Block& block,
                                  std::span<const std::byte> data, const std::string& context,
                                  std::chrono::duration<double> timeout,
-                                 SavePhases* phases = nullptr);
+                                 SavePhases* phases = nullptr,
+                                 std::optional<std::uint64_t> hashed = std::nullopt);
 
 // Collective at any rank count: reads `stored` into `mine`, this rank's block of `wanted_by`
 // (index = rank). Each writer block is cut into bands of whole rows at the wanted blocks' row

@@ -550,9 +550,10 @@ void PendingCheckpointV3::write_arrays() {
       // enters a collective write another will never join.
       agreed_step("global array '" + where.name + "'", SavePhase::kWrite, false,
                   [&] { fault_point("save-write-array", epoch_); });
-      sums.push_back(
-          write_global_array(comm_, *file, stored, where.writer_blocks[rank], blobs_[i].view.bytes,
-                             context_ + ": global array '" + where.name + "'", timeout_, &phases_));
+      sums.push_back(write_global_array(comm_, *file, stored, where.writer_blocks[rank],
+                                        blobs_[i].view.bytes,
+                                        context_ + ": global array '" + where.name + "'", timeout_,
+                                        &phases_, blobs_[i].view.xxh64));
       sums_at.push_back(checksum_at + 8 * rank);
       checksum_at += 8 * where.writer_blocks.size();
       bytes_written_ += blobs_[i].view.bytes.size();
