@@ -88,7 +88,9 @@ struct RunOptions {
   bool directory_lock = true;
   // Save in the background (docs/PREEMPTION.md, README): the epoch's blobs are copied at its
   // end and written while the next epoch runs; the last checkpoint and one at a stop are
-  // synchronous. Needs MPI initialised with at least MPI_THREAD_FUNNELED.
+  // synchronous. Needs MPI initialised with at least MPI_THREAD_FUNNELED; at
+  // MPI_THREAD_MULTIPLE (MpiSession's) the global arrays are written in the background too,
+  // below it at the next epoch boundary.
   bool async_checkpoint = false;
   // A snapshot beyond this many bytes on any rank makes that save synchronous (unset: none).
   std::optional<std::uint64_t> async_max_staging_bytes;

@@ -10,6 +10,7 @@
 #include "epochrun/errors.hpp"
 #include "human_bytes.hpp"
 #include "local_copy.hpp"
+#include "mpi_thread_level.hpp"
 #include "seconds_since.hpp"
 #include "snapshot_copy.hpp"
 #include "step_times.hpp"
@@ -28,7 +29,14 @@ CheckpointSaver::CheckpointSaver(std::string job, const Communicator& comm,
       comm_(comm),
       options_(options),
       node_names_(std::move(node_names)),
-      post_commit_(post_commit) {}
+      post_commit_(post_commit) {
+  const bool in_background = !options_.checkpoint_dir.empty() &&
+                             (options_.async_checkpoint || !options_.local_dir.empty());
+  // Agreed: every rank seals where the others do.
+  if (in_background && comm_.allreduce_max(mpi_calls_from_any_thread() ? 0.0 : 1.0) == 0.0) {
+    background_comm_ = comm_.duplicate();
+  }
+}
 
 CheckpointSaver::~CheckpointSaver() {
   if (writer_.joinable()) {
@@ -64,8 +72,9 @@ std::vector<SavedBlob> CheckpointSaver::saved_blobs(const Workspace& workspace) 
   return saved;
 }
 
-DirectorySave CheckpointSaver::begin_save(std::int64_t epoch, std::vector<SavedBlob> blobs) const {
-  return DirectorySave::begin(CheckpointDirectory(options_.checkpoint_dir), comm_, root_for(epoch),
+DirectorySave CheckpointSaver::begin_save(std::int64_t epoch, std::vector<SavedBlob> blobs,
+                                          const Communicator& on) const {
+  return DirectorySave::begin(CheckpointDirectory(options_.checkpoint_dir), on, root_for(epoch),
                               std::move(blobs), options_.save_timeout, options_.mpi_io_hints,
                               options_.check_replicated);
 }
@@ -120,7 +129,8 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
       std::optional<PhaseTimer> copying(std::in_place, outcome.phases, SavePhase::kSnapshot);
       auto copies = staged ? local_copy(epoch, workspace) : snapshot(workspace);
       copying.reset();
-      in_flight_.emplace(begin_save(epoch, std::move(copies)));
+      in_flight_.emplace(begin_save(epoch, std::move(copies),
+                                    background && background_comm_ ? *background_comm_ : comm_));
     } catch (const std::exception& error) {
       commit_failed(epoch, error, outcome);
       keep_newest_local_copy();
@@ -137,7 +147,12 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
       flushed.phases.faults = PageFaults::now() - faults_before;
       return flushed;
     }
-    writer_ = std::thread([this] { in_flight_->write_data(); });
+    writer_ = std::thread([this, seal = background_comm_.has_value()] {
+      in_flight_->write_data();
+      if (seal) {
+        in_flight_->seal();
+      }
+    });
     outcome.in_background = true;
     outcome.blocked_seconds = seconds_since(started);
     outcome.phases.faults = PageFaults::now() - faults_before;
@@ -153,7 +168,7 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     return outcome;
   }
   try {
-    auto save = begin_save(epoch, saved_blobs(workspace));
+    auto save = begin_save(epoch, saved_blobs(workspace), comm_);
     const auto writing = Clock::now();
     save.write_data();
     step_times::add_since("write data", writing);

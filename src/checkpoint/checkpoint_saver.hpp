@@ -4,9 +4,13 @@
 // Asynchronous saves (--async-checkpoint): at the epoch boundary the checkpointed blobs are
 // copied once into staging buffers (kept from one save to the next), the file is laid out on
 // the main thread, and this rank's data is written by a background thread while the job runs
-// the next epoch; complete() then seals and commits it on the main thread, which alone makes
-// MPI calls. At most one save is in flight. A snapshot beyond the staging limit on any rank
-// makes that save synchronous on every rank. A synchronous save copies nothing.
+// the next epoch. When MPI lets any thread make MPI calls (MPI_THREAD_MULTIPLE, on every rank),
+// the background thread also writes the global arrays with their collective MPI-IO writes and
+// seals the file, on a communicator of the saves' own, so that the job's MPI calls meanwhile
+// never meet the save's; complete() then only commits it. Otherwise complete() seals it on the
+// main thread (the whole collective write at the next epoch boundary). At most one save is in
+// flight. A snapshot beyond the staging limit on any rank makes that save synchronous on every
+// rank. A synchronous save copies nothing.
 //
 // Node-local staging (--local-dir) is the same in-flight save with the snapshot on node-local
 // storage instead of memory: each rank writes its part into its node-local copy (local_copy),
@@ -89,8 +93,9 @@ class CheckpointSaver {
   SavedFile root_for(std::int64_t epoch) const;
   // The blobs to save, as views of `workspace` or of the snapshot.
   std::vector<SavedBlob> saved_blobs(const Workspace& workspace) const;
-  // Collective: begins the save of `blobs` (DirectorySave::begin, version 3).
-  DirectorySave begin_save(std::int64_t epoch, std::vector<SavedBlob> blobs) const;
+  // Collective over `on`: begins the save of `blobs` (DirectorySave::begin, version 3).
+  DirectorySave begin_save(std::int64_t epoch, std::vector<SavedBlob> blobs,
+                           const Communicator& on) const;
   // Agreed: whether every rank's snapshot of `bytes` fits --async-max-staging-mib.
   bool staging_fits(std::uint64_t bytes) const;
   // Copies the blobs into staging_, hashing them as they are copied, and returns views of the
@@ -112,6 +117,8 @@ class CheckpointSaver {
   std::string job_;
   const Communicator& comm_;
   const CheckpointOptions& options_;
+  // The background saves' own duplicate of comm_, when they seal on the background thread.
+  std::optional<Communicator> background_comm_;
   std::vector<std::string> node_names_;
   PostCommitSteps& post_commit_;
   std::vector<BlobPlan> blobs_;

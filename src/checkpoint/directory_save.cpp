@@ -87,17 +87,34 @@ SavePhases DirectorySave::phases() const {
   return phases;
 }
 
+void DirectorySave::seal_or_throw() {
+  // Complete, sealed and fsynced on every rank when it returns.
+  if (auto* v2 = std::get_if<PendingCheckpoint>(&pending_)) {
+    v2->finish();
+  } else if (auto* v3 = std::get_if<PendingCheckpointV3>(&pending_)) {
+    v3->write_arrays();
+    v3->finish();
+  }
+}
+
+void DirectorySave::seal() noexcept {
+  sealed_ = true;
+  try {
+    seal_or_throw();
+  } catch (...) {
+    seal_error_ = std::current_exception();
+  }
+}
+
 SaveStats DirectorySave::commit() {
   auto* v2 = std::get_if<PendingCheckpoint>(&pending_);
   auto* v3 = std::get_if<PendingCheckpointV3>(&pending_);
   const auto temporary = v2 != nullptr ? v2->file() : v3->file();
   try {
-    // Complete, sealed and fsynced on every rank when it returns.
-    if (v2 != nullptr) {
-      v2->finish();
-    } else {
-      v3->write_arrays();
-      v3->finish();
+    if (!sealed_) {
+      seal_or_throw();
+    } else if (seal_error_) {
+      std::rethrow_exception(seal_error_);
     }
     fault_point("save-before-rename", epoch_);
     // The commit point: rank 0 renames the complete, durable file to its final name

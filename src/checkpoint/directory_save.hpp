@@ -2,10 +2,12 @@
 // checkpoint under a temporary name, then the commit. Saves write format version 3
 // (PendingCheckpointV3); save_checkpoint_v2 writes version 2 (PendingCheckpoint) for the tests of
 // that version's readers. The synchronous save runs the steps in a row; the
-// asynchronous one runs write_data on a background thread.
+// asynchronous one runs write_data on a background thread, and seal there too when MPI lets any
+// thread make MPI calls (the save then runs on a communicator of its own).
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <optional>
 #include <string>
 #include <variant>
@@ -34,9 +36,15 @@ class DirectorySave {
   // This rank's data: no MPI call, never throws (the pending checkpoint's write_data).
   void write_data() noexcept;
 
-  // Collective, main thread: writes the global arrays (version 3), seals the file and commits it
-  // (rank 0 renames it to its final name and fsyncs the directory). SaveError on every rank on
-  // failure, the temporary file removed and every committed checkpoint as it was.
+  // Collective, after write_data, on any one thread of each rank when MPI runs at
+  // MPI_THREAD_MULTIPLE and no other thread uses the save's communicator meanwhile: writes the
+  // global arrays (version 3) and agrees that every rank's data is complete and durable. Never
+  // throws: a failure is kept for commit(), which then fails as it would have.
+  void seal() noexcept;
+
+  // Collective, main thread: seals the file unless seal() did, and commits it (rank 0 renames it
+  // to its final name and fsyncs the directory). SaveError on every rank on failure, the
+  // temporary file removed and every committed checkpoint as it was.
   SaveStats commit();
 
   // Where this rank's time went so far (version 3 saves; nothing for version 2).
@@ -55,8 +63,13 @@ class DirectorySave {
   // Rank 0 picks the temporary name everyone writes to (it creates the directory with the file).
   static std::string temporary_name(DirectorySave& save);
 
+  // The steps of seal(): throw on failure.
+  void seal_or_throw();
+
   std::variant<std::monostate, PendingCheckpoint, PendingCheckpointV3> pending_;
-  SavePhases phases_;  // the steps outside the pending checkpoint: naming, committing
+  bool sealed_ = false;            // seal() ran
+  std::exception_ptr seal_error_;  // and failed so
+  SavePhases phases_;              // the steps outside the pending checkpoint: naming, committing
 };
 
 }  // namespace epochrun

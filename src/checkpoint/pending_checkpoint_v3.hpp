@@ -8,9 +8,10 @@
 //                 offsets with the lay-out's outcome;
 //   write_data    this rank alone, any thread, no MPI call: per-node, ragged and (rank 0)
 //                 replicated bytes with pwrite, checksummed as they stream, its index rows;
-//   write_arrays  collective, main thread: each global array with one collective MPI-IO
-//                 write, each rank's block hashed, then everything made durable;
-//   finish        collective, main thread: agree on every rank's writes; the file is then
+//   write_arrays  collective, one thread per rank (the main thread, or the background thread
+//                 of an asynchronous save at MPI_THREAD_MULTIPLE): each global array with one
+//                 collective MPI-IO write, each rank's block hashed, then everything made durable;
+//   finish        collective, the same thread: agree on every rank's writes; the file is then
 //                 complete and durable, ready for the commit (a rename).
 #pragma once
 
@@ -70,9 +71,10 @@ class PendingCheckpointV3 {
 
   // Local, never throws: a failure is kept for finish().
   void write_data() noexcept;
-  // Collective (main thread), after write_data: the global arrays, then fsync.
+  // Collective (see the header comment for the thread), after write_data: the global arrays,
+  // then fsync.
   void write_arrays();
-  // Collective (main thread): agree. Throws on every rank when any rank failed.
+  // Collective, on write_arrays' thread: agree. Throws on every rank when any rank failed.
   void finish();
 
   const std::filesystem::path& file() const { return file_; }

@@ -7,6 +7,7 @@
 #include "epochrun/communicator.hpp"
 #include "epochrun/errors.hpp"
 #include "mpi_check.hpp"
+#include "mpi_thread_level.hpp"
 
 namespace epochrun {
 namespace {
@@ -22,7 +23,9 @@ void prefer_romio_for_mpi_io() {
 MpiSession::MpiSession(int& argc, char**& argv) {
   prefer_romio_for_mpi_io();
   int provided = 0;
-  check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  // MULTIPLE when the library has it (Open MPI does): an asynchronous save then writes its global
+  // arrays collectively on its background thread. FUNNELED is enough for everything else.
+  check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
   try {
     require_funneled_threads();
   } catch (...) {
@@ -41,6 +44,12 @@ void require_funneled_threads() {
         "a background thread while the main thread makes every MPI call: it needs "
         "MPI_THREAD_FUNNELED (initialise MPI with MPI_Init_thread)");
   }
+}
+
+bool mpi_calls_from_any_thread() {
+  int provided = MPI_THREAD_SINGLE;
+  check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
+  return provided == MPI_THREAD_MULTIPLE;
 }
 
 MpiSession::~MpiSession() {
