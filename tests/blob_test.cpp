@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "blob_codec.hpp"
 #include "epochrun/blob.hpp"
 #include "epochrun/workspace.hpp"
@@ -13,6 +16,29 @@ TEST(Blob, IsZeroFilledWithTheShapesElementCount) {
   EXPECT_EQ(blob.byte_size(), 24u);
   for (float value : blob.as<float>()) {
     EXPECT_EQ(value, 0.0f);
+  }
+}
+
+// A save writes a large blob straight from its memory with direct I/O, which needs the memory
+// aligned to the page; the copies and moves of a blob keep it so.
+TEST(Blob, ALargeBlobStartsOnAPageBoundaryAndIsZeroFilled) {
+  const auto aligned = [](const Blob& blob) {
+    return reinterpret_cast<std::uintptr_t>(blob.raw().data()) % 4096 == 0;
+  };
+  for (const std::uint64_t bytes :
+       {std::uint64_t{1} << 20, (std::uint64_t{1} << 20) + 24, std::uint64_t{64} << 20}) {
+    Blob blob(DType::kU8, {bytes});
+    EXPECT_TRUE(aligned(blob)) << bytes << " bytes";
+    EXPECT_TRUE(std::all_of(blob.raw().begin(), blob.raw().end(),
+                            [](std::byte b) { return b == std::byte{0}; }));
+    blob.raw().back() = std::byte{7};
+    const Blob copy(blob);
+    EXPECT_TRUE(aligned(copy));
+    EXPECT_EQ(copy.raw().back(), std::byte{7});
+    Blob moved(DType::kU8, {1});
+    moved = std::move(blob);
+    EXPECT_TRUE(aligned(moved));
+    EXPECT_EQ(moved.raw().back(), std::byte{7});
   }
 }
 

@@ -94,7 +94,8 @@ class EPOCHRUN_API Blob {
   Shape shape_;
   // Raw little-endian element bytes. Stored as bytes so that one Blob type covers every dtype.
   // Owned; allocated zeroed but untouched (src/base/blob.cpp), so that a blob a load is about to
-  // overwrite costs no zero-fill pass over its memory.
+  // overwrite costs no zero-fill pass over its memory. From 1 MiB on it starts on a page
+  // boundary, so that a save can write it to the disk with direct I/O.
   std::byte* data_ = nullptr;
   std::size_t byte_size_ = 0;
 };
