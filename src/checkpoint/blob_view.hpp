@@ -23,9 +23,9 @@ struct BlobView {
   // The bytes' xxh64 when it was computed already (the async snapshot hashes while it copies);
   // otherwise write_data computes it while the bytes stream.
   std::optional<std::uint64_t> xxh64;
-  // A private, page-aligned copy: write_data may write it with direct I/O (O_DIRECT), which
-  // costs the CPUs almost nothing but is slower to finish on a shared file than the page cache
-  // with early writeback, so it is for background writes only.
+  // The bytes stay unchanged until write_data returns (an asynchronous save's private copy, a
+  // synchronous save's workspace): write_data may write what of them is page-aligned with direct
+  // I/O (O_DIRECT), which costs the CPUs almost nothing and takes no fresh page-cache memory.
   bool direct = false;
   // The hash the bytes must have, when they are read from a copy that was hashed as it was made
   // (a node-local copy): the write hashes them as they stream and fails when they differ, so
