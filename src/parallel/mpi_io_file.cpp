@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "file_descriptor.hpp"
@@ -115,10 +114,10 @@ void MpiIoFile::write_block_all(const StoredArray& array, const Block& block,
       (context_ + ": MPI_File_write_all").c_str());
 }
 
-std::optional<MpiIoFile::ByteRange> MpiIoFile::byte_range(const StoredArray& array,
-                                                          const Block& block) {
+template <typename Hint>
+void MpiIoFile::hint_for_block(const StoredArray& array, const Block& block, Hint&& hint) const {
   if (block.element_count() == 0) {
-    return std::nullopt;
+    return;
   }
   // The block's bytes lie between its first and its last element, row-major in the array.
   std::uint64_t first = 0;
@@ -127,33 +126,22 @@ std::optional<MpiIoFile::ByteRange> MpiIoFile::byte_range(const StoredArray& arr
     first = first * array.global_shape[d] + block.start[d];
     last = last * array.global_shape[d] + block.start[d] + block.count[d] - 1;
   }
-  return ByteRange{array.offset + first * array.element_bytes,
-                   (last - first + 1) * array.element_bytes};
+  const FileDescriptor fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() >= 0) {  // otherwise no hint: the write and the sync do it all
+    hint(fd.get(), array.offset + first * array.element_bytes,
+         (last - first + 1) * array.element_bytes);
+  }
 }
 
 void MpiIoFile::prepare_page_cache(const StoredArray& array, const Block& block) const {
-  const auto range = byte_range(array, block);
-  if (!range) {
-    return;
-  }
-  const FileDescriptor fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    return;  // a hint: the write allocates what is missing
-  }
-  populate_page_cache(fd.get(), range->offset, range->bytes);
+  hint_for_block(array, block, populate_page_cache);
 }
 
 void MpiIoFile::start_writeback(const StoredArray& array, const Block& block) const {
-  const auto range = byte_range(array, block);
-  if (!range) {
-    return;
-  }
-  const FileDescriptor fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    return;  // a hint: the save's sync still makes the bytes durable
-  }
-  (void)::sync_file_range(fd.get(), static_cast<off_t>(range->offset),
-                          static_cast<off_t>(range->bytes), SYNC_FILE_RANGE_WRITE);
+  hint_for_block(array, block, [](int fd, std::uint64_t offset, std::uint64_t bytes) {
+    (void)::sync_file_range(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes),
+                            SYNC_FILE_RANGE_WRITE);
+  });
 }
 
 void MpiIoFile::read_block_all(const StoredArray& array, const Block& block,

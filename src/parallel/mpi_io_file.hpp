@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <span>
 #include <string>
 
@@ -78,12 +77,10 @@ class MpiIoFile {
   MpiIoHints hints_in_use() const;
 
  private:
-  struct ByteRange {
-    std::uint64_t offset = 0;
-    std::uint64_t bytes = 0;
-  };
-  // The range of the file from the first to the last byte of `block` (none for an empty block).
-  static std::optional<ByteRange> byte_range(const StoredArray& array, const Block& block);
+  // Calls hint(fd, offset, bytes) with a descriptor of the file and the range from the first to
+  // the last byte of `block`; nothing for an empty block or a file that does not open.
+  template <typename Hint>
+  void hint_for_block(const StoredArray& array, const Block& block, Hint&& hint) const;
 
   // Sets the view in which this rank's block of `array` is the file's only visible bytes, and
   // returns the MPI datatype of one element (committed; freed by the caller).
