@@ -59,8 +59,9 @@ std::vector<std::pair<std::string, Blob>> read_values(int fd, const StoredFileV3
   const auto& blobs = stored.description.blobs;
   const bool same_ranks = stored.description.ranks() == static_cast<std::uint64_t>(comm.size());
   std::vector<std::pair<std::string, Blob>> values;
+  const StoredValues where(stored);
   const auto read = [&](std::size_t i, std::uint64_t rank) {
-    const auto value = stored_value(stored, i, rank);
+    const auto value = where.at(i, rank);
     // As h5py addresses it: f["nodes/<blob>"][rank] is node `rank`'s value.
     return read_verified_blob(
         fd, value.record, value.offset,

@@ -24,13 +24,14 @@ CheckpointLayout layout_of_v3(const StoredFileV3& stored) {
     offsets.push_back(&layout.offsets[node]);
     packed.push_back(&layout.packed[node]);
   }
+  const StoredValues where(stored);
   for (std::size_t i = 0; i < file.blobs.size(); ++i) {
     const auto& blob = file.blobs[i];
     switch (blob.kind) {
       case StorageKind::kPerNode:
       case StorageKind::kRagged:
         for (std::uint64_t rank = 0; rank < file.ranks(); ++rank) {
-          auto value = stored_value(stored, i, rank);
+          auto value = where.at(i, rank);
           // A value of no bytes has no place (read_blob reads nothing at offset 0).
           offsets[rank]->push_back(value.record.byte_size() > 0 ? value.offset : 0);
           packed[rank]->push_back(value.packed);
@@ -38,7 +39,7 @@ CheckpointLayout layout_of_v3(const StoredFileV3& stored) {
         }
         break;
       case StorageKind::kReplicated:
-        header.replicated.push_back(stored_value(stored, i, 0).record);
+        header.replicated.push_back(where.at(i, 0).record);
         break;
       case StorageKind::kGlobalArray:
         header.arrays.push_back(GlobalArrayRecord{blob.name, blob.dtype, blob.shape,

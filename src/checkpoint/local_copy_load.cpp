@@ -2,7 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
+#include <string_view>
+#include <unordered_map>
 
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
@@ -16,15 +17,15 @@ namespace {
 
 // What the committed file records of this rank's value of blob `i`: its record (the shape of a
 // global array's block is the block's count).
-BlobRecord committed_value(const StoredFileV3& stored, std::size_t i, const LoadRequest& request,
-                           int rank) {
+BlobRecord committed_value(const StoredFileV3& stored, const StoredValues& where, std::size_t i,
+                           const LoadRequest& request, int rank) {
   const auto& blob = stored.description.blobs[i];
   switch (blob.kind) {
     case StorageKind::kPerNode:
     case StorageKind::kRagged:
-      return stored_value(stored, i, static_cast<std::uint64_t>(rank)).record;
+      return where.at(i, static_cast<std::uint64_t>(rank)).record;
     case StorageKind::kReplicated:
-      return stored_value(stored, i, 0).record;
+      return where.at(i, 0).record;
     case StorageKind::kGlobalArray:
       break;
   }
@@ -64,13 +65,17 @@ std::vector<std::pair<std::string, Blob>> read_local_copy(const std::filesystem:
                              " blobs, the committed file " + std::to_string(blobs.size()));
   }
   std::vector<std::pair<std::string, Blob>> values;
+  const StoredValues where(stored);
+  std::unordered_map<std::string_view, const LocalCopyBlob*> copies;
+  for (const auto& blob : record.blobs) {
+    copies.emplace(blob.name, &blob);
+  }
   for (std::size_t i = 0; i < blobs.size(); ++i) {
-    const auto committed = committed_value(stored, i, request, comm.rank());
-    const auto copied =
-        std::find_if(record.blobs.begin(), record.blobs.end(),
-                     [&](const LocalCopyBlob& blob) { return blob.name == committed.name; });
-    if (copied == record.blobs.end() || copied->dtype != committed.dtype ||
-        copied->shape != committed.shape || copied->xxh64 != committed.xxh64) {
+    const auto committed = committed_value(stored, where, i, request, comm.rank());
+    const auto found = copies.find(committed.name);
+    const LocalCopyBlob* copied = found == copies.end() ? nullptr : found->second;
+    if (copied == nullptr || copied->dtype != committed.dtype || copied->shape != committed.shape ||
+        copied->xxh64 != committed.xxh64) {
       throw CheckpointMismatch(what + ": blob '" + committed.name +
                                "' is not the value the committed file records for this rank");
     }

@@ -517,20 +517,22 @@ std::string dataset_path(const BlobDescription& blob) {
   return "/nodes/" + blob.name;
 }
 
-StoredValue stored_value(const StoredFileV3& stored, std::size_t blob, std::uint64_t rank) {
-  const auto& blobs = stored.description.blobs;
-  const auto& layout = stored.layout;
-  const auto& described = blobs.at(blob);
-  const auto ranks = stored.description.ranks();
-  // The checksum's place: per-node and ragged blobs node-major, then the replicated ones.
-  std::uint64_t per_node = 0;
-  std::uint64_t replicated = 0;
-  std::size_t ragged = 0;
-  for (std::size_t i = 0; i < blob; ++i) {
-    per_node += blobs[i].kind == StorageKind::kPerNode || blobs[i].kind == StorageKind::kRagged;
-    replicated += blobs[i].kind == StorageKind::kReplicated;
-    ragged += blobs[i].kind == StorageKind::kRagged;
+StoredValues::StoredValues(const StoredFileV3& stored) : stored_(stored) {
+  Before before;
+  for (const auto& blob : stored.description.blobs) {
+    before_.push_back(before);
+    before.per_node += blob.kind == StorageKind::kPerNode || blob.kind == StorageKind::kRagged;
+    before.replicated += blob.kind == StorageKind::kReplicated;
+    before.ragged += blob.kind == StorageKind::kRagged;
   }
+}
+
+StoredValue StoredValues::at(std::size_t blob, std::uint64_t rank) const {
+  const auto& layout = stored_.layout;
+  const auto& described = stored_.description.blobs.at(blob);
+  const auto& before = before_.at(blob);
+  const auto ranks = stored_.description.ranks();
+  // The checksum's place: per-node and ragged blobs node-major, then the replicated ones.
   StoredValue value{BlobRecord{described.name, described.dtype, described.shape, 0}, 0, false};
   std::uint64_t checksum = 0;
   switch (described.kind) {
@@ -539,24 +541,28 @@ StoredValue stored_value(const StoredFileV3& stored, std::size_t blob, std::uint
       value.offset = value.packed
                          ? layout.pack_offset + rank * layout.pack_row_bytes + layout.in_pack[blob]
                          : layout.offsets[blob] + rank * described.value_bytes();
-      checksum = rank * layout.per_node_blobs + per_node;
+      checksum = rank * layout.per_node_blobs + before.per_node;
       break;
     case StorageKind::kRagged: {
-      const auto& node = stored.ragged.at(ragged).at(rank);
+      const auto& node = stored_.ragged.at(before.ragged).at(rank);
       value.record.shape = node.shape;
       value.offset = layout.offsets[blob] + node.offset;
-      checksum = rank * layout.per_node_blobs + per_node;
+      checksum = rank * layout.per_node_blobs + before.per_node;
       break;
     }
     case StorageKind::kReplicated:
       value.offset = layout.offsets[blob];
-      checksum = ranks * layout.per_node_blobs + replicated;
+      checksum = ranks * layout.per_node_blobs + before.replicated;
       break;
     case StorageKind::kGlobalArray:
       throw UsageError("global array '" + described.name + "' is read by blocks");
   }
-  value.record.xxh64 = stored.checksums.at(checksum);
+  value.record.xxh64 = stored_.checksums.at(checksum);
   return value;
+}
+
+StoredValue stored_value(const StoredFileV3& stored, std::size_t blob, std::uint64_t rank) {
+  return StoredValues(stored).at(blob, rank);
 }
 
 std::vector<std::uint64_t> writer_checksums(const StoredFileV3& stored, std::size_t blob) {
