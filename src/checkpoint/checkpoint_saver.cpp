@@ -3,10 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "blob_view.hpp"
 #include "checkpoint_directory_admin.hpp"
 #include "collective_errors.hpp"
+#include "direct_io.hpp"
 #include "epochrun/errors.hpp"
 #include "human_bytes.hpp"
 #include "local_copy.hpp"
@@ -175,9 +177,13 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     // takes freed memory back, a fault in the host per page) one rank after the other, where
     // the plain write's files, one per rank, pay them side by side (docs/benchmarks.md,
     // "Inside a job").
+    // Only blobs that start on a page and hold a page at least: a save of small blobs alone
+    // then opens no second, direct descriptor (a cost on every rank of every save).
     auto blobs = saved_blobs(workspace);
     for (auto& blob : blobs) {
-      blob.view.direct = true;
+      const auto& bytes = blob.view.bytes;
+      blob.view.direct = bytes.size() >= kDirectIoAlignment &&
+                         reinterpret_cast<std::uintptr_t>(bytes.data()) % kDirectIoAlignment == 0;
     }
     auto save = begin_save(epoch, std::move(blobs), comm_);
     const auto writing = Clock::now();
