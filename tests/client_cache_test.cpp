@@ -167,6 +167,23 @@ TEST(ClientCache, RanksWithValuesOpenTheFile) {
   expect_each_save_opened_by(traced_run(sum_pipeline(2)), 3);
 }
 
+// sum_pipeline's per-node blobs are a few bytes each: no rank opens a second, direct descriptor
+// of the file for them (every rank did, on every synchronous save, once those saves wrote large
+// page-aligned blobs with direct I/O).
+TEST(ClientCache, ASaveOfSmallBlobsOpensNoDirectDescriptor) {
+  const auto calls = traced_run(sum_pipeline(2));
+  std::size_t opens = 0;
+  for (const auto& call : calls) {
+    for (int epoch = 0; epoch <= 2; ++epoch) {
+      if (call.text.starts_with("openat(") && !temporary_in(call.text, epoch).empty()) {
+        ++opens;
+        EXPECT_EQ(call.text.find("O_DIRECT"), std::string::npos) << call.text;
+      }
+    }
+  }
+  EXPECT_GT(opens, 0u) << what_was_traced(calls);
+}
+
 // Rank 0 sets the file's modification time after the last fsync of it by any rank and before
 // the rename that commits it.
 TEST(ClientCache, TheCommitMarksTheFileModifiedAfterEveryRanksBytes) {
