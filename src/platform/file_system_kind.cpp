@@ -8,36 +8,37 @@
 namespace epochrun {
 namespace {
 
+// The statfs types named here: the name, and whether the file system is this host's own (ext2,
+// ext3 and ext4 share EXT4_SUPER_MAGIC).
+struct Known {
+  unsigned long magic;
+  const char* name;
+  bool local;
+};
+constexpr Known kKnown[] = {
+    {EXT4_SUPER_MAGIC, "ext4", true},
+    {XFS_SUPER_MAGIC, "xfs", true},
+    {BTRFS_SUPER_MAGIC, "btrfs", true},
+    {F2FS_SUPER_MAGIC, "f2fs", true},
+    {0x2FC12FC1UL, "zfs", true},
+    {TMPFS_MAGIC, "tmpfs", true},
+    {OVERLAYFS_SUPER_MAGIC, "overlay", true},
+    {NFS_SUPER_MAGIC, "nfs", false},
+    {0x0BD00BD0UL, "lustre", false},
+    {0x47504653UL, "gpfs", false},
+    {0x65735546UL, "fuse", false},
+};
+
 FileSystemKind kind_of(const struct statfs& about) {
-  switch (static_cast<unsigned long>(about.f_type)) {
-    case EXT4_SUPER_MAGIC:  // ext2, ext3 and ext4 share it
-      return {"ext4", true};
-    case XFS_SUPER_MAGIC:
-      return {"xfs", true};
-    case BTRFS_SUPER_MAGIC:
-      return {"btrfs", true};
-    case F2FS_SUPER_MAGIC:
-      return {"f2fs", true};
-    case 0x2FC12FC1UL:
-      return {"zfs", true};
-    case TMPFS_MAGIC:
-      return {"tmpfs", true};
-    case OVERLAYFS_SUPER_MAGIC:
-      return {"overlay", true};
-    case NFS_SUPER_MAGIC:
-      return {"nfs", false};
-    case 0x0BD00BD0UL:
-      return {"lustre", false};
-    case 0x47504653UL:
-      return {"gpfs", false};
-    case 0x65735546UL:
-      return {"fuse", false};
-    default: {
-      char hex[32];
-      std::snprintf(hex, sizeof hex, "0x%lx", static_cast<unsigned long>(about.f_type));
-      return {hex, false};
+  const auto magic = static_cast<unsigned long>(about.f_type);
+  for (const auto& known : kKnown) {
+    if (known.magic == magic) {
+      return {known.name, known.local};
     }
   }
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x%lx", magic);
+  return {hex, false};
 }
 
 }  // namespace
