@@ -71,7 +71,9 @@ void check_block(const StoredArray& array, const Block& block, std::size_t data_
 
 MpiIoFile::MpiIoFile(const Communicator& comm, const std::filesystem::path& file, Access access,
                      const MpiIoHints& hints)
-    : context_("MPI-IO on " + file.string()), path_(file) {
+    : context_("MPI-IO on " + file.string()),
+      // One descriptor for every hint of this file's writes, not an open per hint.
+      hints_fd_(access == Access::kWrite ? ::open(file.c_str(), O_RDONLY | O_CLOEXEC) : -1) {
   const Info info(hints);
   const int mode = access == Access::kRead ? MPI_MODE_RDONLY : MPI_MODE_WRONLY;
   check_mpi(MPI_File_open(comm.raw(), file.c_str(), mode, info.info, &file_),
@@ -126,9 +128,8 @@ void MpiIoFile::hint_for_block(const StoredArray& array, const Block& block, Hin
     first = first * array.global_shape[d] + block.start[d];
     last = last * array.global_shape[d] + block.start[d] + block.count[d] - 1;
   }
-  const FileDescriptor fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() >= 0) {  // otherwise no hint: the write and the sync do it all
-    hint(fd.get(), array.offset + first * array.element_bytes,
+  if (hints_fd_.valid()) {  // otherwise no hint: the write and the sync do it all
+    hint(hints_fd_.get(), array.offset + first * array.element_bytes,
          (last - first + 1) * array.element_bytes);
   }
 }

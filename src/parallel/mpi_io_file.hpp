@@ -21,6 +21,7 @@
 
 #include "epochrun/communicator.hpp"
 #include "epochrun/global_array.hpp"
+#include "file_descriptor.hpp"
 
 namespace epochrun {
 
@@ -77,8 +78,8 @@ class MpiIoFile {
   MpiIoHints hints_in_use() const;
 
  private:
-  // Calls hint(fd, offset, bytes) with a descriptor of the file and the range from the first to
-  // the last byte of `block`; nothing for an empty block or a file that does not open.
+  // Calls hint(fd, offset, bytes) with hints_fd_ and the range from the first to the last byte
+  // of `block`; nothing for an empty block, or when the file did not open for them.
   template <typename Hint>
   void hint_for_block(const StoredArray& array, const Block& block, Hint&& hint) const;
 
@@ -87,7 +88,7 @@ class MpiIoFile {
   MPI_Datatype set_block_view(const StoredArray& array, const Block& block);
 
   std::string context_;
-  std::filesystem::path path_;
+  FileDescriptor hints_fd_;  // a plain descriptor of a file opened for writing, for the hints
   MPI_File file_ = MPI_FILE_NULL;
 };
 
