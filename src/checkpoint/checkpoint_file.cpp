@@ -1,9 +1,6 @@
 #include "checkpoint_file_collective.hpp"
 
-#include <xxhash.h>
-
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <optional>
 
@@ -47,46 +44,17 @@ std::string blob_what(const std::string& node, const std::string& blob, bool pac
              : "dataset /" + std::string(kNodesGroup) + "/" + node + "/" + blob;
 }
 
-// Reads a node's blobs, verifying each: large ones by read_blob_at, runs of small ones adjacent
-// in the file (a pack) straight into their memory with a few system calls, so that thousands of
-// small blobs cost a few reads and no extra copy.
+// Reads a node's blobs, verifying each (read_verified_blobs: a pack in a few reads).
 std::vector<Blob> read_blobs(int fd, const std::vector<BlobRecord>& records,
                              const std::vector<BlobPlace>& places, const std::string& node) {
-  constexpr std::uint64_t kRun = 4 << 20;
-  std::vector<Blob> blobs;
-  blobs.reserve(records.size());  // the buffers below point into these blobs: never moved
-  std::vector<std::span<std::byte>> buffers;
-  for (std::size_t first = 0; first < records.size();) {
-    const auto what = [&](std::size_t i) {
-      return blob_what(node, records[i].name, places[i].packed);
-    };
-    if (records[first].byte_size() >= kRun) {
-      blobs.push_back(read_verified_blob(fd, records[first], places[first].offset, what(first)));
-      ++first;
-      continue;
-    }
-    std::size_t end = first + 1;
-    std::uint64_t bytes = records[first].byte_size();
-    while (end < records.size() && bytes + records[end].byte_size() <= kRun &&
-           places[end].offset == places[first].offset + bytes) {
-      bytes += records[end].byte_size();
-      ++end;
-    }
-    buffers.clear();
-    for (std::size_t i = first; i < end; ++i) {
-      buffers.push_back(blobs.emplace_back(records[i].dtype, records[i].shape).raw());
-    }
-    // An unreadable checkpoint is not a usable one.
-    read_or_corrupt([&] { read_at(fd, places[first].offset, buffers, what(first)); });
-    for (; first < end; ++first) {
-      const auto raw = blobs[first].raw();
-      const auto actual = XXH64(raw.data(), raw.size(), 0);
-      if (actual != records[first].xxh64) {  // named only then: thousands of names cost time
-        check_checksum(actual, records[first], what(first));
-      }
-    }
+  std::vector<std::uint64_t> offsets;
+  offsets.reserve(places.size());
+  for (const auto& place : places) {
+    offsets.push_back(place.offset);
   }
-  return blobs;
+  return read_verified_blobs(fd, records, offsets, [&](std::size_t i) {
+    return blob_what(node, records[i].name, places[i].packed);
+  });
 }
 
 void check_expectation(const CheckpointHeader& header, const CheckpointExpectation& expected) {

@@ -51,42 +51,71 @@ void check_request(const StoredFileV3& stored, const LoadRequest& request, int r
   }
 }
 
-// One rank's per-node, ragged and replicated values, read with pread and verified.
+// One rank's per-node, ragged and replicated values, read with pread and verified: the values it
+// keeps as they are (its own and the replicated ones) in one read_verified_blobs, where its
+// packed small blobs are a few reads; at another rank count, each blob's old values one blob at
+// a time, so that only one blob's are in memory beside the job's.
 std::vector<std::pair<std::string, Blob>> read_values(int fd, const StoredFileV3& stored,
                                                       const LoadRequest& request,
                                                       const Communicator& comm,
                                                       std::vector<std::string>& recreated) {
   const auto& blobs = stored.description.blobs;
   const bool same_ranks = stored.description.ranks() == static_cast<std::uint64_t>(comm.size());
-  std::vector<std::pair<std::string, Blob>> values;
   const StoredValues where(stored);
-  const auto read = [&](std::size_t i, std::uint64_t rank) {
-    const auto value = where.at(i, rank);
-    // As h5py addresses it: f["nodes/<blob>"][rank] is node `rank`'s value.
-    return read_verified_blob(
-        fd, value.record, value.offset,
-        dataset_path(blobs[i]) +
-            (is_per_node(blobs[i].kind)
-                 ? "[" + std::to_string(rank) + "] (" + stored.description.node_names.at(rank) + ")"
-                 : ""));
+  const auto as_is = [&](const BlobDescription& blob) {
+    return blob.kind == StorageKind::kReplicated || (is_per_node(blob.kind) && same_ranks);
   };
+  // Value k of a read is blob blob_of[k]'s value of node rank_of[k].
+  struct Read {
+    std::vector<std::size_t> blob_of;
+    std::vector<std::uint64_t> rank_of;
+    std::vector<BlobRecord> records;
+    std::vector<std::uint64_t> offsets;
+    void add(const StoredValues& where, std::size_t i, std::uint64_t rank) {
+      auto value = where.at(i, rank);
+      blob_of.push_back(i);
+      rank_of.push_back(rank);
+      records.push_back(std::move(value.record));
+      offsets.push_back(value.offset);
+    }
+  };
+  const auto read = [&](const Read& wanted) {
+    return read_verified_blobs(fd, wanted.records, wanted.offsets, [&](std::size_t k) {
+      // As h5py addresses it: f["nodes/<blob>"][rank] is node `rank`'s value.
+      const auto& blob = blobs[wanted.blob_of[k]];
+      const auto rank = wanted.rank_of[k];
+      return dataset_path(blob) + (is_per_node(blob.kind)
+                                       ? "[" + std::to_string(rank) + "] (" +
+                                             stored.description.node_names.at(rank) + ")"
+                                       : "");
+    });
+  };
+  Read kept;
+  for (std::size_t i = 0; i < blobs.size(); ++i) {
+    if (as_is(blobs[i])) {
+      kept.add(
+          where, i,
+          blobs[i].kind == StorageKind::kReplicated ? 0 : static_cast<std::uint64_t>(comm.rank()));
+    }
+  }
+  auto kept_values = read(kept);
+  std::vector<std::pair<std::string, Blob>> values;
+  std::size_t next_kept = 0;
   for (std::size_t i = 0; i < blobs.size(); ++i) {
     const auto& blob = blobs[i];
-    if (blob.kind == StorageKind::kReplicated) {
-      values.emplace_back(blob.name, read(i, 0));
-    } else if (is_per_node(blob.kind) && same_ranks) {
-      values.emplace_back(blob.name, read(i, static_cast<std::uint64_t>(comm.rank())));
+    if (as_is(blob)) {
+      values.emplace_back(blob.name, std::move(kept_values[next_kept++]));
     } else if (is_per_node(blob.kind)) {
       const auto& rule = request.per_node_rules.at(blob.name);
       if (!rule.load) {
         recreated.push_back(blob.name);
         continue;
       }
-      std::vector<Blob> old_values;
+      Read old;
       for (std::uint64_t rank = 0; rank < stored.description.ranks(); ++rank) {
-        old_values.push_back(read(i, rank));
+        old.add(where, i, rank);
       }
-      values.emplace_back(blob.name, rule.redistribute(old_values, comm.rank(), comm.size()));
+      values.emplace_back(blob.name, rule.redistribute(read(old), comm.rank(), comm.size()));
     }
   }
   return values;

@@ -64,23 +64,31 @@ std::vector<std::pair<std::string, Blob>> read_local_copy(const std::filesystem:
     throw CheckpointMismatch(what + " holds " + std::to_string(record.blobs.size()) +
                              " blobs, the committed file " + std::to_string(blobs.size()));
   }
-  std::vector<std::pair<std::string, Blob>> values;
   const StoredValues where(stored);
   std::unordered_map<std::string_view, const LocalCopyBlob*> copies;
   for (const auto& blob : record.blobs) {
     copies.emplace(blob.name, &blob);
   }
+  std::vector<BlobRecord> committed;
+  std::vector<std::uint64_t> offsets;
+  committed.reserve(blobs.size());
   for (std::size_t i = 0; i < blobs.size(); ++i) {
-    const auto committed = committed_value(stored, where, i, request, comm.rank());
-    const auto found = copies.find(committed.name);
+    const auto& value =
+        committed.emplace_back(committed_value(stored, where, i, request, comm.rank()));
+    const auto found = copies.find(value.name);
     const LocalCopyBlob* copied = found == copies.end() ? nullptr : found->second;
-    if (copied == nullptr || copied->dtype != committed.dtype || copied->shape != committed.shape ||
-        copied->xxh64 != committed.xxh64) {
-      throw CheckpointMismatch(what + ": blob '" + committed.name +
+    if (copied == nullptr || copied->dtype != value.dtype || copied->shape != value.shape ||
+        copied->xxh64 != value.xxh64) {
+      throw CheckpointMismatch(what + ": blob '" + value.name +
                                "' is not the value the committed file records for this rank");
     }
-    values.emplace_back(committed.name,
-                        read_verified_blob(fd.get(), committed, copied->offset, what));
+    offsets.push_back(copied->offset);
+  }
+  auto read = read_verified_blobs(fd.get(), committed, offsets, [&](std::size_t) { return what; });
+  std::vector<std::pair<std::string, Blob>> values;
+  values.reserve(read.size());
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    values.emplace_back(std::move(committed[i].name), std::move(read[i]));
   }
   return values;
 }

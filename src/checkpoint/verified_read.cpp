@@ -55,4 +55,41 @@ Blob read_verified_blob(int fd, const BlobRecord& record, std::uint64_t offset,
   return blob;
 }
 
+std::vector<Blob> read_verified_blobs(int fd, std::span<const BlobRecord> records,
+                                      std::span<const std::uint64_t> offsets,
+                                      const std::function<std::string(std::size_t)>& what) {
+  constexpr std::uint64_t kRun = 4 << 20;
+  std::vector<Blob> blobs;
+  blobs.reserve(records.size());  // the buffers below point into these blobs: never moved
+  std::vector<std::span<std::byte>> buffers;
+  for (std::size_t first = 0; first < records.size();) {
+    if (records[first].byte_size() >= kRun) {
+      blobs.push_back(read_verified_blob(fd, records[first], offsets[first], what(first)));
+      ++first;
+      continue;
+    }
+    std::size_t end = first + 1;
+    std::uint64_t bytes = records[first].byte_size();
+    while (end < records.size() && bytes + records[end].byte_size() <= kRun &&
+           offsets[end] == offsets[first] + bytes) {
+      bytes += records[end].byte_size();
+      ++end;
+    }
+    buffers.clear();
+    for (std::size_t i = first; i < end; ++i) {
+      buffers.push_back(blobs.emplace_back(records[i].dtype, records[i].shape).raw());
+    }
+    // An unreadable checkpoint is not a usable one.
+    read_or_corrupt([&] { read_at(fd, offsets[first], buffers, what(first)); });
+    for (; first < end; ++first) {
+      const auto raw = blobs[first].raw();
+      const auto actual = XXH64(raw.data(), raw.size(), 0);
+      if (actual != records[first].xxh64) {
+        check_checksum(actual, records[first], what(first));
+      }
+    }
+  }
+  return blobs;
+}
+
 }  // namespace epochrun
