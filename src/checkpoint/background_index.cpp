@@ -6,8 +6,8 @@
 
 namespace epochrun {
 
-BackgroundIndex::BackgroundIndex(std::filesystem::path file)
-    : file_(std::move(file)), worker_([this] { work(); }) {}
+BackgroundIndex::BackgroundIndex(const CheckpointIndex& index)
+    : index_(index), worker_([this] { work(); }) {}
 
 BackgroundIndex::~BackgroundIndex() {
   {
@@ -18,37 +18,45 @@ BackgroundIndex::~BackgroundIndex() {
   worker_.join();
 }
 
-void BackgroundIndex::write(std::string text) {
+void BackgroundIndex::changed() {
   {
     std::lock_guard lock(mutex_);
-    pending_ = std::move(text);
+    changed_ = true;
   }
   wake_.notify_one();
 }
 
 void BackgroundIndex::flush() {
   std::unique_lock lock(mutex_);
-  written_.wait(lock, [this] { return !pending_ && !writing_; });
+  ++flushing_;
+  wake_.notify_one();
+  written_.wait(lock, [this] { return !changed_ && !writing_; });
+  --flushing_;
 }
 
 void BackgroundIndex::work() {
   std::unique_lock lock(mutex_);
+  const auto hurried = [this] { return stopping_ || flushing_ > 0; };
   for (;;) {
-    wake_.wait(lock, [this] { return pending_ || stopping_; });
-    if (!pending_) {
+    wake_.wait(lock, [this] { return changed_ || stopping_; });
+    if (!changed_) {
       return;  // stopping, and everything is written
     }
-    auto text = std::move(*pending_);
-    pending_.reset();
+    wake_.wait_until(lock, next_write_, hurried);
+    changed_ = false;
     writing_ = true;
     lock.unlock();
+    const auto start = Clock::now();
     try {
-      write_file_atomically(file_, text);
+      index_.text_into(text_);
+      write_file_atomically(index_.file(), text_);
     } catch (const std::exception& error) {
-      // A catalogue only; the next commit rewrites it.
-      spdlog::warn("index {}: {}", file_.string(), error.what());
+      // A catalogue only; the next change rewrites it.
+      spdlog::warn("index {}: {}", index_.file().string(), error.what());
     }
+    const auto end = Clock::now();
     lock.lock();
+    next_write_ = end + kPace * (end - start);
     writing_ = false;
     written_.notify_all();
   }

@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_directory_admin.hpp"
-#include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "json_text.hpp"
 
@@ -21,6 +20,7 @@ CheckpointIndex::CheckpointIndex(CheckpointDirectory directory, std::string job)
 }
 
 std::vector<std::int64_t> CheckpointIndex::epochs() const {
+  const std::lock_guard lock(mutex_);
   std::vector<std::int64_t> epochs;
   epochs.reserve(entries_.size());
   for (const auto& entry : entries_) {
@@ -30,6 +30,7 @@ std::vector<std::int64_t> CheckpointIndex::epochs() const {
 }
 
 std::optional<std::int64_t> CheckpointIndex::latest() const {
+  const std::lock_guard lock(mutex_);
   if (entries_.empty()) {
     return std::nullopt;
   }
@@ -37,8 +38,10 @@ std::optional<std::int64_t> CheckpointIndex::latest() const {
 }
 
 void CheckpointIndex::add(std::int64_t epoch, std::uint64_t bytes) {
-  entries_[epoch] =
+  auto entry =
       json_text({{"epoch", epoch}, {"file", checkpoint_file_name(epoch)}, {"bytes", bytes}});
+  const std::lock_guard lock(mutex_);
+  entries_[epoch] = std::move(entry);
 }
 
 CheckpointIndex::Retired CheckpointIndex::retire(const std::vector<std::int64_t>& epochs,
@@ -54,16 +57,19 @@ CheckpointIndex::Retired CheckpointIndex::retire(const std::vector<std::int64_t>
       failure = failure.value_or(errno_message("delete " + file.string()));
       continue;
     }
+    const std::lock_guard lock(mutex_);
     entries_.erase(epoch);
     retired.gone.push_back(epoch);
   }
   return retired;
 }
 
-std::string CheckpointIndex::text() const {
+void CheckpointIndex::text_into(std::string& text) const {
+  const std::lock_guard lock(mutex_);
   // The layout json_text(..., 2) gives, built from the kept entries.
-  std::string text = "{\n  \"format\": \"epochrun-index\",\n  \"format_version\": 1,\n  \"job\": " +
-                     json_text(job_) + ",\n  \"checkpoints\": [";
+  text.assign("{\n  \"format\": \"epochrun-index\",\n  \"format_version\": 1,\n  \"job\": ");
+  text += json_text(job_);
+  text += ",\n  \"checkpoints\": [";
   const char* separator = "\n    ";
   for (const auto& entry : entries_) {
     text += separator;
@@ -71,17 +77,13 @@ std::string CheckpointIndex::text() const {
     separator = ",\n    ";
   }
   text += entries_.empty() ? "],\n" : "\n  ],\n";
-  text += "  \"latest\": " + (entries_.empty() ? std::string("null") : std::to_string(*latest())) +
-          "\n}\n";
-  return text;
+  text += "  \"latest\": ";
+  text += entries_.empty() ? std::string("null") : std::to_string(entries_.rbegin()->first);
+  text += "\n}\n";
 }
 
 std::filesystem::path CheckpointIndex::file() const {
   return directory_.path() / kIndexFileName;
-}
-
-void CheckpointIndex::write() const {
-  write_file_atomically(file(), text());
 }
 
 }  // namespace epochrun

@@ -28,7 +28,7 @@ PostCommitSteps::PostCommitSteps(const Communicator& comm, const CheckpointOptio
     }
     removal_.emplace(directory.path());
     index_.emplace(std::move(directory), std::move(job));
-    index_writer_.emplace(index_->file());
+    index_writer_.emplace(*index_);
   });
 }
 
@@ -39,7 +39,7 @@ std::vector<std::int64_t> PostCommitSteps::after_commit(std::int64_t epoch,
   }
   if (options_.retention.keeps_everything()) {
     if (index_) {
-      index_writer_->write(index_->text());
+      index_writer_->changed();
     }
     return {};
   }
@@ -138,7 +138,7 @@ std::vector<std::int64_t> PostCommitSteps::delete_checkpoints(Choose&& choose,
     std::optional<std::string> failure;
     auto retired = index_->retire(choose(*index_), failure);
     deleted = std::move(retired.gone);
-    index_writer_->write(index_->text());
+    index_writer_->changed();
     for (auto& [epoch, file] : retired.renamed) {
       removal_->remove(epoch, std::move(file));
     }
