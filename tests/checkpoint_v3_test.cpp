@@ -382,6 +382,33 @@ TEST_F(CheckpointV3Test, EveryChangedByteOfALayoutRecordIsCheckedByItsReader) {
   EXPECT_GT(refused, 0);
 }
 
+// A record that moves the replicated blob's dataset by 8 bytes is refused, naming it: each blob's
+// bytes must be one of the header's extents, looked up among them sorted.
+TEST_F(CheckpointV3Test, ARecordPlacingABlobOffItsExtentIsRefusedNamingIt) {
+  save(15);
+  if (!world.is_root()) {
+    return;
+  }
+  FileDescriptor fd(::open(file.c_str(), O_RDONLY));
+  auto crafted = verify_checkpoint_file(fd.get(), "t");
+  EXPECT_NO_THROW((void)read_checkpoint_layout_from_record(fd.get(), crafted));
+  auto forged = decode_layout_record(crafted.layout_record);
+  std::size_t model = 0;
+  while (forged.description.blobs[model].name != "model") {
+    ++model;
+  }
+  forged.layout.offsets[model] += 8;
+  crafted.layout_record = layout_record_for(forged.description, forged.layout);
+  try {
+    (void)read_checkpoint_layout_from_record(fd.get(), crafted);
+    FAIL() << "a blob off its extent was taken";
+  } catch (const CorruptCheckpoint& error) {
+    EXPECT_NE(std::string(error.what()).find("places blob 'model' outside the data extents"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 // A file written before the layout record (none in its user block) loads as it did: rank 0
 // reads its layout with HDF5, once its metadata hash is checked.
 TEST_F(CheckpointV3Test, AFileWithoutALayoutRecordStillLoads) {

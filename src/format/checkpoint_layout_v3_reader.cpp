@@ -3,7 +3,9 @@
 // the pack, the ragged index and the checksum table -- all before any blob byte is read.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <set>
+#include <utility>
 
 #include "blob_index.hpp"
 #include "checkpoint_layout.hpp"
@@ -322,31 +324,39 @@ void check_extents(Reading& reading, const std::vector<DataExtent>& recorded) {
 // under a checksum of its own, but a crafted file can have made one.
 class RecordCheck {
  public:
-  explicit RecordCheck(const IntegrityHeader& integrity) : integrity_(integrity) {}
+  // The header's extents sorted once: every blob of the record is looked up among them, and a
+  // file of 10,000 blobs not packed has as many extents.
+  explicit RecordCheck(const IntegrityHeader& integrity)
+      : file_bytes_(integrity.file_size), extents_(integrity.extents) {
+    std::sort(extents_.begin(), extents_.end(), before);
+  }
 
-  std::uint64_t file_bytes() const { return integrity_.file_size; }
+  std::uint64_t file_bytes() const { return file_bytes_; }
   [[noreturn]] static void fail(const std::string& what) {
     throw CorruptCheckpoint("its layout record " + what);
   }
   // The bytes of `rows` × `row_bytes`, refused when they overflow or exceed the file.
   std::uint64_t bytes_of(std::uint64_t rows, std::uint64_t row_bytes, DType dtype,
                          const std::string& what) const {
-    return checked_byte_size(BlobRecord{what, dtype, {rows, row_bytes}, 0}, integrity_.file_size,
+    return checked_byte_size(BlobRecord{what, dtype, {rows, row_bytes}, 0}, file_bytes_,
                              [&] { return "layout record: " + what; });
   }
   // [offset, offset + length) must be one of the data extents the header recorded: then it lies
-  // inside the file, outside the metadata.
-  void is_an_extent(std::uint64_t offset, std::uint64_t length, const std::string& what) const {
-    const auto& extents = integrity_.extents;
-    if (std::none_of(extents.begin(), extents.end(), [&](const DataExtent& extent) {
-          return extent.offset == offset && extent.length == length;
-        })) {
-      fail("places " + what + " outside the data extents of its integrity header");
+  // inside the file, outside the metadata. `what()` names it, built only for the error.
+  void is_an_extent(std::uint64_t offset, std::uint64_t length,
+                    const std::function<std::string()>& what) const {
+    if (!std::binary_search(extents_.begin(), extents_.end(), DataExtent{offset, length}, before)) {
+      fail("places " + what() + " outside the data extents of its integrity header");
     }
   }
 
  private:
-  const IntegrityHeader& integrity_;
+  static bool before(const DataExtent& a, const DataExtent& b) {
+    return std::pair(a.offset, a.length) < std::pair(b.offset, b.length);
+  }
+
+  std::uint64_t file_bytes_;
+  std::vector<DataExtent> extents_;
 };
 
 void check_record_root(const FileDescription& description) {
@@ -388,11 +398,11 @@ void check_record_blob(const StoredFileV3& stored, std::size_t i, const RecordCh
       (layout.packed[i] && blob.kind != StorageKind::kPerNode)) {
     RecordCheck::fail("describes blob '" + blob.name + "' as no writer would");
   }
-  const std::string what = "blob '" + blob.name + "'";
+  const auto what = [&] { return "blob '" + blob.name + "'"; };
   const auto ranks = stored.description.ranks();
   const auto bytes =
-      checked_byte_size(BlobRecord{blob.name, blob.dtype, dataset_shape(blob, ranks), 0},
-                        check.file_bytes(), [&] { return "layout record: " + what; });
+      checked_byte_size(BlobRecord{{}, blob.dtype, dataset_shape(blob, ranks), 0},
+                        check.file_bytes(), [&] { return "layout record: " + what(); });
   if (blob.kind == StorageKind::kGlobalArray) {
     read_or_corrupt([&] { check_tiling(blob.name, blob.shape, blob.writer_blocks); },
                     "layout record: ");
@@ -449,12 +459,12 @@ StoredFileV3 read_checkpoint_layout_from_record(int fd, const IntegrityHeader& i
     }
     check.is_an_extent(layout.pack_offset,
                        check.bytes_of(ranks, layout.pack_row_bytes, DType::kU8, "the pack"),
-                       "the pack");
+                       [] { return "the pack"; });
   }
   checksums += ranks * per_node;
   if (checksums > 0) {
     const auto bytes = check.bytes_of(checksums, 1, DType::kI64, "the checksum table");
-    check.is_an_extent(layout.checksums_offset, bytes, "the checksum table");
+    check.is_an_extent(layout.checksums_offset, bytes, [] { return "the checksum table"; });
     stored.checksums.resize(checksums);
     read_or_corrupt([&] {
       read_at(fd, layout.checksums_offset, std::as_writable_bytes(std::span(stored.checksums)),
@@ -469,7 +479,7 @@ StoredFileV3 read_checkpoint_layout_from_record(int fd, const IntegrityHeader& i
                         std::to_string(layout.ragged_row_bytes) + " bytes");
     }
     const auto bytes = check.bytes_of(ragged * ranks, layout.ragged_row_bytes, DType::kU8, what);
-    check.is_an_extent(layout.ragged_index_offset, bytes, "the ragged index");
+    check.is_an_extent(layout.ragged_index_offset, bytes, [] { return "the ragged index"; });
     std::vector<std::byte> rows(bytes);
     read_or_corrupt([&] { read_at(fd, layout.ragged_index_offset, rows, what); });
     std::size_t k = 0;
