@@ -273,7 +273,7 @@ nlohmann::json measure_small_blobs(const Communicator& comm, const fs::path& dir
       }
     });
   };
-  for (std::int64_t round = 0; round < settings.rounds; ++round) {
+  for (std::int64_t round = 0;; ++round) {
     header.epoch = round;
     alternate(
         round, [&] { save_into(save_many, many_directory, many); },
@@ -285,6 +285,9 @@ nlohmann::json measure_small_blobs(const Communicator& comm, const fs::path& dir
       remove_checkpoints(many_directory, {round});
       remove_checkpoints(one_directory, {round});
     });
+    if (last_round(settings, round, {ratios(save_many, save_one), ratios(load_many, load_one)})) {
+      break;
+    }
   }
   const double bytes = double(bytes_per_rank) * comm.size();
   return {with_target(compare(save_many, save_one, bytes), kSmallBlobsTarget),
@@ -334,7 +337,7 @@ nlohmann::json measure_commit_cost(const Communicator& comm, const fs::path& dir
     });
     series.seconds.push_back(seconds / double(commits));
   };
-  for (std::int64_t round = 0; round < settings.rounds; ++round) {
+  for (std::int64_t round = 0;; ++round) {
     alternate(
         round, [&] { commit_into(with_long, long_history); },
         [&] { commit_into(with_short, short_history); });
@@ -342,6 +345,9 @@ nlohmann::json measure_commit_cost(const Communicator& comm, const fs::path& dir
       remove_added(long_history, commits);
       remove_added(short_history, commits);
     });
+    if (last_round(settings, round, {ratios(with_long, with_short)})) {
+      break;
+    }
   }
   auto row = with_target(compare(with_long, with_short, 0), kCommitCostTarget);
   row.erase("mb_per_second");
