@@ -1,9 +1,12 @@
-// CheckpointSaver's asynchronous save of a global array, in the test's own MPI processes: at
+// CheckpointSaver's saves of a global array, in the test's own MPI processes: at
 // MPI_THREAD_MULTIPLE (what MpiSession asks for and Open MPI gives) the background thread writes
 // the array with its collective MPI-IO write, while the job's thread goes on; the commit at the
 // next boundary then only renames. The poll for the written bytes is bounded; the job's thread
-// makes no MPI call meanwhile, so the collective write cannot be waiting for it.
+// makes no MPI call meanwhile, so the collective write cannot be waiting for it. Once a save is
+// durable, the array's bytes are out of the page cache, synchronous or not.
 #include <gtest/gtest.h>
+
+#include <sys/mman.h>
 
 #include <chrono>
 #include <fstream>
@@ -11,8 +14,11 @@
 #include <thread>
 
 #include "checkpoint_saver.hpp"
+#include "epochrun/checkpoint_directory.hpp"
+#include "file_system_kind.hpp"
 #include "mpi_thread_level.hpp"
 #include "post_commit_steps.hpp"
+#include "regular_file.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
@@ -35,34 +41,61 @@ bool some_file_holds(const std::filesystem::path& directory, const std::string& 
   return false;
 }
 
-TEST(CheckpointSaver, AnAsynchronousSaveWritesItsGlobalArrayBeforeTheJobAsksForTheCommit) {
-  const auto world = Communicator::world();
-  ASSERT_TRUE(mpi_calls_from_any_thread()) << "MpiSession initialises MPI at MULTIPLE";
-  const auto ranks = static_cast<std::uint64_t>(world.size());
-  const auto rank = static_cast<std::uint64_t>(world.rank());
-  ScratchDir directory(world);
-  CheckpointOptions options;
-  options.checkpoint_dir = directory / "ck";
-  options.async_checkpoint = true;
-  PostCommitSteps post_commit(world, options, "saver_job");
-  std::vector<std::string> nodes;
-  std::vector<Block> blocks;
-  for (std::uint64_t r = 0; r < ranks; ++r) {
-    nodes.push_back("node_" + std::to_string(r));
-    blocks.push_back(Block{{r * kRowsPerRank, 0}, {kRowsPerRank, kColumns}});
+// A saver of one global array, "field", each rank's block 64 rows of 1024 float64 holding a value
+// of its own (found nowhere else in the file).
+struct FieldSaver {
+  explicit FieldSaver(bool async) {
+    options.checkpoint_dir = directory / "ck";
+    options.async_checkpoint = async;
+    post_commit.emplace(world, options, "saver_job");
+    std::vector<std::string> nodes;
+    std::vector<Block> blocks;
+    for (std::uint64_t r = 0; r < ranks; ++r) {
+      nodes.push_back("node_" + std::to_string(r));
+      blocks.push_back(Block{{r * kRowsPerRank, 0}, {kRowsPerRank, kColumns}});
+    }
+    saver.emplace("saver_job", world, options, nodes, *post_commit);
+    saver->set_blobs(
+        {BlobPlan{"field", StorageKind::kGlobalArray, Shape{ranks * kRowsPerRank, kColumns},
+                  std::make_shared<const std::vector<Block>>(blocks)}});
+    std::vector<double> values(kRowsPerRank * kColumns, 1000.25 + static_cast<double>(rank));
+    workspace.put("field", Blob::of<double>({kRowsPerRank, kColumns}, values));
+    block.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
   }
-  const Shape global{ranks * kRowsPerRank, kColumns};
-  CheckpointSaver saver("saver_job", world, options, nodes, post_commit);
-  saver.set_blobs({BlobPlan{"field", StorageKind::kGlobalArray, global,
-                            std::make_shared<const std::vector<Block>>(blocks)}});
-  // This rank's block: a value of its own in every element, found nowhere else in the file.
-  std::vector<double> values(kRowsPerRank * kColumns, 1000.25 + static_cast<double>(rank));
-  Workspace workspace;
-  workspace.put("field", Blob::of<double>({kRowsPerRank, kColumns}, values));
-  const std::string block(reinterpret_cast<const char*>(values.data()),
-                          values.size() * sizeof(double));
 
-  const auto started = saver.save(1, workspace, true);
+  const Communicator world = Communicator::world();
+  const std::uint64_t ranks = static_cast<std::uint64_t>(world.size());
+  const std::uint64_t rank = static_cast<std::uint64_t>(world.rank());
+  ScratchDir directory{world};
+  CheckpointOptions options;
+  std::optional<PostCommitSteps> post_commit;
+  std::optional<CheckpointSaver> saver;
+  Workspace workspace;
+  std::string block;  // this rank's block's bytes
+};
+
+// How many of `file`'s pages are in the page cache (mincore over a mapping of it).
+std::size_t resident_pages(const std::filesystem::path& file) {
+  const auto fd = open_regular_file_for_reading(file);
+  const auto bytes = static_cast<std::size_t>(file_size(fd.get()));
+  void* mapped = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (mapped == MAP_FAILED) {
+    ADD_FAILURE() << "mmap " << file;
+    return 0;
+  }
+  const std::size_t page = 4096;
+  std::vector<unsigned char> in_core((bytes + page - 1) / page);
+  EXPECT_EQ(::mincore(mapped, bytes, in_core.data()), 0);
+  ::munmap(mapped, bytes);
+  return static_cast<std::size_t>(std::count_if(in_core.begin(), in_core.end(),
+                                                [](unsigned char in) { return (in & 1) != 0; }));
+}
+
+TEST(CheckpointSaver, AnAsynchronousSaveWritesItsGlobalArrayBeforeTheJobAsksForTheCommit) {
+  ASSERT_TRUE(mpi_calls_from_any_thread()) << "MpiSession initialises MPI at MULTIPLE";
+  FieldSaver s(true);
+  auto& [world, ranks, rank, directory, options, post_commit, saver, workspace, block] = s;
+  const auto started = saver->save(1, workspace, true);
   ASSERT_TRUE(started.in_background) << started.log;
   bool written = false;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -75,10 +108,38 @@ TEST(CheckpointSaver, AnAsynchronousSaveWritesItsGlobalArrayBeforeTheJobAsksForT
   EXPECT_TRUE(written) << "rank " << rank
                        << "'s block was not in the checkpoint directory after 60 s: the "
                           "collective write waits for the commit";
-  const auto completed = saver.complete();
+  const auto completed = saver->complete();
   ASSERT_TRUE(completed.has_value());
   EXPECT_TRUE(completed->committed) << completed->log;
-  EXPECT_EQ(saver.last_committed(), 1);
+  EXPECT_EQ(saver->last_committed(), 1);
+}
+
+// Each rank drops the bytes it wrote of a global array from the page cache once they are
+// durable: the next save then reuses those pages, warm, rather than taking fresh ones
+// (MpiIoFile::sync_and_close). Of the file's pages only the metadata's may stay.
+TEST(CheckpointSaver, ADurableSaveLeavesItsGlobalArrayOutOfThePageCache) {
+  for (const bool async : {false, true}) {
+    SCOPED_TRACE(async ? "asynchronous" : "synchronous");
+    FieldSaver s(async);
+    const auto started = s.saver->save(2, s.workspace, true);
+    if (started.in_background) {
+      const auto completed = s.saver->complete();
+      ASSERT_TRUE(completed && completed->committed);
+    } else {
+      ASSERT_TRUE(started.committed) << started.log;
+    }
+    if (file_system_kind(s.options.checkpoint_dir).name == "tmpfs") {
+      GTEST_SKIP() << "tmpfs keeps every page: " << s.options.checkpoint_dir;
+    }
+    if (s.world.is_root()) {
+      const auto file = CheckpointDirectory(s.options.checkpoint_dir).file_for(2);
+      const auto fd = open_regular_file_for_reading(file);
+      const auto array_pages = s.ranks * kRowsPerRank * kColumns * sizeof(double) / 4096;
+      EXPECT_LT(resident_pages(file), array_pages / 8)
+          << "of " << file_size(fd.get()) / 4096 << " pages, the array's " << array_pages;
+    }
+    s.world.barrier();
+  }
 }
 
 }  // namespace

@@ -114,6 +114,9 @@ void MpiIoFile::write_block_all(const StoredArray& array, const Block& block,
       MPI_File_write_all(file_, data.data(), to_count(block.element_count(), "a block's elements"),
                          element.type, &status),
       (context_ + ": MPI_File_write_all").c_str());
+  hint_for_block(array, block, [&](int, std::uint64_t offset, std::uint64_t bytes) {
+    written_.emplace_back(offset, bytes);
+  });
 }
 
 template <typename Hint>
@@ -158,6 +161,10 @@ void MpiIoFile::read_block_all(const StoredArray& array, const Block& block,
 
 void MpiIoFile::sync_and_close() {
   check_mpi(MPI_File_sync(file_), (context_ + ": MPI_File_sync").c_str());
+  for (const auto& [offset, bytes] : written_) {
+    drop_from_page_cache(hints_fd_.get(), offset, bytes);
+  }
+  written_.clear();
   close();
 }
 

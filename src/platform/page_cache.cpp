@@ -1,5 +1,6 @@
 #include "page_cache.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -22,6 +23,11 @@ void populate_page_cache(int fd, std::uint64_t offset, std::uint64_t bytes) noex
   }
   (void)::madvise(mapped, length, MADV_POPULATE_READ);
   ::munmap(mapped, length);
+}
+
+void drop_from_page_cache(int fd, std::uint64_t offset, std::uint64_t bytes) noexcept {
+  (void)::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes),
+                        POSIX_FADV_DONTNEED);
 }
 
 }  // namespace epochrun

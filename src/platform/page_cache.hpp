@@ -1,4 +1,5 @@
-// A file's range made resident in the page cache before it is written.
+// A file's range made resident in the page cache before it is written, and dropped from it once
+// written and synced.
 #pragma once
 
 #include <cstdint>
@@ -14,5 +15,13 @@ namespace epochrun {
 // parallel (as writes into one file per rank are) and the writes only copy. Only a hint: any
 // failure (a kernel without it, a range past the end of the file) leaves the write to allocate.
 void populate_page_cache(int fd, std::uint64_t offset, std::uint64_t bytes) noexcept;
+
+// Drops the clean cached pages of [offset, offset + bytes) of the open file `fd` (bytes 0: to
+// the end of the file) from the page cache (POSIX_FADV_DONTNEED), once they are durable. Why: a
+// run never reads its checkpoints back, and pages it keeps make the next save's writes take
+// fresh ones from the kernel; on a virtual machine that reports free memory to its host (free
+// page reporting), each of those costs a fault in the host, where pages just dropped are reused
+// warm. A hint: a failure only leaves the pages cached; dirty pages stay.
+void drop_from_page_cache(int fd, std::uint64_t offset, std::uint64_t bytes) noexcept;
 
 }  // namespace epochrun

@@ -242,10 +242,13 @@ void print_heading(const nlohmann::json& rows, const BenchOptions& options, int 
     const auto& first = rows.at(1);
     std::printf(
         "epochrun bench --global-arrays: %d ranks, float64 array %s over a process grid %s, "
-        "%.0f bytes per rank, %lld rounds (A B C, C B A, ...), %s reads, in %s\n",
+        "%.0f bytes per rank, %lld rounds (A B C, C B A, ...), %s, in %s\n",
         ranks, first["array_shape"].dump().c_str(), first["process_grid"].dump().c_str(),
         first["bytes_per_rank"].get<double>(), static_cast<long long>(options.rounds),
-        cold ? "cold" : "page-cache", directory.c_str());
+        cold ? "cold reads"
+             : "reads from the disk (a checkpoint's save drops what it wrote from the page "
+               "cache, and the other files' pages are dropped alike)",
+        directory.c_str());
     return;
   }
   std::printf(

@@ -22,6 +22,7 @@
 #include "global_array_io.hpp"
 #include "h5_collective.hpp"
 #include "mpi_io_file.hpp"
+#include "page_cache.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -298,6 +299,16 @@ StoredGlobalArray save_round(const ArrayRound& r, ArraySeries& series) {
                         plain_write(r.comm, r.files.plain, r.plan.plain_offsets[rank], r.data);
                       }));
                     }});
+  // The checkpoint's save dropped what it wrote from the page cache (MpiIoFile::sync_and_close);
+  // the other two files' pages go too (untimed), so that every load of the round reads its file
+  // from the same place.
+  run_on_root_then_agree(r.comm, "round " + std::to_string(r.round), [&] {
+    for (const auto& file : {r.files.h5dwrite, r.files.plain}) {
+      const FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+      check_errno(fd.valid(), "open " + file.string());
+      drop_from_page_cache(fd.get(), 0, 0);
+    }
+  });
   const auto mine = static_cast<std::int64_t>(hash);  // the typed collectives have no uint64
   for (const auto& each : r.comm.allgather(std::span(&mine, 1))) {
     stored.writer_xxh64.push_back(static_cast<std::uint64_t>(each.at(0)));
