@@ -236,7 +236,6 @@ std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
   });
   std::uint64_t hash = 0;
   timed_step(mine, SavePhase::kWrite, agreed, [&] {
-    file.prepare_page_cache(where, block);
     file.write_block_all(where, block, data);
     // Writes to one file take turns in the kernel: a rank done early gets its bytes going to
     // the disk while the others still write (as a plain pwrite + fsync does), and hashes

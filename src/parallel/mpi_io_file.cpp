@@ -137,10 +137,6 @@ void MpiIoFile::hint_for_block(const StoredArray& array, const Block& block, Hin
   }
 }
 
-void MpiIoFile::prepare_page_cache(const StoredArray& array, const Block& block) const {
-  hint_for_block(array, block, populate_page_cache);
-}
-
 void MpiIoFile::start_writeback(const StoredArray& array, const Block& block) const {
   hint_for_block(array, block, [](int fd, std::uint64_t offset, std::uint64_t bytes) {
     (void)::sync_file_range(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes),

@@ -56,10 +56,6 @@ class MpiIoFile {
   // into the file. A rank with an empty block takes part and writes nothing.
   void write_block_all(const StoredArray& array, const Block& block,
                        std::span<const std::byte> data);
-  // This rank alone, no MPI call, before write_block_all: brings the range of the file that will
-  // hold this rank's block of `array` into the page cache (populate_page_cache, page_cache.hpp),
-  // every rank at once, so that the collective write finds its pages there. A hint.
-  void prepare_page_cache(const StoredArray& array, const Block& block) const;
   // This rank alone, no MPI call: asks the kernel to start writing the range of the file that
   // holds this rank's block of `array` to the disk, without waiting (sync_file_range), so that
   // the disk works while the other ranks are still writing and hashing; the final sync then
