@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_directory_admin.hpp"
+#include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "json_text.hpp"
 

@@ -51,7 +51,7 @@ void check_request(const StoredFileV3& stored, const LoadRequest& request, int r
   }
 }
 
-// One rank's per-node, ragged and replicated values, read with pread and verified: the values it
+// One rank's per-node, ragged and replicated values, read and verified: the values it
 // keeps as they are (its own and the replicated ones) in one read_verified_blobs, where its
 // packed small blobs are a few reads; at another rank count, each blob's old values one blob at
 // a time, so that only one blob's are in memory beside the job's.
