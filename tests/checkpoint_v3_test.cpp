@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "checkpoint_load_v3.hpp"
+#include "checkpoint_reader_v3.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
 #include "pending_checkpoint_v3.hpp"
@@ -96,6 +97,19 @@ SavedFile root_for(std::int64_t epoch, int ranks) {
     root.node_names.push_back("trainer_" + std::to_string(rank));
   }
   return root;
+}
+
+// The layout of the checkpoint `file`, as a reader trusting its HDF5 metadata finds it.
+StoredFileV3 layout_of(const std::filesystem::path& file) {
+  const FileDescriptor fd(::open(file.c_str(), O_RDONLY));
+  return read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), "t"));
+}
+
+// The file's byte at `offset` changed, as a failing disk would change it.
+void damage_byte(const std::filesystem::path& file, std::uint64_t offset) {
+  const FileDescriptor fd(::open(file.c_str(), O_RDWR));
+  const char damaged = 0x5a;
+  ASSERT_EQ(::pwrite(fd.get(), &damaged, 1, static_cast<off_t>(offset)), 1);
 }
 
 // The first `ranks` ranks of `world` as a communicator of their own (nullopt on the others).
@@ -198,16 +212,9 @@ TEST_F(CheckpointV3Test, ADamagedByteOfTheArrayIsFoundAtEveryRankCount) {
   save(7);
   if (world.is_root()) {
     // A byte in the middle of the field's data: found through its dataset's offset.
-    FileDescriptor fd(::open(file.c_str(), O_RDWR));
-    const auto stored = read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), "t"));
-    std::size_t field = 0;
-    while (stored.description.blobs[field].name != "field") {
-      ++field;
-    }
-    const char damaged = 0x5a;
-    ASSERT_EQ(::pwrite(fd.get(), &damaged, 1,
-                       static_cast<off_t>(stored.layout.offsets[field] + 8 * 17 + 3)),
-              1);
+    const auto stored = layout_of(file);
+    const auto field = find_blob_v3(stored, "field", StorageKind::kGlobalArray).value();
+    damage_byte(file, stored.layout.offsets[field] + 8 * 17 + 3);
   }
   world.barrier();
   Workspace loaded;
@@ -258,16 +265,11 @@ TEST_F(CheckpointV3Test, ARanksPackedSmallBlobsAreReadInOneCall) {
 TEST_F(CheckpointV3Test, ADamagedPackedBlobIsNamed) {
   save(11);
   if (world.is_root()) {
-    FileDescriptor fd(::open(file.c_str(), O_RDWR));
-    const auto stored = read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), "t"));
-    std::size_t small = 0;
-    while (stored.description.blobs[small].name != "small_117") {
-      ++small;
-    }
-    const auto value = stored_value(stored, small, 1);
+    const auto stored = layout_of(file);
+    const auto value =
+        stored_value(stored, find_blob_v3(stored, "small_117", StorageKind::kPerNode).value(), 1);
     ASSERT_TRUE(value.packed);
-    const char damaged = 0x5a;
-    ASSERT_EQ(::pwrite(fd.get(), &damaged, 1, static_cast<off_t>(value.offset + 1)), 1);
+    damage_byte(file, value.offset + 1);
   }
   world.barrier();
   Workspace loaded;
@@ -393,11 +395,7 @@ TEST_F(CheckpointV3Test, ARecordPlacingABlobOffItsExtentIsRefusedNamingIt) {
   auto crafted = verify_checkpoint_file(fd.get(), "t");
   EXPECT_NO_THROW((void)read_checkpoint_layout_from_record(fd.get(), crafted));
   auto forged = decode_layout_record(crafted.layout_record);
-  std::size_t model = 0;
-  while (forged.description.blobs[model].name != "model") {
-    ++model;
-  }
-  forged.layout.offsets[model] += 8;
+  forged.layout.offsets[find_blob_v3(forged, "model", StorageKind::kReplicated).value()] += 8;
   crafted.layout_record = layout_record_for(forged.description, forged.layout);
   try {
     (void)read_checkpoint_layout_from_record(fd.get(), crafted);
