@@ -94,24 +94,23 @@ std::size_t resident_pages(const std::filesystem::path& file) {
 TEST(CheckpointSaver, AnAsynchronousSaveWritesItsGlobalArrayBeforeTheJobAsksForTheCommit) {
   ASSERT_TRUE(mpi_calls_from_any_thread()) << "MpiSession initialises MPI at MULTIPLE";
   FieldSaver s(true);
-  auto& [world, ranks, rank, directory, options, post_commit, saver, workspace, block] = s;
-  const auto started = saver->save(1, workspace, true);
+  const auto started = s.saver->save(1, s.workspace, true);
   ASSERT_TRUE(started.in_background) << started.log;
   bool written = false;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!written && std::chrono::steady_clock::now() < give_up) {
-    written = some_file_holds(options.checkpoint_dir, block);
+    written = some_file_holds(s.options.checkpoint_dir, s.block);
     if (!written) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
-  EXPECT_TRUE(written) << "rank " << rank
+  EXPECT_TRUE(written) << "rank " << s.rank
                        << "'s block was not in the checkpoint directory after 60 s: the "
                           "collective write waits for the commit";
-  const auto completed = saver->complete();
+  const auto completed = s.saver->complete();
   ASSERT_TRUE(completed.has_value());
   EXPECT_TRUE(completed->committed) << completed->log;
-  EXPECT_EQ(saver->last_committed(), 1);
+  EXPECT_EQ(s.saver->last_committed(), 1);
 }
 
 // Each rank drops the bytes it wrote of a global array from the page cache once they are
