@@ -25,7 +25,7 @@ set(public_base blob.hpp dtype.hpp errors.hpp export.hpp global_array.hpp loggin
   workspace.hpp)
 set(public_parallel communicator.hpp mpi_session.hpp)
 set(public_format blob_file.hpp checkpoint_format.hpp)
-set(public_checkpoint checkpoint_directory.hpp checkpoint_file.hpp checkpoint_policy.hpp
+set(public_checkpoint array_io.hpp checkpoint_directory.hpp checkpoint_file.hpp checkpoint_policy.hpp
   retention.hpp uploader.hpp)
 set(public_job blob_handle.hpp epoch_limiter.hpp job.hpp job_library.hpp job_options.hpp
   job_registry.hpp task.hpp)

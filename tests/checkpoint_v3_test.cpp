@@ -2,10 +2,11 @@
 // and of different shapes, small ones packed, a replicated blob and a 2-D global array, read
 // back bit-identical at 3 ranks and re-partitioned at 2; a resume at another rank count without
 // a rule for a per-node blob is refused naming it; a damaged byte of the array is found at any
-// rank count; the layout record a load reads instead of HDF5 says what the HDF5 metadata says,
-// and a file without one (written before it) still loads; a rank failing in the data step or inside
-// the collective write fails the save on every rank and leaves no file. (ctest sets EPOCHRUN_FAULT
-// for epochs 8 and 9.)
+// rank count; each way of writing the array (each rank its rows directly, one collective MPI-IO
+// write) makes the same file; the layout record a load reads instead of HDF5 says what the HDF5
+// metadata says, and a file without one (written before it) still loads; a rank failing in the data
+// step or inside the collective write fails the save on every rank and leaves no file. (ctest sets
+// EPOCHRUN_FAULT for epochs 8 and 9.)
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -15,10 +16,12 @@
 #include <numeric>
 #include <thread>
 
+#include "array_path.hpp"
 #include "checkpoint_load_v3.hpp"
 #include "checkpoint_reader_v3.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
+#include "file_system_kind.hpp"
 #include "pending_checkpoint_v3.hpp"
 #include "regular_file.hpp"
 #include "stored_file_codec.hpp"
@@ -121,15 +124,20 @@ class CheckpointV3Test : public ::testing::Test {
  protected:
   void SetUp() override { arm_fault_points(world.rank()); }
 
-  // Saves epoch `epoch` from every rank, the data step on another thread as an async save does.
-  void save(std::int64_t epoch) {
+  // Saves epoch `epoch` from every rank into `into`, the data step on another thread as an async
+  // save does, the field written as `array_io` says; returns the path it took.
+  ArrayPath save(std::int64_t epoch, ArrayIo array_io = ArrayIo::kAuto,
+                 const std::filesystem::path& into = {}) {
     const auto workspace = workspace_of(world.rank(), world.size());
-    auto pending = PendingCheckpointV3::begin(file, world, root_for(epoch, world.size()),
-                                              saved_blobs(workspace, world.size()), kTimeout);
+    auto pending = PendingCheckpointV3::begin(
+        into.empty() ? file : into, world, root_for(epoch, world.size()),
+        saved_blobs(workspace, world.size()), kTimeout, ArrayIoOptions{array_io, {}});
     std::thread writer([&] { pending.write_data(); });
     writer.join();
     pending.write_arrays();
     pending.finish();
+    EXPECT_EQ(pending.array_paths().size(), 1U);
+    return pending.array_paths().at(0).second;
   }
 
   LoadRequest request(std::int64_t epoch, int ranks) const {
@@ -322,9 +330,67 @@ TEST_F(CheckpointV3Test, ARankFailingInTheDataStepFailsTheSaveEverywhereAndLeave
 // of the global array (the others are in it already): the agreement after the write ends it on
 // every rank within the timeout, not by a hang.
 TEST_F(CheckpointV3Test, ARankFailingAtTheCollectiveWriteFailsTheSaveEverywhere) {
-  EXPECT_THROW(save(9), Error);
+  EXPECT_THROW(save(9, ArrayIo::kMpiIo), Error);
   world.barrier();
   EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+// The same fault on the direct path: rank 1 fails before it writes its block in the data step,
+// and the save fails on every rank at the agreement that ends it.
+TEST_F(CheckpointV3Test, ARankFailingAtTheDirectWriteOfItsBlockFailsTheSaveEverywhere) {
+  EXPECT_THROW(save(9, ArrayIo::kDirect), Error);
+  world.barrier();
+  EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+// The field's blocks at 3 ranks are bands of whole rows: the direct path writes them, each rank
+// its own, and the file is the one the collective MPI-IO write makes, to the byte (the data, the
+// checksums, the layout, the header). `auto` takes the direct path exactly where the file system
+// is a local ext4 or XFS.
+TEST_F(CheckpointV3Test, EachArrayPathWritesTheSameFileByteForByte) {
+  ASSERT_EQ(world.size(), 3);
+  const auto by_mpiio = directory / "mpiio.h5";
+  EXPECT_EQ(save(6, ArrayIo::kDirect), ArrayPath::kDirect);
+  EXPECT_EQ(save(6, ArrayIo::kMpiIo, by_mpiio), ArrayPath::kMpiIo);
+  world.barrier();
+  if (world.is_root()) {
+    EXPECT_TRUE(read_file(file) == read_file(by_mpiio)) << "the files differ";
+  }
+  const bool safe = direct_writes_safe(file_system_kind(directory.path()));
+  EXPECT_EQ(save(6, ArrayIo::kAuto, directory / "auto.h5"),
+            safe ? ArrayPath::kDirect : ArrayPath::kMpiIo);
+  Workspace loaded;
+  load_checkpoint_v3(file, world, request(6, 3), loaded, kTimeout);
+  EXPECT_TRUE(loaded.get("field") == workspace_of(world.rank(), 3).get("field"));
+}
+
+// A 2-D grid of blocks (4 ranks of the field as 2 x 2) interleaves them: even asked for the direct
+// path, the field takes the collective write.
+TEST(ArrayPath, InterleavedBlocksTakeTheCollectiveWrite) {
+  const Shape field{8, 6};
+  std::vector<Block> grid;
+  std::vector<Block> bands;
+  for (int rank = 0; rank < 4; ++rank) {
+    grid.push_back(grid_block(field, {2, 2}, rank));
+    bands.push_back(grid_block(field, {4, 1}, rank));
+  }
+  EXPECT_EQ(choose_array_path(ArrayIo::kDirect, field, grid, true), ArrayPath::kMpiIo);
+  EXPECT_EQ(choose_array_path(ArrayIo::kDirect, field, bands, false), ArrayPath::kDirect);
+  EXPECT_EQ(choose_array_path(ArrayIo::kAuto, field, bands, true), ArrayPath::kDirect);
+  EXPECT_EQ(choose_array_path(ArrayIo::kAuto, field, bands, false), ArrayPath::kMpiIo);
+  EXPECT_EQ(choose_array_path(ArrayIo::kMpiIo, field, bands, true), ArrayPath::kMpiIo);
+  // Row-major runs: a band of whole rows, one row's part, one plane of a 3-D array.
+  EXPECT_EQ(contiguous_start(field, Block{{2, 0}, {3, 6}}), std::optional<std::uint64_t>(12));
+  EXPECT_EQ(contiguous_start(field, Block{{5, 1}, {1, 4}}), std::optional<std::uint64_t>(31));
+  EXPECT_EQ(contiguous_start(field, Block{{2, 1}, {2, 4}}), std::nullopt);
+  EXPECT_EQ(contiguous_start(Shape{4, 3, 2}, Block{{1, 1, 0}, {1, 2, 2}}),
+            std::optional<std::uint64_t>(8));
+  EXPECT_EQ(contiguous_start(Shape{4, 3, 2}, Block{{1, 1, 0}, {2, 2, 2}}), std::nullopt);
+  EXPECT_EQ(contiguous_start(field, Block{{0, 0}, {0, 6}}), std::optional<std::uint64_t>(0));
+  EXPECT_FALSE(direct_writes_safe(FileSystemKind{"tmpfs", true}));
+  EXPECT_FALSE(direct_writes_safe(FileSystemKind{"fuse", false}));
+  EXPECT_FALSE(direct_writes_safe(FileSystemKind{"nfs", false}));
+  EXPECT_TRUE(direct_writes_safe(FileSystemKind{"xfs", true}));
 }
 
 // Rank 0 (the one process that reads the file's metadata) changes its user block: `change`

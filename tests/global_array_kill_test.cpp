@@ -1,14 +1,16 @@
 // Kill-anywhere recovery of a job whose state is a global array, resumed on another rank count.
 // Seeded trials run heat_diffusion (its field a global array over a 2-D process grid) on 3
 // ranks and kill one rank or the whole job with SIGKILL inside an epoch, inside a save (before
-// the collective write of the array, in the data step, before the rename) or after a commit,
-// reached exactly through EPOCHRUN_FAULT, synchronous and asynchronous saves. After every trial:
+// the write of the array, in the data step, before the rename) or after a commit, reached
+// exactly through EPOCHRUN_FAULT, synchronous and asynchronous saves, the array written by
+// each rank directly and by collective MPI-IO (--array-io). After every trial:
 //   - the job ended within a bounded time;
 //   - every committed epoch's field is the uninterrupted 1-rank run's field of that epoch;
 //   - `--resume-from-epoch latest` on 2 ranks, then on 4, ends with the 1-rank run's field, bit
 //     for bit, and no temporary file is left.
-// One more trial fails one rank at the collective write with an error instead of a kill: the
-// save fails on every rank, the job goes on, and every committed checkpoint stays as it was.
+// One more trial per path fails one rank at the write of the array with an error instead of a
+// kill: the save fails on every rank, the job goes on, and every committed checkpoint stays as
+// it was.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,8 +29,11 @@ constexpr double kJobEndsWithinSeconds = 90;
 constexpr int kTrials = 10;
 constexpr std::uint64_t kSeed = 20261126;
 
+// `array_io`: --array-io, how the field reaches the file (3 ranks split it in row bands, which
+// the direct path writes; 4 ranks in a 2 x 2 grid, which always takes collective MPI-IO).
 std::vector<std::string> heat_command(int ranks, const std::string& resume, bool asynchronous,
-                                      std::int64_t last_epoch = kLastEpoch) {
+                                      std::int64_t last_epoch = kLastEpoch,
+                                      const std::string& array_io = "auto") {
   std::vector<std::string> args = {"run",
                                    "--job",
                                    "heat_diffusion",
@@ -49,7 +54,9 @@ std::vector<std::string> heat_command(int ranks, const std::string& resume, bool
                                    "--num-epochs",
                                    std::to_string(last_epoch),
                                    "--preempt-signals",
-                                   "none"};
+                                   "none",
+                                   "--array-io",
+                                   array_io};
   if (asynchronous) {
     args.push_back("--async-checkpoint");
   }
@@ -134,11 +141,14 @@ TEST_F(GlobalArrayKill, KilledAnywhereThenResumedOnTwoAndFourRanksEndsBitIdentic
     const bool asynchronous = trial % 2 == 1 && phase != "save-after-rename";
     const std::int64_t epoch = phase == "epoch" ? pick(1, kLastEpoch) : pick(0, kLastEpoch - 1);
     const std::int64_t rank = pick(-1, 2);
+    const std::string array_io = trial % 4 < 2 ? "direct" : "mpiio";
     const std::string fault = phase + "@" + std::to_string(epoch) +
                               (rank >= 0 ? ":" + std::to_string(rank) : "") + ":KILL";
-    SCOPED_TRACE((asynchronous ? "async, " : "") + std::string("EPOCHRUN_FAULT=") + fault);
+    SCOPED_TRACE((asynchronous ? "async, " : "") + std::string("--array-io ") + array_io +
+                 ", EPOCHRUN_FAULT=" + fault);
     ScratchDir cwd;
-    ChildProcess job(heat_command(3, "", asynchronous), cwd.path(), with_fault(fault));
+    ChildProcess job(heat_command(3, "", asynchronous, kLastEpoch, array_io), cwd.path(),
+                     with_fault(fault));
     const auto ended = job.wait(kJobEndsWithinSeconds);
     ASSERT_TRUE(ended.has_value())
         << "the job did not end within " << kJobEndsWithinSeconds << " s";
@@ -151,19 +161,22 @@ TEST_F(GlobalArrayKill, KilledAnywhereThenResumedOnTwoAndFourRanksEndsBitIdentic
   }
 }
 
-// One rank fails at the collective write of the field (an error, as a failing disk gives): the
-// save of that epoch fails on every rank, the job goes on, nothing committed changes, and a
+// One rank fails at the write of the field (an error, as a failing disk gives), on each path:
+// the save of that epoch fails on every rank, the job goes on, nothing committed changes, and a
 // resume on 2 ranks ends bit-identical.
-TEST_F(GlobalArrayKill, AFailureAtTheCollectiveWriteFailsThatSaveOnlyAndTheJobGoesOn) {
-  ScratchDir cwd;
-  const auto result = run_within(heat_command(3, "", false), cwd.path(), kJobEndsWithinSeconds,
-                                 with_fault("save-write-array@2:1:THROW"));
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.err.find("checkpoint for epoch 2 failed"), std::string::npos) << result.err;
-  EXPECT_EQ(CheckpointDirectory(cwd / "D").committed_epochs(),
-            (std::vector<std::int64_t>{0, 1, 3, 4, 5}));
-  expect_committed_fields_intact(cwd / "D");
-  expect_resumes_on_other_rank_counts(cwd.path(), false);
+TEST_F(GlobalArrayKill, AFailureAtTheArraysWriteFailsThatSaveOnlyAndTheJobGoesOn) {
+  for (const std::string array_io : {"direct", "mpiio"}) {
+    SCOPED_TRACE("--array-io " + array_io);
+    ScratchDir cwd;
+    const auto result = run_within(heat_command(3, "", false, kLastEpoch, array_io), cwd.path(),
+                                   kJobEndsWithinSeconds, with_fault("save-write-array@2:1:THROW"));
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.err.find("checkpoint for epoch 2 failed"), std::string::npos) << result.err;
+    EXPECT_EQ(CheckpointDirectory(cwd / "D").committed_epochs(),
+              (std::vector<std::int64_t>{0, 1, 3, 4, 5}));
+    expect_committed_fields_intact(cwd / "D");
+    expect_resumes_on_other_rank_counts(cwd.path(), false);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "epochrun/blob.hpp"
 #include "epochrun/blob_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
+#include "epochrun/array_io.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/epoch_limiter.hpp"

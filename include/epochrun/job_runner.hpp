@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "epochrun/array_io.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_policy.hpp"
 #include "epochrun/communicator.hpp"
@@ -94,6 +95,9 @@ struct RunOptions {
   bool async_checkpoint = false;
   // A snapshot beyond this many bytes on any rank makes that save synchronous (unset: none).
   std::optional<std::uint64_t> async_max_staging_bytes;
+  // How a save writes global arrays (ArrayIo, array_io.hpp; --array-io): each rank its
+  // contiguous block with direct I/O, or one collective MPI-IO write.
+  ArrayIo array_io = ArrayIo::kAuto;
   // MPI-IO hints (name -> value) for the collective writes and reads of global arrays.
   std::map<std::string, std::string> mpi_io_hints;
   // Every save compares the ranks' replicated blobs and fails when they differ.

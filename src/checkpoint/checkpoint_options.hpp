@@ -9,10 +9,10 @@
 #include <optional>
 #include <string>
 
+#include "array_path.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "epochrun/retention.hpp"
 #include "epochrun/uploader.hpp"
-#include "mpi_io_file.hpp"
 
 namespace epochrun {
 
@@ -26,8 +26,8 @@ struct CheckpointOptions {
   bool async_checkpoint = false;
   // A snapshot beyond this many bytes on any rank makes that save synchronous (unset: none).
   std::optional<std::uint64_t> async_max_staging_bytes;
-  // Passed to the collective MPI-IO writes and reads of global arrays.
-  MpiIoHints mpi_io_hints;
+  // How global arrays are written (--array-io), and the hints of their collective MPI-IO writes.
+  ArrayIoOptions arrays;
   // Every save compares the ranks' replicated blobs and fails when they differ.
   bool check_replicated = false;
   // Rank 0 holds the directory's lock, which every run that saves there holds: a temporary file

@@ -77,7 +77,7 @@ std::vector<SavedBlob> CheckpointSaver::saved_blobs(const Workspace& workspace) 
 DirectorySave CheckpointSaver::begin_save(std::int64_t epoch, std::vector<SavedBlob> blobs,
                                           const Communicator& on) const {
   return DirectorySave::begin(CheckpointDirectory(options_.checkpoint_dir), on, root_for(epoch),
-                              std::move(blobs), options_.save_timeout, options_.mpi_io_hints,
+                              std::move(blobs), options_.save_timeout, options_.arrays,
                               options_.check_replicated);
 }
 
@@ -133,6 +133,7 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
       copying.reset();
       in_flight_.emplace(begin_save(epoch, std::move(copies),
                                     background && background_comm_ ? *background_comm_ : comm_));
+      note_array_paths(*in_flight_, outcome);
     } catch (const std::exception& error) {
       commit_failed(epoch, error, outcome);
       keep_newest_local_copy();
@@ -186,6 +187,7 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
                          reinterpret_cast<std::uintptr_t>(bytes.data()) % kDirectIoAlignment == 0;
     }
     auto save = begin_save(epoch, std::move(blobs), comm_);
+    note_array_paths(save, outcome);
     const auto writing = Clock::now();
     save.write_data();
     step_times::add_since("write data", writing);
@@ -275,6 +277,23 @@ void CheckpointSaver::committed(const SaveStats& stats, SaveOutcome& outcome) {
   outcome.log = fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),
                             human_bytes(double(stats.file_bytes)), stats.seconds,
                             human_bytes(double(stats.file_bytes) / std::max(stats.seconds, 1e-9)));
+}
+
+void CheckpointSaver::note_array_paths(const DirectorySave& save, SaveOutcome& outcome) {
+  outcome.array_paths = save.array_paths();
+  if (!comm_.is_root() || outcome.array_paths.empty() ||
+      outcome.array_paths == logged_array_paths_) {
+    return;
+  }
+  std::vector<std::string> paths;
+  for (const auto& [name, path] : outcome.array_paths) {
+    paths.push_back(fmt::format("'{}' {}", name, array_path_name(path)));
+  }
+  spdlog::info(
+      "global arrays written {} (--array-io {}; direct: each rank writes its contiguous block "
+      "itself, with direct I/O; mpiio: one collective MPI-IO write)",
+      fmt::join(paths, ", "), array_io_name(options_.arrays.path));
+  logged_array_paths_ = outcome.array_paths;
 }
 
 void CheckpointSaver::commit_failed(std::int64_t epoch, const std::exception& error,

@@ -54,6 +54,8 @@ struct SaveOutcome {
   // Where the save's time went on this rank (the whole save, once it completed) and the page
   // faults the process took while the job's thread was in it.
   SavePhases phases;
+  // The path each global array took (the same on every rank), by name.
+  std::vector<std::pair<std::string, ArrayPath>> array_paths;
 };
 
 class CheckpointSaver {
@@ -111,6 +113,9 @@ class CheckpointSaver {
   void keep_only_local_copy_of(std::optional<std::int64_t> epoch);
   // Records the commit `stats` describe and runs the post-commit steps; fills outcome.
   void committed(const SaveStats& stats, SaveOutcome& outcome);
+  // Records in `outcome` the paths `save` writes the global arrays by; rank 0 logs them when
+  // they are not the ones it logged last (the first save of the run, or a change).
+  void note_array_paths(const DirectorySave& save, SaveOutcome& outcome);
   // A failed save of `epoch`: logged by rank 0, recorded in outcome.
   void commit_failed(std::int64_t epoch, const std::exception& error, SaveOutcome& outcome);
 
@@ -132,6 +137,7 @@ class CheckpointSaver {
   std::chrono::steady_clock::time_point in_flight_started_;
   std::optional<MappedLocalCopy> mapped_;  // the node-local copy the save in flight is flushed from
   std::thread writer_;                     // runs in_flight_->write_data()
+  std::vector<std::pair<std::string, ArrayPath>> logged_array_paths_;
 };
 
 }  // namespace epochrun

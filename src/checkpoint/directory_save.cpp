@@ -54,8 +54,8 @@ DirectorySave DirectorySave::begin(const CheckpointDirectory& directory, const C
 
 DirectorySave DirectorySave::begin(const CheckpointDirectory& directory, const Communicator& comm,
                                    SavedFile root, std::vector<SavedBlob> blobs,
-                                   std::chrono::duration<double> timeout, const MpiIoHints& hints,
-                                   bool check_replicated) {
+                                   std::chrono::duration<double> timeout,
+                                   const ArrayIoOptions& arrays, bool check_replicated) {
   const auto epoch = root.epoch;
   DirectorySave save("save epoch " + std::to_string(epoch), directory.file_for(epoch), comm, epoch,
                      timeout);
@@ -63,8 +63,8 @@ DirectorySave DirectorySave::begin(const CheckpointDirectory& directory, const C
     // Rank 0 names the temporary file as it creates it, and sends the name with the layout:
     // no broadcast of its own.
     save.pending_.emplace<PendingCheckpointV3>(PendingCheckpointV3::begin(
-        save.final_path_, comm, std::move(root), std::move(blobs), timeout, hints, check_replicated,
-        PendingCheckpointV3::FileName::kTemporarySibling));
+        save.final_path_, comm, std::move(root), std::move(blobs), timeout, arrays,
+        check_replicated, PendingCheckpointV3::FileName::kTemporarySibling));
   } catch (const std::exception& failure) {
     throw SaveError(save.context_ + ": " + failure.what());
   }
@@ -77,6 +77,13 @@ void DirectorySave::write_data() noexcept {
   } else if (auto* v3 = std::get_if<PendingCheckpointV3>(&pending_)) {
     v3->write_data();
   }
+}
+
+std::vector<std::pair<std::string, ArrayPath>> DirectorySave::array_paths() const {
+  if (const auto* v3 = std::get_if<PendingCheckpointV3>(&pending_)) {
+    return v3->array_paths();
+  }
+  return {};
 }
 
 SavePhases DirectorySave::phases() const {

@@ -30,7 +30,7 @@ class DirectorySave {
   // The same for a version 3 file (PendingCheckpointV3::begin).
   static DirectorySave begin(const CheckpointDirectory& directory, const Communicator& comm,
                              SavedFile root, std::vector<SavedBlob> blobs,
-                             std::chrono::duration<double> timeout, const MpiIoHints& hints,
+                             std::chrono::duration<double> timeout, const ArrayIoOptions& arrays,
                              bool check_replicated);
 
   // This rank's data: no MPI call, never throws (the pending checkpoint's write_data).
@@ -46,6 +46,9 @@ class DirectorySave {
   // to its final name and fsyncs the directory). SaveError on every rank on failure, the
   // temporary file removed and every committed checkpoint as it was.
   SaveStats commit();
+
+  // The path each global array takes (version 3 saves; none for version 2).
+  std::vector<std::pair<std::string, ArrayPath>> array_paths() const;
 
   // Where this rank's time went so far (version 3 saves; nothing for version 2).
   SavePhases phases() const;

@@ -15,6 +15,7 @@
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
 #include "fault_injection.hpp"
+#include "file_system_kind.hpp"
 #include "global_array_io.hpp"
 #include "h5_objects.hpp"
 #include "integrity_header.hpp"
@@ -351,11 +352,11 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
                                                const Communicator& comm, SavedFile root,
                                                std::vector<SavedBlob> blobs,
                                                std::chrono::duration<double> timeout,
-                                               MpiIoHints hints, bool check_replicated,
+                                               ArrayIoOptions arrays, bool check_replicated,
                                                FileName name) {
   PendingCheckpointV3 pending(file, comm, timeout);
   pending.context_ = "write checkpoint " + file.string();
-  pending.hints_ = std::move(hints);
+  pending.arrays_ = std::move(arrays);
   pending.epoch_ = root.epoch;
   pending.blobs_ = std::move(blobs);
   pending.describe(root, check_replicated);
@@ -364,11 +365,14 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
   // and sealed at once: every byte the ranks write next lies in a data extent, so its metadata
   // is final, and the data step's fsyncs make the header durable with the data. A save then
   // waits for the disk once, as a plain write does, rather than once more for the seal.
-  // Its outcome, the layout's numbers and the temporary name rank 0 picked reach every rank in
-  // one broadcast: every rank knows how many numbers come.
+  // Its outcome, the layout's numbers, whether the file system takes direct writes (rank 0 asks
+  // the file it created) and the temporary name rank 0 picked reach every rank in one
+  // broadcast: every rank knows how many numbers come.
   const auto blob_count = pending.description_.blobs.size();
   const bool temporary = name == FileName::kTemporarySibling;
-  std::vector<std::int64_t> carried(kFlatHead + 3 * blob_count + (temporary ? kNameWords : 0));
+  const std::size_t safe_at = kFlatHead + 3 * blob_count;
+  const std::size_t name_at = safe_at + 1;
+  std::vector<std::int64_t> carried(name_at + (temporary ? kNameWords : 0));
   pending.agreed_step(
       "lay out", SavePhase::kLayOut, true,
       [&] {
@@ -378,6 +382,7 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
         pending.layout_ = pending.created_.create_and_lay_out(
             pending.file_, estimated_file_bytes(pending.description_), pending.epoch_,
             [&](int fd, const std::function<void()>& created) {
+              carried[safe_at] = direct_writes_safe(file_system_kind(fd)) ? 1 : 0;
               return lay_out_checkpoint_file_v3(fd, pending.description_, created);
             });
         pending.created_.seal_before_data(pending.layout_.user_block_size, pending.layout_.extents,
@@ -385,25 +390,59 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
         const auto flat = flatten(pending.layout_);
         std::copy(flat.begin(), flat.end(), carried.begin());
         if (temporary) {
-          put_name(pending.file_.filename().string(),
-                   std::span(carried).subspan(kFlatHead + 3 * blob_count));
+          put_name(pending.file_.filename().string(), std::span(carried).subspan(name_at));
         }
       },
       carried);
   if (!comm.is_root()) {
     pending.layout_ = unflatten(std::span(carried).first(kFlatHead + 3 * blob_count), blob_count);
     if (temporary) {
-      pending.file_ =
-          file.parent_path() / get_name(std::span(carried).subspan(kFlatHead + 3 * blob_count));
+      pending.file_ = file.parent_path() / get_name(std::span(carried).subspan(name_at));
     }
   }
+  for (const auto& blob : pending.description_.blobs) {
+    pending.paths_.push_back(blob.kind == StorageKind::kGlobalArray
+                                 ? choose_array_path(pending.arrays_.path, blob.shape,
+                                                     blob.writer_blocks, carried[safe_at] != 0)
+                                 : ArrayPath::kMpiIo);
+  }
   return pending;
+}
+
+std::vector<std::pair<std::string, ArrayPath>> PendingCheckpointV3::array_paths() const {
+  std::vector<std::pair<std::string, ArrayPath>> paths;
+  for (std::size_t i = 0; i < description_.blobs.size(); ++i) {
+    if (description_.blobs[i].kind == StorageKind::kGlobalArray) {
+      paths.emplace_back(description_.blobs[i].name, paths_[i]);
+    }
+  }
+  return paths;
+}
+
+std::vector<std::uint64_t> PendingCheckpointV3::array_checksum_offsets() const {
+  const auto& described = description_.blobs;
+  // After every node's per-node checksums and the replicated blobs' ones.
+  std::uint64_t at = layout_.checksums_offset +
+                     8 * (description_.ranks() * layout_.per_node_blobs +
+                          static_cast<std::uint64_t>(std::count_if(
+                              described.begin(), described.end(), [](const BlobDescription& blob) {
+                                return blob.kind == StorageKind::kReplicated;
+                              })));
+  std::vector<std::uint64_t> offsets;
+  for (const auto& blob : described) {
+    offsets.push_back(blob.kind == StorageKind::kGlobalArray ? at : 0);
+    if (blob.kind == StorageKind::kGlobalArray) {
+      at += 8 * blob.writer_blocks.size();
+    }
+  }
+  return offsets;
 }
 
 PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, StreamingWriter& writer) {
   const auto& described = description_.blobs;
   const std::uint64_t rank = static_cast<std::uint64_t>(comm_.rank());
   const std::uint64_t ranks = description_.ranks();
+  const auto checksum_offsets = array_checksum_offsets();
   ValueSums sums;
   std::size_t ragged = 0;
   for (std::size_t i = 0; i < described.size(); ++i) {
@@ -436,7 +475,18 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
         }
         break;
       case StorageKind::kGlobalArray:
-        break;  // write_arrays
+        if (paths_[i] == ArrayPath::kDirect) {
+          // The same fault point as before the collective write: a trial reaches either path.
+          fault_point("save-write-array", epoch_);
+          // The block's run of elements, at its place in the dataset; an empty block writes
+          // nothing but its checksum.
+          const auto start = contiguous_start(where.shape, where.writer_blocks[rank]).value();
+          sums.arrays.emplace_back(
+              checksum_offsets[i] + 8 * rank,
+              writer.write(layout_.offsets[i] + start * element_size(where.dtype), view));
+          bytes_written_ += view.bytes.size();
+        }
+        break;  // otherwise write_arrays
     }
   }
   writer.flush();
@@ -444,22 +494,26 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
 }
 
 bool PendingCheckpointV3::has_values_to_write() const {
-  return std::any_of(
-      description_.blobs.begin(), description_.blobs.end(), [&](const BlobDescription& blob) {
-        return blob.kind == StorageKind::kPerNode || blob.kind == StorageKind::kRagged ||
-               (blob.kind == StorageKind::kReplicated && comm_.rank() == 0);
-      });
+  return std::any_of(description_.blobs.begin(), description_.blobs.end(),
+                     [&](const BlobDescription& blob) {
+                       return blob.kind == StorageKind::kPerNode ||
+                              blob.kind == StorageKind::kRagged ||
+                              (blob.kind == StorageKind::kReplicated && comm_.rank() == 0);
+                     }) ||
+         std::find(paths_.begin(), paths_.end(), ArrayPath::kDirect) != paths_.end();
 }
 
 void PendingCheckpointV3::write_data() noexcept {
   try {
     fault_point("save-create", epoch_);
-    // A global array's block goes out in write_arrays' collective write, which hashes it but
-    // must not fail on one rank alone: a block read from a copy is verified here, and a
-    // mismatch fails the save in finish() like any other write.
-    for (const auto& blob : blobs_) {
-      const auto& view = blob.view;
-      if (blob.kind == StorageKind::kGlobalArray && view.expected_xxh64 &&
+    // A global array's block that goes out in write_arrays' collective write, which hashes it
+    // but must not fail on one rank alone, is verified here when it was read from a copy, and a
+    // mismatch fails the save in finish() like any other write. A directly written block is
+    // verified as it streams, as every other blob is.
+    for (std::size_t i = 0; i < blobs_.size(); ++i) {
+      const auto& view = blobs_[i].view;
+      if (blobs_[i].kind == StorageKind::kGlobalArray && paths_[i] == ArrayPath::kMpiIo &&
+          view.expected_xxh64 &&
           XXH64(view.bytes.data(), view.bytes.size(), 0) != *view.expected_xxh64) {
         throw Error(file_.string() + ": global array '" + view.name +
                     "' read back from its copy does not hash as it was made (the copy changed "
@@ -476,9 +530,11 @@ void PendingCheckpointV3::write_data() noexcept {
       return;
     }
     auto fd = open_regular_file_for_writing(file_);
-    const bool direct = std::any_of(blobs_.begin(), blobs_.end(), [](const SavedBlob& blob) {
-      return blob.view.direct && blob.kind != StorageKind::kGlobalArray;
-    });
+    bool direct = false;
+    for (std::size_t i = 0; i < blobs_.size(); ++i) {
+      direct = direct || (blobs_[i].view.direct && (blobs_[i].kind != StorageKind::kGlobalArray ||
+                                                    paths_[i] == ArrayPath::kDirect));
+    }
     auto direct_fd = direct ? open_for_direct_writing(file_) : FileDescriptor(-1);
     StreamingWriter writer(fd.get(), direct_fd.get(), file_.string());
     auto write_timer = std::make_optional<PhaseTimer>(phases_, SavePhase::kWrite);
@@ -500,6 +556,9 @@ void PendingCheckpointV3::write_data() noexcept {
                layout_.checksums_offset + 8 * description_.ranks() * layout_.per_node_blobs,
                checksum_table(sums.replicated), file_.string());
     }
+    for (const auto& [at, sum] : sums.arrays) {
+      write_at(fd.get(), at, checksum_table({sum}), file_.string());
+    }
     checksums_timer.reset();
     fault_point("save-write", epoch_);
     // Made durable from this rank: on a parallel file system one client's fsync does not flush
@@ -520,28 +579,28 @@ void PendingCheckpointV3::write_data() noexcept {
 
 void PendingCheckpointV3::write_arrays() {
   const auto& described = description_.blobs;
-  if (std::none_of(described.begin(), described.end(), [](const BlobDescription& blob) {
-        return blob.kind == StorageKind::kGlobalArray;
-      })) {
-    return;
+  const auto collective = [&](std::size_t i) {
+    return described[i].kind == StorageKind::kGlobalArray && paths_[i] == ArrayPath::kMpiIo;
+  };
+  bool any = false;
+  for (std::size_t i = 0; i < described.size(); ++i) {
+    any = any || collective(i);
+  }
+  if (!any) {
+    return;  // no collective open, write or sync: the data step wrote every array
   }
   // A rank whose data step failed still takes part: every rank makes the same collective calls,
   // and the failure is agreed on in finish().
-  std::uint64_t checksum_at =
-      layout_.checksums_offset +
-      8 * (description_.ranks() * layout_.per_node_blobs +
-           static_cast<std::uint64_t>(std::count_if(
-               described.begin(), described.end(),
-               [](const BlobDescription& blob) { return blob.kind == StorageKind::kReplicated; })));
+  const auto checksum_offsets = array_checksum_offsets();
   std::vector<std::uint64_t> sums;
   std::vector<std::uint64_t> sums_at;
   std::optional<MpiIoFile> file;
   agreed_step("open for collective writes", SavePhase::kWrite, false,
-              [&] { file.emplace(comm_, file_, MpiIoFile::Access::kWrite, hints_); });
+              [&] { file.emplace(comm_, file_, MpiIoFile::Access::kWrite, arrays_.hints); });
   try {
     for (std::size_t i = 0; i < described.size(); ++i) {
       const auto& where = described[i];
-      if (where.kind != StorageKind::kGlobalArray) {
+      if (!collective(i)) {
         continue;
       }
       const auto rank = static_cast<std::size_t>(comm_.rank());
@@ -554,8 +613,7 @@ void PendingCheckpointV3::write_arrays() {
                                         blobs_[i].view.bytes,
                                         context_ + ": global array '" + where.name + "'", timeout_,
                                         &phases_, blobs_[i].view.xxh64));
-      sums_at.push_back(checksum_at + 8 * rank);
-      checksum_at += 8 * where.writer_blocks.size();
+      sums_at.push_back(checksum_offsets[i] + 8 * rank);
       bytes_written_ += blobs_[i].view.bytes.size();
     }
     agreed_step("sync the global arrays", SavePhase::kFsync, false,

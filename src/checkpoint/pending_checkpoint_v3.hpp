@@ -7,10 +7,12 @@
 //   begin         collective, main thread: agree, lay out and seal (rank 0), broadcast the
 //                 offsets with the lay-out's outcome;
 //   write_data    this rank alone, any thread, no MPI call: per-node, ragged and (rank 0)
-//                 replicated bytes with pwrite, checksummed as they stream, its index rows;
+//                 replicated bytes with pwrite, checksummed as they stream, its index rows, and
+//                 its block of each global array written directly (array_path.hpp);
 //   write_arrays  collective, one thread per rank (the main thread, or the background thread
-//                 of an asynchronous save at MPI_THREAD_MULTIPLE): each global array with one
-//                 collective MPI-IO write, each rank's block hashed, then everything made durable;
+//                 of an asynchronous save at MPI_THREAD_MULTIPLE): each global array that takes
+//                 the MPI-IO path with one collective write, each rank's block hashed, then
+//                 everything made durable; nothing at all when every array was written directly;
 //   finish        collective, the same thread: agree on every rank's writes; the file is then
 //                 complete and durable, ready for the commit (a rename).
 #pragma once
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "array_path.hpp"
 #include "blob_view.hpp"
 #include "checkpoint_layout_v3.hpp"
 #include "epochrun/communicator.hpp"
@@ -56,7 +59,9 @@ class PendingCheckpointV3 {
  public:
   // Collective: see the header comment. A failure on any rank throws on every rank (rank 0 then
   // removes the file it created); each agreement is bounded by `timeout`.
-  // `hints` go to the collective writes of global arrays. With `check_replicated`, the ranks also
+  // `arrays` says how global arrays are written: which path (rank 0 decides each array's from
+  // the blocks and the file system it created the file on, and broadcasts it with the layout)
+  // and the collective writes' hints. With `check_replicated`, the ranks also
   // compare the checksums of their replicated blobs, and a save where they differ fails naming
   // the blobs (a debugging aid: it costs hashing every replicated blob on every rank).
   // With FileName::kTemporarySibling, the file is a fresh temporary sibling of `file` that rank
@@ -65,8 +70,8 @@ class PendingCheckpointV3 {
   enum class FileName { kAsGiven, kTemporarySibling };
   static PendingCheckpointV3 begin(const std::filesystem::path& file, const Communicator& comm,
                                    SavedFile root, std::vector<SavedBlob> blobs,
-                                   std::chrono::duration<double> timeout, MpiIoHints hints = {},
-                                   bool check_replicated = false,
+                                   std::chrono::duration<double> timeout,
+                                   ArrayIoOptions arrays = {}, bool check_replicated = false,
                                    FileName name = FileName::kAsGiven);
 
   // Local, never throws: a failure is kept for finish().
@@ -78,6 +83,8 @@ class PendingCheckpointV3 {
   void finish();
 
   const std::filesystem::path& file() const { return file_; }
+  // The path each global array of the save takes (the same on every rank), by name.
+  std::vector<std::pair<std::string, ArrayPath>> array_paths() const;
   // Where this rank's time went in the steps so far.
   const SavePhases& phases() const { return phases_; }
 
@@ -101,7 +108,12 @@ class PendingCheckpointV3 {
   struct ValueSums {
     std::vector<std::uint64_t> nodes;       // its per-node and ragged values, in blob order
     std::vector<std::uint64_t> replicated;  // rank 0's: the replicated blobs, in blob order
+    // Its blocks of the directly written global arrays: where each checksum goes, and it.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> arrays;
   };
+  // Per blob (description order): where the checksum of a global array's first writer block
+  // goes in the checksum table (0 for other blobs); writer r's follows at 8 r.
+  std::vector<std::uint64_t> array_checksum_offsets() const;
   // The data step's writes of this rank's per-node, ragged and (rank 0) replicated values with
   // `writer`, and its ragged index rows with `fd`.
   ValueSums write_values(int fd, StreamingWriter& writer);
@@ -113,7 +125,9 @@ class PendingCheckpointV3 {
   Communicator comm_;
   std::chrono::duration<double> timeout_;
   std::string context_;
-  MpiIoHints hints_;
+  ArrayIoOptions arrays_;
+  // Per blob (description order): the path of a global array (kMpiIo for any other blob).
+  std::vector<ArrayPath> paths_;
   std::int64_t epoch_ = 0;
   std::vector<SavedBlob> blobs_;  // sorted by name
   // What every rank knows after begin: the description (rank 0's has the writer blocks and

@@ -13,9 +13,10 @@
 // group ran, before its checkpoint), save-lay-out (rank 0 inside a save: the temporary file
 // created by HDF5 and its space reserved, not laid out yet), save-create (inside a save, the
 // temporary file laid out, none of this rank's data written), save-write (data written, file not
-// yet closed), save-write-array (inside a save with global arrays, before the collective write
-// of each, on the thread that writes them: the main thread, or an asynchronous save's background
-// thread when MPI runs at MPI_THREAD_MULTIPLE; the ranks then agree, so THROW fails the save
+// yet closed), save-write-array (inside a save with global arrays, before the write of each:
+// before the collective write, on the thread that writes them -- the main thread, or an
+// asynchronous save's background thread when MPI runs at MPI_THREAD_MULTIPLE -- the ranks then
+// agreeing; or, for a block each rank writes directly, in the data step; THROW fails the save
 // everywhere),
 // save-before-rename (the file is complete and durable under its temporary name),
 // save-after-rename (committed, the index not yet updated), remove (rank 0's deletion

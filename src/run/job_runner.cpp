@@ -60,9 +60,10 @@ void tell_the_launcher_that_the_ranks_catch_signals(const Communicator& comm) {
 // in the background (its end is a "save" line).
 EpochFigures epoch_figures(double epoch_seconds, const SaveOutcome& save) {
   if (save.in_background) {
-    return {epoch_seconds, save.blocked_seconds, {}, {}, {}};
+    return {epoch_seconds, save.blocked_seconds, {}, {}, {}, {}};
   }
-  return {epoch_seconds, save.blocked_seconds, save.seconds, save.bytes, save.phases};
+  return {epoch_seconds, save.blocked_seconds, save.seconds,
+          save.bytes,    save.phases,          save.array_paths};
 }
 
 // Runs `step`, a task group or the stop conditions, which agree on a failure across the ranks.
@@ -103,7 +104,7 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            options.save_timeout,
                            options.async_checkpoint,
                            options.async_max_staging_bytes,
-                           options.mpi_io_hints,
+                           ArrayIoOptions{options.array_io, options.mpi_io_hints},
                            options.check_replicated,
                            options.directory_lock,
                            options.local_dir};
@@ -438,7 +439,7 @@ StopDecision JobRunner::Impl::run_epoch(const StopDecider& decider, Steps& steps
   }();
   ++summary.epochs_run;
   steps.metrics.epoch(context.epoch, save ? epoch_figures(epoch_seconds, *save)
-                                          : EpochFigures{epoch_seconds, {}, {}, {}, {}});
+                                          : EpochFigures{epoch_seconds, {}, {}, {}, {}, {}});
   spdlog::info(
       "epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds,
       save ? save->log

@@ -109,7 +109,7 @@ void RunMetrics::epoch(std::int64_t epoch, const EpochFigures& figures) const {
     mine.set_phases(*figures.save_phases);
   }
   mine.peak_rss_bytes = peak_rss_bytes();
-  append("epoch", epoch, mine, std::nullopt);
+  append("epoch", epoch, mine, std::nullopt, figures.array_paths);
 }
 
 void RunMetrics::load(std::int64_t epoch, double seconds, std::uint64_t bytes) const {
@@ -127,11 +127,12 @@ void RunMetrics::save(const SaveOutcome& save) const {
   mine.save_bytes = double(save.bytes);
   mine.set_phases(save.phases);
   mine.peak_rss_bytes = peak_rss_bytes();
-  append("save", save.epoch, mine, save.committed);
+  append("save", save.epoch, mine, save.committed, save.array_paths);
 }
 
 void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figures& mine,
-                        const std::optional<bool>& committed) const {
+                        const std::optional<bool>& committed,
+                        const std::vector<std::pair<std::string, ArrayPath>>& array_paths) const {
   if (file_.empty()) {
     return;
   }
@@ -165,6 +166,13 @@ void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figu
   nlohmann::json line = {{"run_started", run_started_}, {"event", event}, {"epoch", epoch}};
   if (committed) {
     line["committed"] = *committed;
+  }
+  if (!array_paths.empty()) {
+    nlohmann::json paths = nlohmann::json::object();
+    for (const auto& [name, path] : array_paths) {
+      paths[name] = array_path_name(path);
+    }
+    line["array_io"] = std::move(paths);
   }
   line["ranks"] = std::move(ranks);
   try {

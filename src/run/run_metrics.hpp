@@ -8,7 +8,10 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "array_path.hpp"
 #include "epochrun/communicator.hpp"
 #include "save_phases.hpp"
 
@@ -25,6 +28,8 @@ struct EpochFigures {
   std::optional<double> save_seconds;       // the save, when it completed within this epoch
   std::optional<std::uint64_t> save_bytes;  // this rank's bytes in that save
   std::optional<SavePhases> save_phases;    // where that save's time went
+  // The path each global array of that save took (the same on every rank).
+  std::vector<std::pair<std::string, ArrayPath>> array_paths;
 };
 
 class RunMetrics {
@@ -43,7 +48,8 @@ class RunMetrics {
  private:
   struct Figures;
   void append(const std::string& event, std::int64_t epoch, const Figures& mine,
-              const std::optional<bool>& committed) const;
+              const std::optional<bool>& committed,
+              const std::vector<std::pair<std::string, ArrayPath>>& array_paths = {}) const;
 
   const Communicator& comm_;
   std::filesystem::path file_;  // empty: no metrics

@@ -12,6 +12,7 @@
 
 #include "bench/median.hpp"
 #include "collective_errors.hpp"
+#include "direct_io.hpp"
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
 #include "seconds_since.hpp"
@@ -83,14 +84,24 @@ void write_limit(const std::filesystem::path& file, const Workspace& workspace,
   constexpr std::size_t kHintedPiece = 8 << 20;
   FileDescriptor fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   check(fd.valid(), "create " + file.string());
+  FileDescriptor direct_fd(-1);
+  if (writeback == Writeback::kDirect) {
+    (void)::fallocate(fd.get(), FALLOC_FL_KEEP_SIZE, 0, off_t(workspace.byte_size()));
+    direct_fd = FileDescriptor(::open(file.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC));
+  }
   off_t offset = 0;
   for (const auto& [name, blob] : workspace.blobs()) {
     const auto bytes = blob.raw();
     const std::size_t piece = writeback == Writeback::kHinted ? kHintedPiece : bytes.size();
+    const bool aligned = offset % kDirectIoAlignment == 0 &&
+                         reinterpret_cast<std::uintptr_t>(bytes.data()) % kDirectIoAlignment == 0;
+    const std::size_t direct_bytes =
+        direct_fd.valid() && aligned ? bytes.size() / kDirectIoAlignment * kDirectIoAlignment : 0;
     for (std::size_t done = 0; done < bytes.size();) {
-      const auto length = std::min(piece, bytes.size() - done);
-      const ssize_t written =
-          ::pwrite(fd.get(), bytes.data() + done, length, offset + static_cast<off_t>(done));
+      const bool direct = done < direct_bytes;
+      const auto length = direct ? direct_bytes - done : std::min(piece, bytes.size() - done);
+      const ssize_t written = ::pwrite(direct ? direct_fd.get() : fd.get(), bytes.data() + done,
+                                       length, offset + static_cast<off_t>(done));
       check(written > 0, "write " + file.string());
       if (writeback == Writeback::kHinted) {
         (void)::sync_file_range(fd.get(), offset + static_cast<off_t>(done), written,
@@ -99,6 +110,10 @@ void write_limit(const std::filesystem::path& file, const Workspace& workspace,
       done += static_cast<std::size_t>(written);
     }
     offset += static_cast<off_t>(bytes.size());
+  }
+  if (direct_fd.valid()) {
+    check(::fsync(direct_fd.get()) == 0, "fsync " + file.string());
+    direct_fd.close(file.string());
   }
   check(::fsync(fd.get()) == 0, "fsync " + file.string());
   fd.close(file.string());

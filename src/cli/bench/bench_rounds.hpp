@@ -40,6 +40,10 @@ enum class Writeback {
   // then fsync: the disk starts on each piece while the next is copied, the writeback hint a
   // save gives (StreamingWriter), and the fastest way to the disk measured here.
   kHinted,
+  // The file's space reserved (fallocate), then each blob in one pwrite with O_DIRECT where its
+  // memory and its offset are page-aligned (through the cache otherwise), then fsync: what a
+  // save does with a large blob, the page cache left out.
+  kDirect,
 };
 
 // The write limit: the workspace's blobs one after another into a new file of this rank's own,

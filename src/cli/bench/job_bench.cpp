@@ -19,7 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Mode { kSync, kAsync, kNone };
+// A synchronous save by the default global-array path (auto) and by the collective MPI-IO one,
+// an asynchronous save, no checkpoints.
+enum class Mode { kSync, kSyncMpiIo, kAsync, kNone };
 
 // What `epochrun run` would run for `mode`: the same parser, so that a job option the program
 // refuses is refused here too, before any round.
@@ -34,6 +36,9 @@ Invocation invocation_for(const JobBenchOptions& options, Mode mode) {
   }
   if (mode == Mode::kAsync) {
     args.push_back("--async-checkpoint");
+  }
+  if (mode == Mode::kSyncMpiIo) {
+    args.insert(args.end(), {"--array-io", "mpiio"});
   }
   args.insert(args.end(), options.job_arguments.begin(), options.job_arguments.end());
   std::vector<char*> argv;
@@ -120,12 +125,17 @@ void read_breakdowns(const fs::path& metrics, const std::string& event, Breakdow
 // What the rounds time, and what the runs' metrics say.
 struct JobSeries {
   Series sync_run{"job_sync_run", "the job with a synchronous checkpoint of every epoch", {}};
+  Series mpiio_run{"job_sync_run_mpiio", "the same with --array-io mpiio", {}};
   Series async_run{"job_async_run", "the job with --async-checkpoint", {}};
   Series none_run{"job_no_checkpoints_run", "the job with --no-checkpoints", {}};
   Series save{"job_save",
               "a synchronous save's cost in the job: (the run with checkpoints - the run "
               "without) / its saves",
               {}};
+  Series save_mpiio{"job_save_mpiio",
+                    "the same cost with --array-io mpiio: global arrays by one collective MPI-IO "
+                    "write",
+                    {}};
   Series save_seconds{"job_save_seconds",
                       "a synchronous save as the job's metrics time it: the slowest rank's, "
                       "median over the run's saves",
@@ -137,7 +147,11 @@ struct JobSeries {
   Series hinted{"job_write_limit_hinted",
                 "the same with writeback started after every 8 MiB (sync_file_range)",
                 {}};
+  Series direct{"job_write_limit_direct",
+                "the same with the file's space reserved and each blob in one O_DIRECT pwrite",
+                {}};
   Breakdowns sync_breakdowns;
+  Breakdowns mpiio_breakdowns;
   Breakdowns async_breakdowns;
 };
 
@@ -146,6 +160,7 @@ struct JobRuns {
   const Communicator& comm;
   const fs::path& directory;
   Invocation sync;
+  Invocation mpiio;
   Invocation async;
   Invocation none;
   std::optional<Workspace> touched;  // the last run's workspace: what the limits write
@@ -197,34 +212,48 @@ void job_round(JobRuns& runs, std::int64_t round, JobSeries& series) {
     return runs.directory / (std::string(kind) + suffix + "-rank-" + std::to_string(comm.rank()));
   };
   std::size_t saves = 0;
+  std::size_t mpiio_saves = 0;
   std::size_t none_saves = 0;
   std::size_t async_saves = 0;
   const auto before = series.sync_breakdowns.slowest_seconds.size();
-  in_turn(round,
-          {[&] {
-             series.sync_run.seconds.push_back(run_with_checkpoints(
-                 runs, runs.sync, "sync" + suffix, "epoch", series.sync_breakdowns, saves));
-           },
-           [&] {
-             series.write.seconds.push_back(timed(comm, series.write.name, [&] {
-               write_limit(limit_file("plain"), *runs.touched);
-             }));
-             fs::remove(limit_file("plain"));
-           },
-           [&] {
-             series.async_run.seconds.push_back(run_with_checkpoints(
-                 runs, runs.async, "async" + suffix, "save", series.async_breakdowns, async_saves));
-           },
-           [&] {
-             series.hinted.seconds.push_back(timed(comm, series.hinted.name, [&] {
-               write_limit(limit_file("hinted"), *runs.touched, Writeback::kHinted);
-             }));
-             fs::remove(limit_file("hinted"));
-           },
-           [&] { series.none_run.seconds.push_back(run_job(runs, runs.none, {}, none_saves)); }});
-  const double cost = (series.sync_run.seconds.back() - series.none_run.seconds.back()) /
-                      double(std::max<std::size_t>(saves, 1));
-  series.save.seconds.push_back(cost);
+  in_turn(
+      round,
+      {[&] {
+         series.sync_run.seconds.push_back(run_with_checkpoints(
+             runs, runs.sync, "sync" + suffix, "epoch", series.sync_breakdowns, saves));
+       },
+       [&] {
+         series.write.seconds.push_back(timed(
+             comm, series.write.name, [&] { write_limit(limit_file("plain"), *runs.touched); }));
+         fs::remove(limit_file("plain"));
+       },
+       [&] {
+         series.async_run.seconds.push_back(run_with_checkpoints(
+             runs, runs.async, "async" + suffix, "save", series.async_breakdowns, async_saves));
+       },
+       [&] {
+         series.hinted.seconds.push_back(timed(comm, series.hinted.name, [&] {
+           write_limit(limit_file("hinted"), *runs.touched, Writeback::kHinted);
+         }));
+         fs::remove(limit_file("hinted"));
+       },
+       [&] { series.none_run.seconds.push_back(run_job(runs, runs.none, {}, none_saves)); },
+       [&] {
+         series.direct.seconds.push_back(timed(comm, series.direct.name, [&] {
+           write_limit(limit_file("direct"), *runs.touched, Writeback::kDirect);
+         }));
+         fs::remove(limit_file("direct"));
+       },
+       [&] {
+         series.mpiio_run.seconds.push_back(run_with_checkpoints(
+             runs, runs.mpiio, "mpiio" + suffix, "epoch", series.mpiio_breakdowns, mpiio_saves));
+       }});
+  const auto cost = [&](const Series& run, std::size_t saved) {
+    return (run.seconds.back() - series.none_run.seconds.back()) /
+           double(std::max<std::size_t>(saved, 1));
+  };
+  series.save.seconds.push_back(cost(series.sync_run, saves));
+  series.save_mpiio.seconds.push_back(cost(series.mpiio_run, mpiio_saves));
   // The metrics are rank 0's to read; every rank decides the rounds with the same figure.
   const auto& slowest = series.sync_breakdowns.slowest_seconds;
   double measured = median(
@@ -242,15 +271,21 @@ nlohmann::json job_rows(const Communicator& comm, const JobBenchOptions& options
   };
   Series save_vs_hinted = series.save;
   save_vs_hinted.name = "job_save_vs_hinted_write";
+  Series save_vs_direct = series.save;
+  save_vs_direct.name = "job_save_vs_direct_write";
   auto rows = nlohmann::json::array();
   rows.push_back(with_target(compare(series.save, series.write, bytes), kJobSaveTarget));
   rows.push_back(with_target(compare(save_vs_hinted, series.hinted, bytes), kSaveHintedTarget));
+  rows.push_back(with_target(compare(save_vs_direct, series.direct, bytes), kSaveHintedTarget));
+  rows.push_back(compare(series.save_mpiio, series.write, bytes));
   rows.push_back(compare(series.save_seconds, series.write, bytes));
   rows.push_back(without_bandwidth(
       with_target(compare(series.async_run, series.none_run, bytes), kJobAsyncRunTarget)));
   rows.push_back(without_bandwidth(compare(series.sync_run, series.none_run, bytes)));
+  rows.push_back(without_bandwidth(compare(series.mpiio_run, series.none_run, bytes)));
   rows.push_back(compare(series.write, series.write, bytes));
   rows.push_back(compare(series.hinted, series.hinted, bytes));
+  rows.push_back(compare(series.direct, series.direct, bytes));
   rows.push_back(without_bandwidth(compare(series.none_run, series.none_run, bytes)));
   for (auto& row : rows) {
     row["job"] = options.job;
@@ -264,6 +299,7 @@ nlohmann::json job_rows(const Communicator& comm, const JobBenchOptions& options
                    "the runs' metrics.jsonl"},
                   {"job", options.job},
                   {"sync", series.sync_breakdowns.medians()},
+                  {"sync_mpiio", series.mpiio_breakdowns.medians()},
                   {"async", series.async_breakdowns.medians()},
                   {"ranks", comm.size()}});
   return rows;
@@ -272,7 +308,7 @@ nlohmann::json job_rows(const Communicator& comm, const JobBenchOptions& options
 }  // namespace
 
 void check_job_options(const JobBenchOptions& options) {
-  for (const auto mode : {Mode::kSync, Mode::kAsync, Mode::kNone}) {
+  for (const auto mode : {Mode::kSync, Mode::kSyncMpiIo, Mode::kAsync, Mode::kNone}) {
     (void)invocation_for(options, mode);
   }
 }
@@ -282,6 +318,7 @@ nlohmann::json measure_job(const Communicator& comm, const fs::path& directory,
   JobRuns runs{comm,
                directory,
                invocation_for(options, Mode::kSync),
+               invocation_for(options, Mode::kSyncMpiIo),
                invocation_for(options, Mode::kAsync),
                invocation_for(options, Mode::kNone),
                std::nullopt};
@@ -292,9 +329,10 @@ nlohmann::json measure_job(const Communicator& comm, const fs::path& directory,
   JobSeries series;
   for (std::int64_t round = 0;; ++round) {
     job_round(runs, round, series);
-    if (last_round(settings, round,
-                   {ratios(series.save, series.write), ratios(series.save, series.hinted),
-                    ratios(series.async_run, series.none_run)})) {
+    if (last_round(
+            settings, round,
+            {ratios(series.save, series.write), ratios(series.save, series.hinted),
+             ratios(series.save, series.direct), ratios(series.async_run, series.none_run)})) {
       break;
     }
   }
@@ -303,13 +341,16 @@ nlohmann::json measure_job(const Communicator& comm, const fs::path& directory,
 }
 
 void print_job_phases(const nlohmann::json& row) {
-  for (const char* kind : {"sync", "async"}) {
+  for (const char* kind : {"sync", "sync_mpiio", "async"}) {
     const auto& ranks = row.at(kind);
     if (ranks.empty()) {
       continue;
     }
+    const std::string name = kind;
     std::printf("one %s save of %s by phase (median seconds over %lld saves per rank):\n",
-                kind == std::string("sync") ? "synchronous" : "asynchronous",
+                name == "sync"         ? "synchronous"
+                : name == "sync_mpiio" ? "synchronous --array-io mpiio"
+                                       : "asynchronous",
                 row["job"].get<std::string>().c_str(), ranks[0]["saves"].get<long long>());
     std::printf("  %-12s", "phase");
     for (const auto& rank : ranks) {

@@ -147,7 +147,7 @@ void check_checkpoint_schedule(const po::variables_map& values, const GeneralOpt
 }
 
 // How checkpoints are written: --async-checkpoint, --async-max-staging-mib, --local-dir,
-// --no-directory-lock, --mpi-io-hint, --check-replicated.
+// --no-directory-lock, --array-io, --mpi-io-hint, --check-replicated.
 void check_checkpoint_writing(const po::variables_map& values, const GeneralOptions& general,
                               RunOptions& run) {
   run.async_checkpoint = general.async_checkpoint;
@@ -176,6 +176,11 @@ void check_checkpoint_writing(const po::variables_map& values, const GeneralOpti
     run.local_dir = local;
   }
   run.directory_lock = !values["no-directory-lock"].as<bool>();
+  const auto array_io = parse_array_io(general.array_io);
+  if (!array_io) {
+    throw UsageError("--array-io must be auto, direct or mpiio, got '" + general.array_io + "'");
+  }
+  run.array_io = *array_io;
   for (const auto& hint : general.mpi_io_hints) {
     const auto equals = hint.find('=');
     const auto key = hint.substr(0, equals);

@@ -38,6 +38,7 @@ struct GeneralOptions {
   double time_budget = 0;
   double time_margin = 0;
   double save_timeout = 600;
+  std::string array_io = "auto";
   std::vector<std::string> mpi_io_hints;  // KEY=VALUE
   bool check_replicated = false;
 };
