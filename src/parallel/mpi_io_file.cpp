@@ -9,6 +9,7 @@
 #include "file_descriptor.hpp"
 #include "mpi_check.hpp"
 #include "page_cache.hpp"
+#include "step_times.hpp"
 
 namespace epochrun {
 
@@ -76,6 +77,7 @@ MpiIoFile::MpiIoFile(const Communicator& comm, const std::filesystem::path& file
       hints_fd_(access == Access::kWrite ? ::open(file.c_str(), O_RDONLY | O_CLOEXEC) : -1) {
   const Info info(hints);
   const int mode = access == Access::kRead ? MPI_MODE_RDONLY : MPI_MODE_WRONLY;
+  step_times::count_call("MPI_File_open");
   check_mpi(MPI_File_open(comm.raw(), file.c_str(), mode, info.info, &file_),
             ("MPI_File_open " + file.string()).c_str());
 }

@@ -336,7 +336,13 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
       if (row.contains("met") && row.contains("ratio")) {
         std::printf("  %-20s ratio %6.3f  limit %4.2f  %s\n",
                     row["name"].get<std::string>().c_str(), row["ratio"].get<double>(),
-                    row["target"].get<double>(), row["met"].get<bool>() ? "MET" : "NOT MET");
+                    row["target"].get<double>(),
+                    row["met"].get<bool>()  ? "MET"
+                    : row.contains("flags") ? "FLAGGED"
+                                            : "NOT MET");
+        for (const auto& flag : row.value("flags", nlohmann::json::array())) {
+          std::printf("    flagged: %s\n", flag.get<std::string>().c_str());
+        }
       }
     }
   }

@@ -23,7 +23,13 @@ inline constexpr double kLoadTarget = 1.25;        // load vs pread into fresh b
 inline constexpr double kSmallBlobsTarget = 2.0;   // many 1 KiB blobs vs the same bytes as one
 inline constexpr double kCommitCostTarget = 1.2;   // a commit after 3,000 epochs vs after 10
 
-// `row` (a compare() row) with its "target" and whether its ratio "met" it.
+// A target row is flagged, and not met, when its limit's slowest round took more than this many
+// times its fastest, or when it is a load whose ratio is under kLoadRatioFlag.
+inline constexpr double kLimitSpreadFlag = 2.0;
+inline constexpr double kLoadRatioFlag = 0.8;
+
+// `row` (a compare() row) with its "target" and whether its ratio "met" it; "flags" says why a
+// row whose ratio is within its target is not met (see kLimitSpreadFlag).
 nlohmann::json with_target(nlohmann::json row, double target);
 
 // Collective: drops the page cache before a read when settings.cold asks for it; where it

@@ -15,6 +15,7 @@
 #include "direct_io.hpp"
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
+#include "page_cache.hpp"
 #include "seconds_since.hpp"
 
 namespace epochrun::cli {
@@ -139,6 +140,18 @@ std::vector<std::unique_ptr<std::byte[]>> read_limit(const std::filesystem::path
   return buffers;
 }
 
+void drop_files_from_cache(const Communicator& comm,
+                           const std::vector<std::filesystem::path>& files) {
+  run_then_agree(comm, "drop the files' pages", [&] {
+    for (const auto& file : files) {
+      const FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+      if (fd.valid()) {
+        drop_from_page_cache(fd.get(), 0, 0);
+      }
+    }
+  });
+}
+
 bool drop_page_cache(const Communicator& comm) {
   std::int64_t dropped = 0;
   if (comm.is_root()) {
@@ -179,6 +192,8 @@ nlohmann::json compare(const Series& measure, const Series& limit, double bytes)
       {"min_seconds", *std::min_element(measure.seconds.begin(), measure.seconds.end())},
       {"max_seconds", *std::max_element(measure.seconds.begin(), measure.seconds.end())},
       {"limit_median_seconds", median(limit.seconds)},
+      {"limit_min_seconds", *std::min_element(limit.seconds.begin(), limit.seconds.end())},
+      {"limit_max_seconds", *std::max_element(limit.seconds.begin(), limit.seconds.end())},
       {"mb_per_second", bytes / 1e6 / median_seconds},
       {"seconds", measure.seconds}};
   row.update(ratio_figures(ratios(measure, limit)));

@@ -60,6 +60,13 @@ std::vector<std::unique_ptr<std::byte[]>> read_limit(const std::filesystem::path
 // Rank 0 writes back every dirty page and drops the page cache; false where it may not.
 bool drop_page_cache(const Communicator& comm);
 
+// Collective, untimed: each rank drops `files` (its own list; a missing one is skipped) from the
+// page cache, so that the next read of each comes from the disk. A read measure and its limit
+// then read the same medium: a checkpoint written with direct I/O or dropped after its save is
+// not in the cache, and a limit file written through it would be.
+void drop_files_from_cache(const Communicator& comm,
+                           const std::vector<std::filesystem::path>& files);
+
 // One measure's seconds, round by round.
 struct Series {
   std::string name;

@@ -12,6 +12,7 @@
 #include "checkpoint_saver.hpp"
 #include "collective_errors.hpp"
 #include "durable_file.hpp"
+#include "epochrun/global_array.hpp"
 #include "epochrun/job.hpp"
 #include "post_commit_steps.hpp"
 #include "regular_file.hpp"
@@ -39,15 +40,18 @@ CheckpointOptions options_for(const fs::path& directory) {
 }
 
 // The job's own save path, set up once (untimed) as a run sets it up: the saver with its
-// post-commit steps (rank 0's index.json after every commit, retention).
+// post-commit steps (rank 0's index.json after every commit, retention). Every blob per-node,
+// or, with `array`, the one blob a global array of that global shape split in `blocks`.
 struct JobSavePath {
-  JobSavePath(const Communicator& comm, const fs::path& directory, const Workspace& workspace)
+  JobSavePath(const Communicator& comm, const fs::path& directory, const Workspace& workspace,
+              const Shape& array = {}, std::shared_ptr<const std::vector<Block>> blocks = {})
       : options(options_for(directory)),
         post_commit(comm, options, kJob),
         saver(kJob, comm, options, node_names(comm.size()), post_commit) {
     std::vector<BlobPlan> plans;
     for (const auto& name : workspace.names()) {
-      plans.push_back(BlobPlan{name, StorageKind::kPerNode, {}, nullptr});
+      plans.push_back(array.empty() ? BlobPlan{name, StorageKind::kPerNode, {}, nullptr}
+                                    : BlobPlan{name, StorageKind::kGlobalArray, array, blocks});
     }
     saver.set_blobs(std::move(plans));
   }
@@ -56,12 +60,39 @@ struct JobSavePath {
   CheckpointSaver saver;
 };
 
-void save_through_the_job_path(JobSavePath& path, std::int64_t epoch, const Workspace& workspace) {
+// Returns the save's seconds as metrics.jsonl records them (SaveOutcome::seconds).
+double save_through_the_job_path(JobSavePath& path, std::int64_t epoch,
+                                 const Workspace& workspace) {
   const auto outcome = path.saver.save(epoch, workspace, false);
   if (!outcome.committed) {
     throw Error(outcome.failure.value_or(outcome.log));
   }
+  return outcome.seconds;
 }
+
+// The global array a job like heat_diffusion saves, of the same bytes per rank as `bytes`:
+// rows of 1024 f64 cells, split over the ranks in bands of whole rows (its balanced
+// decomposition). The rank's band, filled from `bytes`, as a workspace of one blob.
+struct ScaleArray {
+  static constexpr std::uint64_t kColumns = 1024;
+  Shape shape;
+  std::shared_ptr<const std::vector<Block>> blocks;
+  Workspace workspace;
+
+  ScaleArray(const Communicator& comm, std::span<const std::byte> bytes) {
+    const std::uint64_t rows = std::max<std::uint64_t>(1, bytes.size() / (8 * kColumns));
+    shape = {rows * static_cast<std::uint64_t>(comm.size()), kColumns};
+    std::vector<Block> all;
+    for (int rank = 0; rank < comm.size(); ++rank) {
+      all.push_back(grid_block(shape, {comm.size(), 1}, rank));
+    }
+    blocks = std::make_shared<const std::vector<Block>>(std::move(all));
+    Blob band(DType::kF64, blocks->at(static_cast<std::size_t>(comm.rank())).count);
+    const auto into = band.raw();
+    std::copy_n(bytes.begin(), std::min(bytes.size(), into.size()), into.begin());
+    workspace.put("field", std::move(band));
+  }
+};
 
 void load_through_the_resume_path(const Communicator& comm, const fs::path& directory,
                                   std::int64_t epoch) {
@@ -245,7 +276,8 @@ std::vector<std::int64_t> parse_layout_ranks(const std::string& text) {
 void print_scale(const nlohmann::json& rows) {
   for (const auto& row : rows) {
     if (row["name"] == "scale_steps") {
-      for (const char* what : {"save", "hand-made save", "load", "hand-made load"}) {
+      for (const char* what : {"save", "hand-made save", "load", "hand-made load", "array save",
+                               "hand-made array save"}) {
         const auto& steps = row[what];
         std::printf("rank 0 in one %s (median of the rounds, ms): %.3f\n", what,
                     steps["rank0_total_median_seconds"].get<double>() * 1e3);
@@ -283,13 +315,27 @@ nlohmann::json measure_scale(const Communicator& comm, const fs::path& directory
   const auto workspace = random_workspace(bytes_per_rank, 1, comm.rank());
   const auto& state = workspace.get(workspace.names().front());
   JobSavePath path(comm, ours, workspace);
+  const auto arrays = directory / "scale-arrays";
+  run_on_root_then_agree(comm, "scale bench directories", [&] { fs::create_directories(arrays); });
+  const ScaleArray array(comm, state.raw());
+  JobSavePath array_path(comm, arrays, array.workspace, array.shape, array.blocks);
 
   Series save{"scale_save", "the job's save of a tiny state: fixed cost", {}};
   Series save_limit{"scale_save_limit", "hand-made save of the same bytes", {}};
   Series load{"scale_load", "the job's load of it", {}};
   Series load_limit{"scale_load_limit", "hand-made load of the same bytes", {}};
-  // Rank 0's records, round by round, of each of the four.
-  std::vector<Recorded> saves, handmade_saves, loads, handmade_loads;
+  Series array_save{"scale_array_save",
+                    "the job's save of a global array of the same bytes per rank (bands of "
+                    "whole rows, as heat_diffusion's): fixed cost",
+                    {}};
+  Series array_save_seconds{"scale_array_save_seconds",
+                            "the same saves as metrics.jsonl records them: the slowest rank's "
+                            "save_seconds",
+                            {}};
+  Series array_save_limit{"scale_array_save_limit", "hand-made save of the same bytes", {}};
+  // Rank 0's records, round by round, of each of the six.
+  std::vector<Recorded> saves, handmade_saves, loads, handmade_loads, array_saves,
+      handmade_array_saves;
   const auto measured = [&](Series& series, std::vector<Recorded>& records, const char* what,
                             const std::function<void()>& step) {
     return [&, what, step] {
@@ -308,20 +354,36 @@ nlohmann::json measure_scale(const Communicator& comm, const fs::path& directory
         measured(load, loads, "load", [&] { load_through_the_resume_path(comm, ours, epoch); }),
         measured(load_limit, handmade_loads, "hand-made load",
                  [&] { handmade_load(comm, handmade, epoch, state.byte_size()); }));
+    double recorded_seconds = 0;
+    alternate(round,
+              measured(array_save, array_saves, "array save",
+                       [&] {
+                         recorded_seconds =
+                             save_through_the_job_path(array_path, epoch, array.workspace);
+                       }),
+              measured(array_save_limit, handmade_array_saves, "hand-made array save", [&] {
+                handmade_save(comm, handmade, 1000 + epoch, array.workspace.get("field").raw());
+              }));
+    array_save_seconds.seconds.push_back(comm.allreduce_max(recorded_seconds));
   }
   const double bytes = double(bytes_per_rank) * comm.size();
   auto rows = nlohmann::json::array();
   rows.push_back(with_target(compare(save, save_limit, bytes), kScaleTarget));
   rows.push_back(with_target(compare(load, load_limit, bytes), kScaleTarget));
+  rows.push_back(with_target(compare(array_save, array_save_limit, bytes), kScaleTarget));
+  rows.push_back(with_target(compare(array_save_seconds, array_save_limit, bytes), kScaleTarget));
   rows.push_back({{"name", "scale_steps"},
                   {"what", "rank 0's milliseconds per step (median of the rounds) and MPI calls"},
                   {"save", median_steps(saves)},
                   {"hand-made save", median_steps(handmade_saves)},
                   {"load", median_steps(loads)},
-                  {"hand-made load", median_steps(handmade_loads)}});
+                  {"hand-made load", median_steps(handmade_loads)},
+                  {"array save", median_steps(array_saves)},
+                  {"hand-made array save", median_steps(handmade_array_saves)}});
   run_on_root_then_agree(comm, "scale bench clean-up", [&] {
     fs::remove_all(ours);
     fs::remove_all(handmade);
+    fs::remove_all(arrays);
   });
   return rows;
 }
