@@ -2,11 +2,14 @@
 
     mpirun -np R python3 scripts/h5py_peer_load.py [--verify] FILE
 
-Every rank opens FILE, a version 2 checkpoint written on R ranks, with h5py's mpio driver and
-reads its own node's blobs (rank r: node_names[r]) into fresh numpy arrays, the way a user of
-h5py would: each dataset with `ds[()]`, packed blobs as views of their node's pack read once.
-With --verify it also computes each blob's xxh64 (python3-xxhash) and compares it with
-/index/<node>/xxh64, as epochrun always does (docs/FORMAT.md). The time runs from a barrier
+Every rank opens FILE, a checkpoint written on R ranks (format version 3, or 2), with h5py's
+mpio driver and reads what a resume at R ranks gives it, into fresh numpy arrays, the way a
+user of h5py would. Version 3: its row of each per-node blob (`f["nodes/x"][rank]`, packed
+blobs as views of its row of /index/packed, ragged ones through /index/ragged), every
+replicated blob, and its own block of each global array (a hyperslab read under
+`with ds.collective:`). Version 2: its node's datasets, packed blobs as views of its node's
+pack. With --verify it also computes each value's xxh64 (python3-xxhash) and compares it with
+the file's checksum table, as epochrun always does (docs/FORMAT.md). The time runs from a barrier
 before the open to a barrier after the close; rank 0 prints one JSON line with the slowest
 rank's seconds (what a job waits for) and every rank's.
 
@@ -59,6 +62,52 @@ def mismatches(f, node, blobs):
             if xxhash.xxh64_intdigest(np.ascontiguousarray(data)) != int(want)]
 
 
+def read_rank_v3(f, rank):
+    """({name: fresh numpy array}, [its checksum's index in /index/xxh64]) of what rank `rank`
+    loads from a version 3 file at the rank count it was written at."""
+    index = f["index/blobs"][()]
+    ranks = int(f.attrs["num_ranks"])
+    names = [n.decode() for n in index["name"]]
+    per_node = [i for i, row in enumerate(index) if row["kind"] in (0, 3)]
+    replicated = [i for i, row in enumerate(index) if row["kind"] == 1]
+    pack = f["index/packed"][rank] if "index/packed" in f else None
+    ragged = [i for i, row in enumerate(index) if row["kind"] == 3]
+    blobs, sums = {}, []
+    for k, i in enumerate(per_node):
+        row, name = index[i], names[i]
+        dtype = NUMPY[row["dtype"].decode()]
+        if row["kind"] == 3:
+            entry = f["index/ragged"][ragged.index(i) * ranks + rank]
+            ds = f[f"nodes/{name}"]
+            first = int(entry["offset"]) // ds.dtype.itemsize
+            value = ds[first:first + int(entry["size"]) // ds.dtype.itemsize].reshape(
+                tuple(entry["shape"][:entry["ndim"]]))
+        elif row["packed"]:
+            value = pack[row["offset"]:row["offset"] + row["size"]].view(dtype).reshape(
+                tuple(row["shape"][:row["ndim"]]))
+        else:
+            value = np.asarray(f[f"nodes/{name}"][rank])
+        blobs[name] = value
+        sums.append(rank * len(per_node) + k)
+    base = ranks * len(per_node)
+    for k, i in enumerate(replicated):
+        blobs["replicated/" + names[i]] = np.asarray(f[f"replicated/{names[i]}"][()])
+        sums.append(base + k)
+    at = base + len(replicated)
+    for i, row in enumerate(index):
+        if row["kind"] != 2:
+            continue
+        ds = f[f"arrays/{names[i]}"]
+        start = ds.attrs["epochrun_block_starts"][rank]
+        count = ds.attrs["epochrun_block_counts"][rank]
+        with ds.collective:
+            blobs["arrays/" + names[i]] = ds[tuple(slice(int(a), int(a) + int(n))
+                                                   for a, n in zip(start, count))]
+        sums.append(at + rank)
+        at += len(ds.attrs["epochrun_block_starts"])
+    return blobs, sums
+
+
 def main():
     args = sys.argv[1:]
     verify = "--verify" in args
@@ -75,11 +124,19 @@ def main():
     started = MPI.Wtime()
     with h5py.File(paths[0], "r", driver="mpio", comm=comm) as f:
         version = int(f.attrs["format_version"])
-        if version != 2:
-            raise SystemExit(f"{paths[0]}: format version {version}, this peer reads version 2")
-        node = f.attrs["node_names"][comm.rank]
-        blobs = read_node(f, node)
-        bad = mismatches(f, node, blobs) if verify else []
+        if version == 3:
+            blobs, sums = read_rank_v3(f, comm.rank)
+            bad = []
+            if verify:
+                table = f["index/xxh64"][()]
+                bad = [name for (name, data), at in zip(blobs.items(), sums)
+                       if xxhash.xxh64_intdigest(np.ascontiguousarray(data)) != int(table[at])]
+        elif version == 2:
+            node = f.attrs["node_names"][comm.rank]
+            blobs = read_node(f, node)
+            bad = mismatches(f, node, blobs) if verify else []
+        else:
+            raise SystemExit(f"{paths[0]}: format version {version}, this peer reads 2 and 3")
     comm.Barrier()
     seconds = MPI.Wtime() - started
     nbytes = sum(b.nbytes for b in blobs.values())

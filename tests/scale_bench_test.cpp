@@ -70,10 +70,10 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
     }
   }
   EXPECT_EQ(collectives, 4) << calls;
-  // A global array in bands of whole rows (heat_diffusion's decomposition) on this local file
-  // system: each rank writes its band itself in the data step, so the save makes the same four
-  // collectives as one of per-node blobs, and opens no file with MPI-IO (before: a collective
-  // open, write, sync and close, and four agreements of their own).
+  // A global array split as heat_diffusion splits its field (bands of whole rows at 3 ranks) on
+  // this local file system: each rank writes its band itself in the data step, so the save makes
+  // the same four collectives as one of per-node blobs, and opens no file with MPI-IO (before: a
+  // collective open, write, sync and close, and four agreements of their own).
   const auto& array_calls = steps.at("array save").at("rank0_mpi_calls");
   std::int64_t array_collectives = 0;
   for (const auto& [call, count] : array_calls.items()) {

@@ -403,7 +403,8 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
   for (const auto& blob : pending.description_.blobs) {
     pending.paths_.push_back(blob.kind == StorageKind::kGlobalArray
                                  ? choose_array_path(pending.arrays_.path, blob.shape,
-                                                     blob.writer_blocks, carried[safe_at] != 0)
+                                                     blob.writer_blocks, element_size(blob.dtype),
+                                                     carried[safe_at] != 0)
                                  : ArrayPath::kMpiIo);
   }
   return pending;
@@ -485,6 +486,21 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
               checksum_offsets[i] + 8 * rank,
               writer.write(layout_.offsets[i] + start * element_size(where.dtype), view));
           bytes_written_ += view.bytes.size();
+        } else if (paths_[i] == ArrayPath::kIndependent) {
+          fault_point("save-write-array", epoch_);
+          // A run of the block's bytes per row, each at its place (small: through the cache);
+          // the checksum is the block's, in its own row-major order, as on every path.
+          const auto element = element_size(where.dtype);
+          std::size_t at = 0;
+          for (const auto& [first, count] : block_runs(where.shape, where.writer_blocks[rank])) {
+            write_at(fd, layout_.offsets[i] + first * element,
+                     view.bytes.subspan(at, count * element), file_.string());
+            at += count * element;
+          }
+          sums.arrays.emplace_back(
+              checksum_offsets[i] + 8 * rank,
+              view.xxh64 ? *view.xxh64 : XXH64(view.bytes.data(), view.bytes.size(), 0));
+          bytes_written_ += view.bytes.size();
         }
         break;  // otherwise write_arrays
     }
@@ -494,25 +510,37 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
 }
 
 bool PendingCheckpointV3::has_values_to_write() const {
-  return std::any_of(description_.blobs.begin(), description_.blobs.end(),
-                     [&](const BlobDescription& blob) {
-                       return blob.kind == StorageKind::kPerNode ||
-                              blob.kind == StorageKind::kRagged ||
-                              (blob.kind == StorageKind::kReplicated && comm_.rank() == 0);
-                     }) ||
-         std::find(paths_.begin(), paths_.end(), ArrayPath::kDirect) != paths_.end();
+  const auto& described = description_.blobs;
+  for (std::size_t i = 0; i < described.size(); ++i) {
+    switch (described[i].kind) {
+      case StorageKind::kPerNode:
+      case StorageKind::kRagged:
+        return true;
+      case StorageKind::kReplicated:
+        if (comm_.rank() == 0) {
+          return true;
+        }
+        break;
+      case StorageKind::kGlobalArray:  // written in the data step unless collectively
+        if (paths_[i] != ArrayPath::kMpiIo) {
+          return true;
+        }
+        break;
+    }
+  }
+  return false;
 }
 
 void PendingCheckpointV3::write_data() noexcept {
   try {
     fault_point("save-create", epoch_);
     // A global array's block that goes out in write_arrays' collective write, which hashes it
-    // but must not fail on one rank alone, is verified here when it was read from a copy, and a
-    // mismatch fails the save in finish() like any other write. A directly written block is
-    // verified as it streams, as every other blob is.
+    // but must not fail on one rank alone, or in runs of its rows, is verified here when it was
+    // read from a copy, and a mismatch fails the save in finish() like any other write. A
+    // directly written block is verified as it streams, as every other blob is.
     for (std::size_t i = 0; i < blobs_.size(); ++i) {
       const auto& view = blobs_[i].view;
-      if (blobs_[i].kind == StorageKind::kGlobalArray && paths_[i] == ArrayPath::kMpiIo &&
+      if (blobs_[i].kind == StorageKind::kGlobalArray && paths_[i] != ArrayPath::kDirect &&
           view.expected_xxh64 &&
           XXH64(view.bytes.data(), view.bytes.size(), 0) != *view.expected_xxh64) {
         throw Error(file_.string() + ": global array '" + view.name +

@@ -70,9 +70,10 @@ double save_through_the_job_path(JobSavePath& path, std::int64_t epoch,
   return outcome.seconds;
 }
 
-// The global array a job like heat_diffusion saves, of the same bytes per rank as `bytes`:
-// rows of 1024 f64 cells, split over the ranks in bands of whole rows (its balanced
-// decomposition). The rank's band, filled from `bytes`, as a workspace of one blob.
+// The global array heat_diffusion saves, of the same bytes per rank as `bytes`: 8 rows of 1024
+// f64 cells per rank (64 KiB), split over the ranks as heat_diffusion splits its field (the
+// balanced decomposition: bands of whole rows up to 3 ranks, a 2-D grid beyond, 12 x 8 at 96).
+// The rank's block, filled from `bytes`, as a workspace of one blob.
 struct ScaleArray {
   static constexpr std::uint64_t kColumns = 1024;
   Shape shape;
@@ -84,7 +85,7 @@ struct ScaleArray {
     shape = {rows * static_cast<std::uint64_t>(comm.size()), kColumns};
     std::vector<Block> all;
     for (int rank = 0; rank < comm.size(); ++rank) {
-      all.push_back(grid_block(shape, {comm.size(), 1}, rank));
+      all.push_back(balanced_block(shape, comm.size(), rank));
     }
     blocks = std::make_shared<const std::vector<Block>>(std::move(all));
     Blob band(DType::kF64, blocks->at(static_cast<std::size_t>(comm.rank())).count);
@@ -325,8 +326,8 @@ nlohmann::json measure_scale(const Communicator& comm, const fs::path& directory
   Series load{"scale_load", "the job's load of it", {}};
   Series load_limit{"scale_load_limit", "hand-made load of the same bytes", {}};
   Series array_save{"scale_array_save",
-                    "the job's save of a global array of the same bytes per rank (bands of "
-                    "whole rows, as heat_diffusion's): fixed cost",
+                    "the job's save of a global array of the same bytes per rank, split as "
+                    "heat_diffusion splits its field: fixed cost",
                     {}};
   Series array_save_seconds{"scale_array_save_seconds",
                             "the same saves as metrics.jsonl records them: the slowest rank's "
