@@ -8,7 +8,6 @@
 #include "blob_view.hpp"
 #include "checkpoint_directory_admin.hpp"
 #include "collective_errors.hpp"
-#include "direct_io.hpp"
 #include "epochrun/errors.hpp"
 #include "human_bytes.hpp"
 #include "local_copy.hpp"
@@ -178,13 +177,11 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
     // takes freed memory back, a fault in the host per page) one rank after the other, where
     // the plain write's files, one per rank, pay them side by side (docs/benchmarks.md,
     // "Inside a job").
-    // Only blobs that start on a page and hold a page at least: a save of small blobs alone
-    // then opens no second, direct descriptor (a cost on every rank of every save).
+    // The data step opens a direct descriptor only for blobs it can write through it
+    // (StreamingWriter::may_write_directly: a piece long at least, page-aligned).
     auto blobs = saved_blobs(workspace);
     for (auto& blob : blobs) {
-      const auto& bytes = blob.view.bytes;
-      blob.view.direct = bytes.size() >= kDirectIoAlignment &&
-                         reinterpret_cast<std::uintptr_t>(bytes.data()) % kDirectIoAlignment == 0;
+      blob.view.direct = true;
     }
     auto save = begin_save(epoch, std::move(blobs), comm_);
     note_array_paths(save, outcome);
@@ -290,9 +287,21 @@ void CheckpointSaver::note_array_paths(const DirectorySave& save, SaveOutcome& o
     paths.push_back(fmt::format("'{}' {}", name, array_path_name(path)));
   }
   spdlog::info(
-      "global arrays written {} (--array-io {}; direct: each rank writes its contiguous block "
-      "itself, with direct I/O; mpiio: one collective MPI-IO write)",
+      "global arrays written {} (--array-io {}; direct: each rank writes its band of whole rows "
+      "itself, with direct I/O; independent: each rank writes its block's rows itself; mpiio: "
+      "one collective MPI-IO write)",
       fmt::join(paths, ", "), array_io_name(options_.arrays.path));
+  const bool collective = std::any_of(outcome.array_paths.begin(), outcome.array_paths.end(),
+                                     [](const auto& path) { return path.second == ArrayPath::kMpiIo; });
+  if (collective && options_.async_checkpoint) {
+    // Measured (docs/benchmarks.md, "Inside a job"): the background thread's collective write
+    // copies every byte through the page cache on the job's CPUs, and the job paid as much as a
+    // synchronous save, or more.
+    spdlog::info(
+        "an asynchronous save of a global array by collective MPI-IO takes the job's CPUs for "
+        "its copies into the page cache, and may cost the job more than a synchronous one: "
+        "without --async-checkpoint the save waits for the disk instead");
+  }
   logged_array_paths_ = outcome.array_paths;
 }
 

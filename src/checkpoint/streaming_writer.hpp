@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "blob_view.hpp"
+#include "direct_io.hpp"
 
 namespace epochrun {
 
@@ -37,6 +38,14 @@ class StreamingWriter {
   void flush();
 
   std::uint64_t direct_bytes() const { return direct_bytes_; }
+
+  // Whether write() may send `blob` to the direct descriptor: marked direct, at least a piece
+  // long (a smaller one is gathered with its neighbours), its memory page-aligned. A save none
+  // of whose blobs may needs no direct descriptor.
+  static bool may_write_directly(const BlobView& blob) {
+    return blob.direct && blob.bytes.size() >= kPiece &&
+           reinterpret_cast<std::uintptr_t>(blob.bytes.data()) % kDirectIoAlignment == 0;
+  }
 
  private:
   static constexpr std::size_t kPiece = 1 << 20;

@@ -1,0 +1,86 @@
+#!/bin/sh
+# What a synchronous checkpoint costs heat_diffusion, measured from outside as a user would:
+# whole `mpirun ... epochrun run` processes, against `dd` writing the same bytes.
+#
+#   scripts/job_save_cost.sh [BUILD_DIR] [DIR] [ROUNDS] [RANKS] [MIB_PER_RANK] [EPOCHS] [-- RUN-OPTIONS...]
+#
+# Each round runs, in the order A B C D, then D C B A:
+#   A  heat_diffusion on RANKS ranks, MIB_PER_RANK MiB of field per rank, 1 sweep per epoch,
+#      EPOCHS epochs, a synchronous checkpoint after init and every epoch (EPOCHS + 1 saves)
+#      and RUN-OPTIONS (e.g. --array-io mpiio);
+#   B  the same run with --no-checkpoints;
+#   C  RANKS `dd bs=1M count=MIB_PER_RANK conv=fsync` at once, one file per rank (the limit the
+#      cost is held to);
+#   D  the same with oflag=direct (the raw write as a directly written save makes it).
+# A save's cost is (A - B) / saves; the script prints each round's cost, its ratio to C and to
+# D, and the medians. Defaults: build, /tmp/epochrun-job-save-cost, 5 rounds, 3 ranks, 256 MiB,
+# 3 epochs (the figures of docs/benchmarks.md, "Inside a job"). Never time while anything else
+# runs on the machine.
+set -eu
+build=${1:-build}
+dir=${2:-/tmp/epochrun-job-save-cost}
+rounds=${3:-5}
+ranks=${4:-3}
+mib=${5:-256}
+epochs=${6:-3}
+[ $# -gt 6 ] && shift 6 || shift $#
+[ "${1:-}" = -- ] && shift
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+epochrun=$(cd "$build" && pwd)/epochrun
+[ -x "$epochrun" ] || { echo "job_save_cost.sh: no $build/epochrun: build it first" >&2; exit 2; }
+mkdir -p "$dir"
+# MIB_PER_RANK MiB per rank: rows of 1024 f64 cells (8 KiB) for RANKS ranks.
+rows=$((mib * 128 * ranks))
+now() { date +%s.%N; }
+run() {  # checkpoints|none: prints the run's wall seconds
+  rm -rf "$dir/ck"
+  if [ "$1" = checkpoints ]; then flags="--checkpoint-dir $dir/ck --keep-last 2"; else flags=--no-checkpoints; fi
+  start=$(now)
+  # shellcheck disable=SC2086
+  mpirun -np "$ranks" "$epochrun" run --job heat_diffusion --heat_diffusion.rows "$rows" \
+    --heat_diffusion.sweeps_per_epoch 1 --heat_diffusion.max_epochs 1000 \
+    --heat_diffusion.tolerance 0 --heat_diffusion.output_file "" --num-epochs "$epochs" \
+    --log-level warn $flags "$@" >"$dir/log" 2>&1 || { cat "$dir/log" >&2; exit 1; }
+  python3 -c "print(round($(now) - $start, 4))"
+}
+limit() {  # extra dd flag: prints the seconds of RANKS dd at once
+  start=$(now)
+  r=0
+  while [ $r -lt "$ranks" ]; do
+    # shellcheck disable=SC2086
+    dd if=/dev/zero of="$dir/dd-$r" bs=1M count="$mib" conv=fsync $1 status=none &
+    r=$((r + 1))
+  done
+  wait
+  end=$(now)
+  rm -f "$dir"/dd-*
+  python3 -c "print(round($end - $start, 4))"
+}
+saves=$((epochs + 1))
+: >"$dir/results"
+round=0
+while [ "$round" -lt "$rounds" ]; do
+  if [ $((round % 2)) = 0 ]; then order="A B C D"; else order="D C B A"; fi
+  for step in $order; do
+    case $step in
+      A) a=$(run checkpoints "$@") ;;
+      B) b=$(run none "$@") ;;
+      C) c=$(limit "") ;;
+      D) d=$(limit oflag=direct) ;;
+    esac
+  done
+  echo "$round $a $b $c $d" >>"$dir/results"
+  echo "round $round: with checkpoints $a s, without $b s, dd $c s, dd direct $d s"
+  round=$((round + 1))
+done
+python3 - "$dir/results" "$saves" <<'PY'
+import statistics, sys
+rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
+saves = int(sys.argv[2])
+cost = [(a - b) / saves for _, a, b, _, _ in rows]
+print(f"save cost per round (s): {', '.join(f'{x:.3f}' for x in cost)}")
+for name, i in (("dd conv=fsync", 3), ("dd oflag=direct conv=fsync", 4)):
+    ratios = [c / r[i] for c, r in zip(cost, rows)]
+    print(f"against {name}: median limit {statistics.median(r[i] for r in rows):.3f} s, "
+          f"ratios {', '.join(f'{x:.2f}' for x in ratios)}, median {statistics.median(ratios):.3f}")
+PY
