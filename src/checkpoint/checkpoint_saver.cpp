@@ -291,8 +291,9 @@ void CheckpointSaver::note_array_paths(const DirectorySave& save, SaveOutcome& o
       "itself, with direct I/O; independent: each rank writes its block's rows itself; mpiio: "
       "one collective MPI-IO write)",
       fmt::join(paths, ", "), array_io_name(options_.arrays.path));
-  const bool collective = std::any_of(outcome.array_paths.begin(), outcome.array_paths.end(),
-                                     [](const auto& path) { return path.second == ArrayPath::kMpiIo; });
+  const bool collective =
+      std::any_of(outcome.array_paths.begin(), outcome.array_paths.end(),
+                  [](const auto& path) { return path.second == ArrayPath::kMpiIo; });
   if (collective && options_.async_checkpoint) {
     // Measured (docs/benchmarks.md, "Inside a job"): the background thread's collective write
     // copies every byte through the page cache on the job's CPUs, and the job paid as much as a

@@ -19,6 +19,7 @@
 #include "global_array_io.hpp"
 #include "h5_objects.hpp"
 #include "integrity_header.hpp"
+#include "page_cache.hpp"
 #include "regular_file.hpp"
 #include "step_times.hpp"
 #include "stored_file_codec.hpp"
@@ -482,9 +483,9 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
           // The block's run of elements, at its place in the dataset; an empty block writes
           // nothing but its checksum.
           const auto start = contiguous_start(where.shape, where.writer_blocks[rank]).value();
-          sums.arrays.emplace_back(
-              checksum_offsets[i] + 8 * rank,
-              writer.write(layout_.offsets[i] + start * element_size(where.dtype), view));
+          const auto at = layout_.offsets[i] + start * element_size(where.dtype);
+          sums.arrays.emplace_back(checksum_offsets[i] + 8 * rank, writer.write(at, view));
+          sums.array_ranges.emplace_back(at, view.bytes.size());
           bytes_written_ += view.bytes.size();
         } else if (paths_[i] == ArrayPath::kIndependent) {
           fault_point("save-write-array", epoch_);
@@ -492,10 +493,16 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
           // the checksum is the block's, in its own row-major order, as on every path.
           const auto element = element_size(where.dtype);
           std::size_t at = 0;
-          for (const auto& [first, count] : block_runs(where.shape, where.writer_blocks[rank])) {
+          const auto runs = block_runs(where.shape, where.writer_blocks[rank]);
+          for (const auto& [first, count] : runs) {
             write_at(fd, layout_.offsets[i] + first * element,
                      view.bytes.subspan(at, count * element), file_.string());
             at += count * element;
+          }
+          if (!runs.empty()) {
+            sums.array_ranges.emplace_back(
+                layout_.offsets[i] + runs.front().first * element,
+                (runs.back().first + runs.back().second - runs.front().first) * element);
           }
           sums.arrays.emplace_back(
               checksum_offsets[i] + 8 * rank,
@@ -562,9 +569,9 @@ void PendingCheckpointV3::write_data() noexcept {
     // its fsync and close, cost every rank of every save (at 96 ranks, a save of 64 KiB each).
     bool direct = false;
     for (std::size_t i = 0; i < blobs_.size(); ++i) {
-      direct = direct || (StreamingWriter::may_write_directly(blobs_[i].view) &&
-                          (blobs_[i].kind != StorageKind::kGlobalArray ||
-                           paths_[i] == ArrayPath::kDirect));
+      direct = direct ||
+               (StreamingWriter::may_write_directly(blobs_[i].view) &&
+                (blobs_[i].kind != StorageKind::kGlobalArray || paths_[i] == ArrayPath::kDirect));
     }
     auto direct_fd = direct ? open_for_direct_writing(file_) : FileDescriptor(-1);
     StreamingWriter writer(fd.get(), direct_fd.get(), file_.string());
@@ -602,6 +609,10 @@ void PendingCheckpointV3::write_data() noexcept {
       direct_fd.close(file_.string());
     }
     sync_file(fd.get(), file_.string());
+    // Only the clean pages go: bytes of another rank not yet durable stay.
+    for (const auto& [offset, bytes] : sums.array_ranges) {
+      drop_from_page_cache(fd.get(), offset, bytes);
+    }
     fd.close(file_.string());
   } catch (...) {
     write_error_ = std::current_exception();

@@ -110,6 +110,9 @@ class PendingCheckpointV3 {
     std::vector<std::uint64_t> replicated;  // rank 0's: the replicated blobs, in blob order
     // Its blocks of the directly written global arrays: where each checksum goes, and it.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> arrays;
+    // The ranges (offset, bytes) its blocks of global arrays span in the file: once durable,
+    // dropped from the page cache as the collective path drops its own (MpiIoFile).
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> array_ranges;
   };
   // Per blob (description order): where the checksum of a global array's first writer block
   // goes in the checksum table (0 for other blobs); writer r's follows at 8 r.
