@@ -62,28 +62,24 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
   // (with the layout and the temporary name), the write's reduction and the commit's
   // broadcast. (Eight before the count, the hashes, the layout and the name travelled in the
   // agreements.) Tests of requests and probes are waits, not calls.
-  std::int64_t collectives = 0;
-  for (const auto& [call, count] : calls.items()) {
-    if (call != "MPI_Comm_rank" && call != "MPI_Comm_size" && call != "MPI_Test" &&
-        call != "MPI_Iprobe") {
-      collectives += count.get<std::int64_t>();
+  const auto collectives = [](const nlohmann::json& made) {
+    std::int64_t count = 0;
+    for (const auto& [call, times] : made.items()) {
+      if (call != "MPI_Comm_rank" && call != "MPI_Comm_size" && call != "MPI_Test" &&
+          call != "MPI_Iprobe") {
+        count += times.get<std::int64_t>();
+      }
     }
-  }
-  EXPECT_EQ(collectives, 4) << calls;
+    return count;
+  };
+  EXPECT_EQ(collectives(calls), 4) << calls;
   // A global array split as heat_diffusion splits its field (bands of whole rows at 3 ranks) on
   // this local file system: each rank writes its band itself in the data step, so the save makes
   // the same four collectives as one of per-node blobs, and opens no file with MPI-IO (before: a
   // collective open, write, sync and close, and four agreements of their own).
   const auto& array_calls = steps.at("array save").at("rank0_mpi_calls");
-  std::int64_t array_collectives = 0;
-  for (const auto& [call, count] : array_calls.items()) {
-    if (call != "MPI_Comm_rank" && call != "MPI_Comm_size" && call != "MPI_Test" &&
-        call != "MPI_Iprobe") {
-      array_collectives += count.get<std::int64_t>();
-    }
-  }
   EXPECT_FALSE(array_calls.contains("MPI_File_open")) << array_calls;
-  EXPECT_EQ(array_collectives, 4) << array_calls;
+  EXPECT_EQ(collectives(array_calls), 4) << array_calls;
   EXPECT_TRUE(steps.at("hand-made save").at("rank0_mpi_calls").contains("MPI_Gather"));
   // A load's rank 0 reads the layout from the file's layout record: it opens no file with HDF5
   // (which it did, once per load, before the record). Its collectives: the broadcast of its
