@@ -7,7 +7,7 @@ contiguous (a band of whole rows, a 1-D block) and from one numpy copy otherwise
 import numpy as np
 
 from .file_io import check_checksum, read_array, xxh64_of
-from .layout import NUMPY_DTYPES
+from .layout import NUMPY_DTYPES, value_bytes
 
 
 def block_text(start, count):
@@ -83,7 +83,7 @@ def read_global_array(fd, array, key, verify, context, file):
     if verify and met:
         first = min(array.blocks[w][0][0] for w in met)
         last = max(array.blocks[w][0][0] + array.blocks[w][1][0] for w in met)
-    row_bytes = int(np.prod(shape[1:], dtype=np.uint64)) * np.dtype(dtype).itemsize
+    row_bytes = value_bytes(array.dtype, shape[1:])
     what = f"{context}: dataset {array.path}"
     region = read_array(fd, array.offset + first * row_bytes, dtype, (last - first,) + shape[1:], what)
     if verify:

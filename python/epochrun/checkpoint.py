@@ -33,6 +33,7 @@ class Checkpoint:
         self.path = os.fspath(path)
         self.verify = verify
         self._context = f"checkpoint {self.path}"
+        self._fd = None
         self._fd = open_checkpoint_file(self.path)
         try:
             header = verify_checkpoint_file(self._fd, self.path)

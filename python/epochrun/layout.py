@@ -16,6 +16,11 @@ NUMPY_DTYPES = {"f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8", "u8": "u
 _KINDS = {0: "per-node", 1: "replicated", 2: "global array", 3: "ragged"}
 
 
+def value_bytes(dtype, shape):
+    """The bytes of a value of epochrun dtype `dtype` and `shape`."""
+    return int(np.prod(shape, dtype=np.uint64)) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+
+
 class Value:
     """One stored value: a node's value of a per-node blob, or a replicated blob's value."""
 
@@ -30,7 +35,7 @@ class Value:
 
     @property
     def nbytes(self):
-        return int(np.prod(self.shape, dtype=np.uint64)) * np.dtype(NUMPY_DTYPES[self.dtype]).itemsize
+        return value_bytes(self.dtype, self.shape)
 
 
 class ArrayLayout:
@@ -48,7 +53,7 @@ class ArrayLayout:
 
     @property
     def nbytes(self):
-        return int(np.prod(self.shape, dtype=np.uint64)) * np.dtype(NUMPY_DTYPES[self.dtype]).itemsize
+        return value_bytes(self.dtype, self.shape)
 
 
 class Layout:
@@ -111,7 +116,7 @@ def _dtype_of(dataset):
     return name
 
 
-def _read_root(f, file_bytes, layout):
+def _read_root(f, layout):
     fmt = _text(f.attrs.get("format", b""))
     if fmt != FORMAT_NAME:
         raise CorruptCheckpoint(f"not an epochrun checkpoint (format '{fmt}')")
@@ -188,7 +193,7 @@ def _read_v3(f, layout, extents, recorded):
                 (tuple(int(x) for x in s), tuple(int(x) for x in c)) for s, c in zip(starts, counts)
             ]
             _check_tiling(name, shape, blocks[i], what)
-        nbytes = int(np.prod(stored_shape, dtype=np.uint64)) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+        nbytes = value_bytes(dtype, stored_shape)
         offsets[i] = _offset(dataset, what) if nbytes else 0
         if nbytes:
             extents.append((offsets[i], nbytes))
@@ -238,7 +243,7 @@ def _read_v3(f, layout, extents, recorded):
             if kinds[i] == "ragged":
                 entry = ragged_rows[ragged.index(i) * ranks + rank]
                 shape = tuple(int(n) for n in entry["shape"][: int(entry["ndim"])])
-                value_size = int(np.prod(shape, dtype=np.uint64)) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+                value_size = value_bytes(dtype, shape)
                 if value_size != int(entry["size"]) or int(entry["offset"]) + value_size > size:
                     raise CorruptCheckpoint(
                         f"ragged index /index/ragged: a value of ragged blob '{name}' lies "
@@ -286,7 +291,7 @@ def _check_tiling(name, shape, blocks, what):
         raise CorruptCheckpoint(f"{what}: the writer blocks of '{name}' do not tile its shape")
 
 
-def _read_v2(f, layout, extents, recorded):
+def _read_v2(f, layout, extents):
     nodes = _child(f, "nodes", "group /nodes", dataset=False)
     index = _child(f, "index", "group /index", dataset=False)
     for node in layout.node_names:
@@ -328,7 +333,7 @@ def _read_v2(f, layout, extents, recorded):
     extents.sort()
 
 
-def _read_v1(f, layout, extents, recorded):
+def _read_v1(f, layout, extents):
     nodes = _child(f, "nodes", "group /nodes", dataset=False)
     for node in layout.node_names:
         group = _child(nodes, node, f"group of node {node}", dataset=False)
@@ -338,7 +343,7 @@ def _read_v1(f, layout, extents, recorded):
             dataset = _child(group, name, what)
             _storage(dataset, what)
             dtype = _dtype_of(dataset)
-            nbytes = int(np.prod(dataset.shape, dtype=np.uint64)) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+            nbytes = value_bytes(dtype, dataset.shape)
             offset = _offset(dataset, what) if nbytes else 0
             if nbytes:
                 extents.append((offset, nbytes))
@@ -353,10 +358,12 @@ def read_layout(fd, header):
     layout = Layout()
     extents = []
     try:
-        with h5py.File(f"/proc/self/fd/{fd}", "r", locking=False) as f:
-            _read_root(f, header.file_size, layout)
-            reader = {1: _read_v1, 2: _read_v2, 3: _read_v3}[layout.format_version]
-            reader(f, layout, extents, header.extents)
+        with h5py.File(f"/proc/self/fd/{fd}", "r") as f:
+            _read_root(f, layout)
+            if layout.format_version == 3:
+                _read_v3(f, layout, extents, header.extents)
+            else:
+                {1: _read_v1, 2: _read_v2}[layout.format_version](f, layout, extents)
     except (OSError, KeyError, ValueError, TypeError) as error:
         raise CorruptCheckpoint(f"not a readable HDF5 file ({error})") from error
     if extents != sorted(header.extents):
