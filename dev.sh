@@ -36,6 +36,10 @@ test_packages=(
   hdf5-tools python3-h5py
   # the durability tests observe epochrun's fsyncs
   strace
+  # the Python package's tests (python/tests): its dependencies, pytest, pandas for its
+  # DataFrames, and ParaView's own Python, rendering in a virtual X server (Debian's ParaView
+  # has no offscreen build)
+  python3-numpy python3-xxhash python3-pytest python3-pandas python3-paraview xvfb xauth
 )
 fuzz_packages=(clang libclang-rt-14-dev)
 
