@@ -27,8 +27,9 @@ def run_example(python, cwd, environment):
     assert (cwd / "field.png").stat().st_size > 1000
 
 
-def test_the_example_is_five_lines(runs):
+def test_the_example_is_five_lines_and_the_top_readme_shows_it_too():
     assert len(example().strip().splitlines()) == 5
+    assert example() in (ROOT / "README.md").read_text()
 
 
 def test_the_example_runs_from_the_source_tree(runs, tmp_path):
