@@ -21,7 +21,14 @@ void BackgroundXdmf::rewrite() {
       continue;
     }
     try {
-      current.emplace(epoch, xdmf_epoch(index_.directory().file_for(epoch), file_));
+      if (auto entry = xdmf_epoch_without_hdf5(index_.directory().file_for(epoch), file_)) {
+        current.emplace(epoch, std::move(*entry));
+      } else {
+        spdlog::debug(
+            "XDMF file {} leaves out epoch {}: its file has no layout record "
+            "(`epochrun inspect --xdmf` describes it)",
+            file_.string(), epoch);
+      }
     } catch (const std::exception& error) {
       // Retention may have taken it meanwhile; a damaged one has no arrays to show.
       spdlog::debug("XDMF file {} leaves out epoch {}: {}", file_.string(), epoch, error.what());

@@ -1,7 +1,8 @@
 // `epochrun run --xdmf FILE`: rank 0 keeps an XDMF file describing every committed epoch's
 // global arrays (format/xdmf_collection.hpp) up to date, rewriting it after each commit and
 // deletion on a thread of its own (BackgroundRewrite), off the job's path. Each epoch's arrays
-// are read once from its file's header (an epoch from before this run included) and kept.
+// are read once from its file's layout record (an epoch from before this run included; no HDF5
+// call, which this thread may not make) and kept; a file without a record is left out.
 #pragma once
 
 #include <cstdint>
