@@ -1,8 +1,8 @@
 """A global array, whole or any part a numpy index names, read from its dataset and verified
 writer block by writer block (docs/FORMAT.md: a block's xxh64 is that of the block in its own
-row-major order). The whole rows that the blocks the index meets span are read with one preadv
-into one array, which is returned whole or indexed; each block is hashed in place when it is
-contiguous (a band of whole rows, a 1-D block) and from one numpy copy otherwise."""
+row-major order). The whole rows that the blocks the index meets span are read into one array
+(file_io.read_hashing), which is returned whole or indexed; a block that is one run of bytes there
+(a band of whole rows, a 1-D block) is hashed as it is read, any other from one numpy copy."""
 
 import numpy as np
 
@@ -85,18 +85,24 @@ def read_global_array(fd, array, key, verify, context, file):
         last = max(array.blocks[w][0][0] + array.blocks[w][1][0] for w in met)
     row_bytes = value_bytes(array.dtype, shape[1:])
     what = f"{context}: dataset {array.path}"
-    region = read_array(fd, array.offset + first * row_bytes, dtype, (last - first,) + shape[1:], what)
+    # A block of whole rows (a band, or any block of a 1-D array) lies in the region as one run
+    # of bytes, hashed as it is read; any other block is gathered and hashed once it is read.
+    bands = [w for w in met if verify and array.blocks[w][1][1:] == shape[1:]]
+    ranges = [((array.blocks[w][0][0] - first) * row_bytes,
+               (array.blocks[w][0][0] - first + array.blocks[w][1][0]) * row_bytes) for w in bands]
+    region, digests = read_array(fd, array.offset + first * row_bytes, dtype,
+                                 (last - first,) + shape[1:], what, ranges)
+    digests = dict(zip(bands, digests))
     if verify:
         for w in met:
             start, count = array.blocks[w]
             cells = (slice(start[0] - first, start[0] - first + count[0]),) + tuple(
                 slice(s, s + c) for s, c in zip(start[1:], count[1:])
             )
-            check_checksum(
-                xxh64_of(region[cells]), array.checksums[w],
-                f"{what}, writer block {w} {block_text(start, count)}",
-                file=file, blob="arrays/" + array.name,
-            )
+            actual = digests[w] if w in digests else xxh64_of(region[cells])
+            check_checksum(actual, array.checksums[w],
+                           f"{what}, writer block {w} {block_text(start, count)}",
+                           file=file, blob="arrays/" + array.name)
     if key is None:
         return region
     if expanded is None:

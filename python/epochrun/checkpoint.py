@@ -9,7 +9,7 @@ import numpy as np
 
 from .array_read import read_global_array
 from .errors import CheckpointError, CorruptCheckpoint
-from .file_io import check_checksum, open_checkpoint_file, read_array, xxh64_of
+from .file_io import check_checksum, open_checkpoint_file, read_array
 from .integrity import verify_checkpoint_file
 from .layout import NUMPY_DTYPES, read_layout
 
@@ -215,10 +215,11 @@ class Checkpoint:
         what = f"{self._context}: {value.what}"
 
         def read():
-            data = read_array(self._fd, value.offset, NUMPY_DTYPES[value.dtype], value.shape, what)
+            data, digests = read_array(self._fd, value.offset, NUMPY_DTYPES[value.dtype],
+                                       value.shape, what, [(0, value.nbytes)] if verify else [])
             if verify:
-                check_checksum(xxh64_of(data), value.xxh64, what, file=self.path,
-                               blob=value.name, node=value.node)
+                check_checksum(digests[0], value.xxh64, what, file=self.path, blob=value.name,
+                               node=value.node)
             return data
 
         return self._reading(read)

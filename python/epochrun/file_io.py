@@ -1,10 +1,13 @@
 """Reading a checkpoint file's bytes: straight into the memory that is returned (preadv into a
-numpy array's buffer), never through an intermediate copy, and hashed with xxhash's one-shot
-digest over that buffer -- no Python loop runs per element, so a large array costs what the
-read and the hash cost in C."""
+numpy array's buffer), never through an intermediate copy, and hashed with xxhash over that
+buffer -- no Python runs per element, so a large value costs what the read and the hash cost in
+C. A value of more than one piece is read piece by piece on a thread of its own while this one
+hashes the pieces already read (os.preadv lets go of the GIL): the hash then costs about no time
+beside the read, as epochrun's own reader hashes each piece as it arrives."""
 
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import xxhash
@@ -37,18 +40,46 @@ def read_into(fd, offset, buffer, what):
         done += got
 
 
+# Bytes per read of a large value: large enough that a piece costs one system call's overhead
+# in thousands, small enough that the hashing follows the reading closely.
+PIECE = 8 << 20
+
+
+def read_hashing(fd, offset, buffer, ranges, what):
+    """Fills `buffer` from `offset` of the file open as `fd` and returns the xxh64 of each
+    (begin, end) byte range of it in `ranges`, hashed while the later pieces are read."""
+    view = memoryview(buffer).cast("B")
+    if len(view) <= PIECE:
+        read_into(fd, offset, view, what)
+        return [xxhash.xxh64_intdigest(view[begin:end]) for begin, end in ranges]
+    states = [xxhash.xxh64() for _ in ranges]
+    pieces = [(at, min(at + PIECE, len(view))) for at in range(0, len(view), PIECE)]
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        reads = [reader.submit(read_into, fd, offset + a, view[a:b], what) for a, b in pieces]
+        try:
+            for (a, b), read in zip(pieces, reads):
+                read.result()
+                for (begin, end), state in zip(ranges, states):
+                    if max(a, begin) < min(b, end):
+                        state.update(view[max(a, begin) : min(b, end)])
+        except BaseException:
+            for read in reads:
+                read.cancel()  # a short read: the pieces after it are not read for nothing
+            raise
+    return [state.intdigest() for state in states]
+
+
 def read_bytes(fd, offset, size, what):
     buffer = bytearray(size)
     read_into(fd, offset, buffer, what)
     return bytes(buffer)
 
 
-def read_array(fd, offset, dtype, shape, what):
-    """An array of `dtype` and `shape` read from `offset`, its buffer filled by the read."""
+def read_array(fd, offset, dtype, shape, what, ranges=()):
+    """An array of `dtype` and `shape` read from `offset` into its own buffer, and the xxh64 of
+    each (begin, end) byte range of it in `ranges` (read_hashing)."""
     array = np.empty(shape, dtype=dtype)
-    if array.nbytes:
-        read_into(fd, offset, array.reshape(-1).view(np.uint8), what)
-    return array
+    return array, read_hashing(fd, offset, array.reshape(-1).view(np.uint8), ranges, what)
 
 
 def xxh64_of(array):

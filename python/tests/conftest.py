@@ -59,15 +59,17 @@ HEAT = ["--job", "heat_diffusion", "--heat_diffusion.rows", "48", "--heat_diffus
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory):
     """The directories of the session's runs, by name: heat (epochs 0 to 3 on 3 ranks, 4 and 5
-    resumed on 2, with --xdmf heat.xmf beside it), sgd, sum."""
+    resumed on 2, with --xdmf heat.xmf beside it), heat4 (4 ranks: a 2 x 2 process grid, whose
+    writer blocks are not bands of whole rows), sgd, sum."""
     top = tmp_path_factory.mktemp("runs")
     run_job(3, [*HEAT, "--checkpoint-dir", "heat", "--num-epochs", "3", "--xdmf", "heat.xmf"], top)
     run_job(2, [*HEAT, "--checkpoint-dir", "heat", "--num-epochs", "5", "--xdmf", "heat.xmf",
                 "--resume-from-epoch", "latest"], top)
+    run_job(4, [*HEAT, "--checkpoint-dir", "heat4", "--num-epochs", "1"], top)
     run_job(3, ["--job", "sgd_regression", "--checkpoint-dir", "sgd", "--num-epochs", "3",
                 "--sgd_regression.samples", "600", "--sgd_regression.features", "8"], top)
     run_job(3, ["--job", "sum_pipeline", "--checkpoint-dir", "sum"], top)
-    return {name: top / name for name in ("heat", "sgd", "sum")} | {"top": top}
+    return {name: top / name for name in ("heat", "heat4", "sgd", "sum")} | {"top": top}
 
 
 @pytest.fixture

@@ -4,11 +4,13 @@ that cross the writer blocks (at 3 ranks and, after the restart, at 2)."""
 
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
 import epochrun
-from conftest import epochrun_cli
+import epochrun.file_io
+from conftest import epochrun_cli, flip_byte
 
 
 def exported(directory, epoch, out):
@@ -16,7 +18,7 @@ def exported(directory, epoch, out):
     return {str(p.relative_to(out).with_suffix("")): np.load(p) for p in Path(out).rglob("*.npy")}
 
 
-@pytest.mark.parametrize("name", ["heat", "sgd", "sum"])
+@pytest.mark.parametrize("name", ["heat", "heat4", "sgd", "sum"])
 def test_every_value_of_every_epoch_is_the_exported_one(runs, tmp_path, name):
     directory = epochrun.open(runs[name])
     assert directory.epochs
@@ -64,12 +66,36 @@ INDEXES = [
 
 
 @pytest.mark.parametrize("index", INDEXES, ids=range(len(INDEXES)))
-def test_any_numpy_index_reads_what_it_reads_of_the_whole_array(runs, index):
-    with epochrun.open(runs["heat"]).epoch(4) as checkpoint:
-        whole = checkpoint.array("field")
+@pytest.mark.parametrize("name", ["heat", "heat4"])
+def test_any_numpy_index_reads_what_h5py_reads_of_the_whole_array(runs, name, index):
+    directory = epochrun.open(runs[name])
+    with directory.epoch(directory.epochs[-1]) as checkpoint:
+        with h5py.File(checkpoint.path, "r") as f:
+            whole = f["arrays/field"][...]
         assert np.array_equal(checkpoint.array("field", index), whole[index])
         unverified = epochrun.Checkpoint(checkpoint.path, verify=False)
         assert np.array_equal(unverified.array("field", index), whole[index])
+
+
+@pytest.mark.parametrize("name", ["heat", "heat4"])
+def test_read_in_pieces_each_block_is_hashed_as_it_arrives(runs, copy_of, monkeypatch, name):
+    # Values of more than a piece (8 MiB) are read on a second thread and hashed piece by piece:
+    # pieces of 1000 bytes take that path here, bands and 2 x 2 blocks alike.
+    monkeypatch.setattr(epochrun.file_io, "PIECE", 1000)
+    directory = epochrun.open(runs[name])
+    with directory.epoch(directory.epochs[-1]) as checkpoint:
+        with h5py.File(checkpoint.path, "r") as f:
+            whole = f["arrays/field"][...]
+        assert np.array_equal(checkpoint.array("field"), whole)
+        assert np.array_equal(checkpoint.array("field", np.s_[7:41, 3:33]), whole[7:41, 3:33])
+        assert checkpoint.verify_all() == []
+    damaged = copy_of(name)
+    file = damaged / f"epoch-{directory.epochs[-1]:06d}.h5"
+    with h5py.File(file, "r") as f:
+        offset = f["arrays/field"].id.get_offset()
+    flip_byte(file, offset + (47 * 40 + 39) * 8)  # the last cell: the last writer's block
+    with pytest.raises(epochrun.CorruptCheckpoint, match=r"writer block \d \[24:48, "):
+        epochrun.open(damaged).epoch(directory.epochs[-1]).array("field")
 
 
 def test_a_name_the_file_lacks_is_a_checkpoint_error(runs):
