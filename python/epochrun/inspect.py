@@ -3,6 +3,7 @@
 
 import json
 import os
+import sys
 
 from .checkpoint import Checkpoint
 from .directory import CheckpointDirectory
@@ -130,12 +131,13 @@ def main(arguments):
                         "checkpoint is damaged")
     options = parser.parse_args(arguments)
     if not os.path.exists(options.path):
-        print(f"error: '{options.path}' is not a directory or a checkpoint file")
+        print(f"epochrun: error: '{options.path}' is not a directory or a checkpoint file "
+              "(No such file or directory)", file=sys.stderr)
         return 2
     try:
         lines, valid = listing(options.path, options.verify)
     except CheckpointNotFound as error:
-        print(f"error: {error}")
+        print(f"epochrun: error: {error}", file=sys.stderr)
         return 3
     print("\n".join(lines))
     return 0 if valid else 3
