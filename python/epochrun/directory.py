@@ -72,12 +72,16 @@ class CheckpointDirectory:
     def latest(self):
         """The newest checkpoint that verifies, as `--resume-from-epoch latest` chooses it:
         newest first, an epoch that is damaged is skipped with a warning (and kept in
-        `skipped`), one of another format or header version is an error. With verify=False,
-        the newest whose header and layout check out, its values unread."""
+        `skipped`), one of another format or header version is an error. Each is judged as a
+        resume judges it: a file with a layout record by the record and every value's checksum
+        (so a file whose HDF5 metadata alone is damaged, which `epoch(N)` and `epochrun inspect`
+        refuse, is taken, as a resume takes it), any other as `epoch(N)` reads it. With
+        verify=False, the newest whose header and layout check out, its values unread."""
         self.skipped = []
         for epoch in reversed(self.epochs):
             try:
-                checkpoint = self.epoch(epoch)
+                checkpoint = Checkpoint(self.file_for(epoch), verify=self.verify,
+                                        expected_epoch=epoch, as_a_load=True)
                 problems = checkpoint.verify_all() if self.verify else []
                 if problems:
                     checkpoint.close()
@@ -86,7 +90,7 @@ class CheckpointDirectory:
             except CorruptCheckpoint as error:
                 self.skipped.append((epoch, str(error)))
                 warnings.warn(f"skipping corrupt checkpoint of epoch {epoch}: {error}", stacklevel=2)
-            except CheckpointNotFound:
+            except FileNotFoundError:
                 continue  # deleted since it was listed (retention of a running job)
         raise CheckpointNotFound(
             f"no valid checkpoint in {self.path}"

@@ -127,9 +127,3 @@ def check_metadata_hash(fd, header, what):
     hash_range(position, header.file_size)
     if state.intdigest() != header.metadata_xxh64:
         raise CorruptCheckpoint("its HDF5 metadata does not match the checksum recorded at commit")
-
-
-def verify_checkpoint_file(fd, what):
-    header = read_integrity_header(fd, what)
-    check_metadata_hash(fd, header, what)
-    return header

@@ -13,7 +13,8 @@ from .errors import CheckpointMismatch, CorruptCheckpoint
 FORMAT_NAME = "epochrun-checkpoint"
 NEWEST_VERSION = 3
 NUMPY_DTYPES = {"f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8", "u8": "u1", "bytes": "u1"}
-_KINDS = {0: "per-node", 1: "replicated", 2: "global array", 3: "ragged"}
+# The blob index's `kind` column (and the layout record's), in words.
+KINDS = {0: "per-node", 1: "replicated", 2: "global array", 3: "ragged"}
 
 
 def value_bytes(dtype, shape):
@@ -159,46 +160,77 @@ def _check_dataset(dataset, dtype, shape, what):
         raise CorruptCheckpoint(f"{what} does not have the dtype and shape its index row says")
 
 
+class BlobV3:
+    """One blob name of a version 3 file, as its blob index (or its layout record) says."""
+
+    def __init__(self, name, kind, dtype, shape, size, packed=False, in_pack=0, offset=0,
+                 blocks=None, ragged_elements=0):
+        self.name = name
+        self.kind = kind  # KINDS' words
+        self.dtype = dtype
+        self.shape = shape  # per-node: one node's; ragged: ()
+        self.size = size  # bytes of one node's value, the replicated value, the array, or
+        # (ragged) all nodes' values
+        self.packed = packed
+        self.in_pack = in_pack
+        self.offset = offset  # its dataset's (0 when packed or empty)
+        self.blocks = blocks  # a global array's writer blocks
+        self.ragged_elements = ragged_elements  # a ragged blob's, all nodes' together
+
+
+class StoredV3:
+    """Where a version 3 file's values are: its blobs in index order, the pack, the checksum
+    table and the ragged rows (per ragged blob, per node: shape, offset, size)."""
+
+    def __init__(self, blobs, pack_offset, pack_row, checksums, ragged):
+        self.blobs = blobs
+        self.pack_offset = pack_offset
+        self.pack_row = pack_row
+        self.checksums = checksums
+        self.ragged = ragged
+
+
+def checksum_count(blobs, ranks):
+    """The rows /index/xxh64 has: one per node and per-node blob, per replicated blob, per
+    writer block of each global array."""
+    return sum(ranks if b.kind in ("per-node", "ragged") else 1 if b.kind == "replicated"
+               else len(b.blocks) for b in blobs)
+
+
 def _read_v3(f, layout, extents, recorded):
     index = _child(f, "index", "group /index", dataset=False)
     rows, names = _index_rows(_child(index, "blobs", "blob index /index/blobs"))
     ranks = len(layout.node_names)
-    kinds = [_KINDS.get(int(k)) for k in rows["kind"]]
-    if None in kinds:
-        raise CorruptCheckpoint("blob index /index/blobs: a blob of an unknown kind")
-    for node in layout.node_names:
-        layout.node_values[node] = []
-    per_node = [i for i, kind in enumerate(kinds) if kind in ("per-node", "ragged")]
-    replicated = [i for i, kind in enumerate(kinds) if kind == "replicated"]
-    arrays = [i for i, kind in enumerate(kinds) if kind == "global array"]
-    ragged = [i for i, kind in enumerate(kinds) if kind == "ragged"]
-    offsets = {}
-    blocks = {}
-    for i, name in enumerate(names):
-        row = rows[i]
-        dtype, shape, kind = _text(row["dtype"]), _shape(row), kinds[i]
-        if row["packed"]:
+    blobs = []
+    for row, name in zip(rows, names):
+        kind = KINDS.get(int(row["kind"]))
+        if kind is None:
+            raise CorruptCheckpoint("blob index /index/blobs: a blob of an unknown kind")
+        blobs.append(BlobV3(name, kind, _text(row["dtype"]), _shape(row), int(row["size"]),
+                            bool(row["packed"]), int(row["offset"]) if row["packed"] else 0))
+    for blob in blobs:
+        if blob.packed:
             continue
-        group = {"replicated": "replicated", "global array": "arrays"}.get(kind, "nodes")
-        what = f"dataset /{group}/{name}"
-        stored_shape = (ranks,) + shape if kind == "per-node" else shape
-        if kind == "ragged":
-            stored_shape = (int(row["size"]) // np.dtype(NUMPY_DTYPES[dtype]).itemsize,)
-        dataset = _child(f, f"{group}/{name}", what)
-        _check_dataset(dataset, dtype, stored_shape, what)
-        if kind == "global array":
+        group = {"replicated": "replicated", "global array": "arrays"}.get(blob.kind, "nodes")
+        what = f"dataset /{group}/{blob.name}"
+        stored_shape = (ranks,) + blob.shape if blob.kind == "per-node" else blob.shape
+        if blob.kind == "ragged":
+            stored_shape = (blob.size // np.dtype(NUMPY_DTYPES[blob.dtype]).itemsize,)
+        dataset = _child(f, f"{group}/{blob.name}", what)
+        _check_dataset(dataset, blob.dtype, stored_shape, what)
+        if blob.kind == "global array":
             starts = np.asarray(dataset.attrs["epochrun_block_starts"], dtype=np.uint64)
             counts = np.asarray(dataset.attrs["epochrun_block_counts"], dtype=np.uint64)
-            blocks[i] = [
+            blob.blocks = [
                 (tuple(int(x) for x in s), tuple(int(x) for x in c)) for s, c in zip(starts, counts)
             ]
-            _check_tiling(name, shape, blocks[i], what)
-        nbytes = value_bytes(dtype, stored_shape)
-        offsets[i] = _offset(dataset, what) if nbytes else 0
+            check_tiling(blob.name, blob.shape, blob.blocks, what)
+        nbytes = value_bytes(blob.dtype, stored_shape)
         if nbytes:
-            extents.append((offsets[i], nbytes))
+            blob.offset = _offset(dataset, what)
+            extents.append((blob.offset, nbytes))
     pack_offset = pack_row = 0
-    if any(rows["packed"]):
+    if any(blob.packed for blob in blobs):
         packed = _child(index, "packed", "pack /index/packed")
         _storage(packed, "pack /index/packed")
         if packed.dtype != np.uint8 or packed.ndim != 2 or packed.shape[0] != ranks:
@@ -208,77 +240,80 @@ def _read_v3(f, layout, extents, recorded):
             pack_offset = _offset(packed, "pack /index/packed")
             extents.append((pack_offset, packed.size))
     tables = []
-    checksum_count = ranks * len(per_node) + len(replicated) + sum(len(blocks[i]) for i in arrays)
+    count = checksum_count(blobs, ranks)
     checksums = np.zeros(0, dtype=np.uint64)
-    if checksum_count:
+    if count:
         table = _child(index, "xxh64", "checksum table /index/xxh64")
         _storage(table, "checksum table /index/xxh64")
-        if table.shape != (checksum_count,) or table.dtype.itemsize != 8:
+        if table.shape != (count,) or table.dtype.itemsize != 8:
             raise CorruptCheckpoint(
-                f"checksum table /index/xxh64 does not have the {checksum_count} rows its index "
-                "needs"
+                f"checksum table /index/xxh64 does not have the {count} rows its index needs"
             )
         checksums = table[()].astype(np.uint64)
-        tables.append((_offset(table, "checksum table /index/xxh64"), 8 * checksum_count))
-    ragged_rows = None
-    if ragged:
+        tables.append((_offset(table, "checksum table /index/xxh64"), 8 * count))
+    ragged = []
+    ragged_blobs = sum(1 for blob in blobs if blob.kind == "ragged")
+    if ragged_blobs:
         table = _child(index, "ragged", "ragged index /index/ragged")
         _storage(table, "ragged index /index/ragged")
-        if table.shape != (len(ragged) * ranks,):
+        if table.shape != (ragged_blobs * ranks,):
             raise CorruptCheckpoint("ragged index /index/ragged is not a table of ragged rows")
-        ragged_rows = table[()]
+        rows = table[()]
+        ragged = [[(tuple(int(n) for n in r["shape"][: int(r["ndim"])]), int(r["offset"]),
+                    int(r["size"])) for r in rows[k * ranks : (k + 1) * ranks]]
+                  for k in range(ragged_blobs)]
         tables.append((_offset(table, "ragged index /index/ragged"), table.dtype.itemsize * table.shape[0]))
     # Files sealed as they are laid out (every file written now) record the tables the ranks
     # fill in as data extents; files sealed after their data step covered them with the
     # metadata hash instead.
     with_tables = sorted(extents + tables)
     extents[:] = with_tables if with_tables == sorted(recorded) else sorted(extents)
+    return StoredV3(blobs, pack_offset, pack_row, checksums, ragged)
 
-    for k, i in enumerate(per_node):
-        name, row = names[i], rows[i]
-        dtype = _text(row["dtype"])
-        size = int(row["size"])
+
+def assemble_v3(layout, stored):
+    """The layout's values from what a version 3 file stores (StoredV3): node r's checksum of
+    per-node blob k at r * (per-node blobs) + k, then the replicated blobs', then each array's
+    writer blocks' (docs/FORMAT.md)."""
+    ranks = len(layout.node_names)
+    per_node = [b for b in stored.blobs if b.kind in ("per-node", "ragged")]
+    for node in layout.node_names:
+        layout.node_values[node] = []
+    ragged = iter(stored.ragged)
+    for k, blob in enumerate(per_node):
+        rows = next(ragged) if blob.kind == "ragged" else None
         for rank, node in enumerate(layout.node_names):
-            stored = int(checksums[rank * len(per_node) + k])
-            if kinds[i] == "ragged":
-                entry = ragged_rows[ragged.index(i) * ranks + rank]
-                shape = tuple(int(n) for n in entry["shape"][: int(entry["ndim"])])
-                value_size = value_bytes(dtype, shape)
-                if value_size != int(entry["size"]) or int(entry["offset"]) + value_size > size:
+            checksum = stored.checksums[rank * len(per_node) + k]
+            what = f"dataset /nodes/{blob.name}, the value of node {node}"
+            shape = blob.shape
+            if rows is not None:
+                shape, at, size = rows[rank]
+                if value_bytes(blob.dtype, shape) != size or at + size > blob.size:
                     raise CorruptCheckpoint(
-                        f"ragged index /index/ragged: a value of ragged blob '{name}' lies "
+                        f"ragged index /index/ragged: a value of ragged blob '{blob.name}' lies "
                         "outside its dataset or does not match its shape"
                     )
-                offset = offsets[i] + int(entry["offset"])
-                what = f"dataset /nodes/{name}, the value of node {node}"
-            elif row["packed"]:
-                shape = _shape(row)
-                offset = pack_offset + rank * pack_row + int(row["offset"])
-                what = f"packed blob {node}/{name} (in /index/packed)"
+                offset = blob.offset + at
+            elif blob.packed:
+                offset = stored.pack_offset + rank * stored.pack_row + blob.in_pack
+                what = f"packed blob {node}/{blob.name} (in /index/packed)"
             else:
-                shape = _shape(row)
-                offset = offsets[i] + rank * size
-                what = f"dataset /nodes/{name}, the value of node {node}"
-            layout.node_values[node].append(Value(name, node, dtype, shape, offset, stored, what))
+                offset = blob.offset + rank * blob.size
+            layout.node_values[node].append(Value(blob.name, node, blob.dtype, shape, offset,
+                                                  checksum, what))
     at = ranks * len(per_node)
-    for i in replicated:
-        row = rows[i]
-        layout.replicated.append(
-            Value(names[i], None, _text(row["dtype"]), _shape(row), offsets.get(i, 0),
-                  checksums[at], f"dataset /replicated/{names[i]}")
-        )
+    for blob in (b for b in stored.blobs if b.kind == "replicated"):
+        layout.replicated.append(Value(blob.name, None, blob.dtype, blob.shape, blob.offset,
+                                       stored.checksums[at], f"dataset /replicated/{blob.name}"))
         at += 1
-    for i in arrays:
-        row = rows[i]
-        count = len(blocks[i])
-        layout.arrays.append(
-            ArrayLayout(names[i], _text(row["dtype"]), _shape(row), offsets.get(i, 0), blocks[i],
-                        checksums[at : at + count])
-        )
+    for blob in (b for b in stored.blobs if b.kind == "global array"):
+        count = len(blob.blocks)
+        layout.arrays.append(ArrayLayout(blob.name, blob.dtype, blob.shape, blob.offset,
+                                         blob.blocks, stored.checksums[at : at + count]))
         at += count
 
 
-def _check_tiling(name, shape, blocks, what):
+def check_tiling(name, shape, blocks, what):
     """The writer blocks cover the global shape exactly: inside it, and as many cells as it."""
     cells = 0
     for start, count in blocks:
@@ -354,14 +389,17 @@ def _read_v1(f, layout, extents):
 
 
 def read_layout(fd, header):
-    """The layout of the file open as `fd`, whose integrity `header` was verified."""
+    """The layout of the file open as `fd`, whose integrity `header` was verified, read with
+    h5py; and for a version 3 file what it stores (StoredV3), None for another version."""
     layout = Layout()
+    stored = None
     extents = []
     try:
         with h5py.File(f"/proc/self/fd/{fd}", "r") as f:
             _read_root(f, layout)
             if layout.format_version == 3:
-                _read_v3(f, layout, extents, header.extents)
+                stored = _read_v3(f, layout, extents, header.extents)
+                assemble_v3(layout, stored)
             else:
                 {1: _read_v1, 2: _read_v2}[layout.format_version](f, layout, extents)
     except (OSError, KeyError, ValueError, TypeError) as error:
@@ -370,4 +408,4 @@ def read_layout(fd, header):
         raise CorruptCheckpoint(
             "its datasets' storage does not match the data extents recorded at commit"
         )
-    return layout
+    return layout, stored

@@ -8,6 +8,7 @@ import sys
 
 import h5py
 import pytest
+import xxhash
 
 import epochrun
 from conftest import ROOT, epochrun_cli, flip_byte
@@ -129,3 +130,26 @@ def test_a_truncated_file_is_refused_as_epochrun_refuses_it(copy_of):
     cpp, python = listings(directory)
     assert cpp == python and cpp[0] == 3
     assert f"the file has {size - 100} bytes, {size} were committed" in python[1]
+
+
+def test_a_forged_layout_record_is_refused_as_epochrun_refuses_it(copy_of):
+    # The record changed and both its checksums recomputed (a forger's work, not damage): it no
+    # longer says what the HDF5 metadata says.
+    directory = copy_of("heat")
+    file = directory / "epoch-000003.h5"
+    data = bytearray(file.read_bytes())
+    extents = int.from_bytes(data[56:64], "little")
+    head = 72 + 16 * extents
+    assert data[head : head + 16] == b"EPOCHRUN-LAYOUT\n"
+    length = int.from_bytes(data[head + 24 : head + 32], "little")
+    record = head + 48
+    at = data.index(b"heat_diffusion", record, record + length)
+    data[at] = ord("H")
+    data[head + 32 : head + 40] = xxhash.xxh64_intdigest(bytes(data[record : record + length])).to_bytes(8, "little")
+    data[head + 40 : head + 48] = xxhash.xxh64_intdigest(bytes(data[head : head + 40])).to_bytes(8, "little")
+    file.write_bytes(bytes(data))
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    with pytest.raises(epochrun.CorruptCheckpoint) as error:
+        epochrun.open(directory).epoch(3)
+    assert str(error.value) == f"checkpoint {file}: its layout record does not match its HDF5 metadata"

@@ -1,5 +1,6 @@
 """latest() chooses what `--resume-from-epoch latest` chooses on the same damaged directory:
-the newest epoch that verifies, the damaged newer ones skipped (and named)."""
+the newest epoch that verifies, the damaged newer ones skipped (and named), and an epoch whose
+HDF5 metadata alone is damaged taken, as a resume (which reads the layout record) takes it."""
 
 import warnings
 
@@ -54,3 +55,23 @@ def test_a_directory_of_only_damaged_checkpoints_has_no_latest(copy_of):
         warnings.simplefilter("ignore")
         with pytest.raises(epochrun.CheckpointNotFound, match="no valid checkpoint"):
             epochrun.open(directory).latest()
+
+
+def test_a_file_whose_hdf5_metadata_alone_is_damaged_is_taken_as_a_resume_takes_it(copy_of, tmp_path):
+    # A resume reads the layout record, not the HDF5 metadata: a byte of the blob index damaged
+    # leaves the epoch loadable (inspect calls it corrupt, and so does epoch(N)).
+    directory = copy_of("heat")
+    file = directory / "epoch-000005.h5"
+    with h5py.File(file, "r") as f:
+        offset = f["index/blobs"].id.get_offset()
+    flip_byte(file, offset + 1)
+    reader = epochrun.open(directory)
+    with pytest.raises(epochrun.CorruptCheckpoint, match="its HDF5 metadata does not match"):
+        reader.epoch(5)
+    with reader.latest() as checkpoint:
+        assert (checkpoint.epoch, reader.skipped) == (5, [])
+        assert checkpoint.array("field").shape == (48, 40)
+    run_job(2, [*HEAT, "--checkpoint-dir", str(directory), "--resume-from-epoch", "latest",
+                "--num-epochs", "6", "--summary-json", str(tmp_path / "summary.json")], tmp_path)
+    ran = summary(tmp_path / "summary.json")
+    assert (ran["resumed_from"], ran["skipped_corrupt_checkpoints"]) == (5, [])
