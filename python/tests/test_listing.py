@@ -18,7 +18,7 @@ def python_inspect(*arguments):
                           cwd=ROOT / "python", capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("name", ["heat", "sgd", "sum", "v1"])
+@pytest.mark.parametrize("name", ["heat", "heat4", "sgd", "sum", "v1"])
 @pytest.mark.parametrize("verify", [[], ["--verify"]], ids=["listing", "verify"])
 def test_the_listing_is_epochruns(runs, name, verify):
     path = V1 if name == "v1" else runs[name]
