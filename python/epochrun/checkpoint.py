@@ -34,7 +34,7 @@ class Checkpoint:
         self.path = os.fspath(path)
         self.verify = verify
         self._context = f"checkpoint {self.path}"
-        self._fd = None
+        self._fd = None  # until it is open: __del__ closes what is open
         self._fd = open_checkpoint_file(self.path)
         try:
             self._layout = self._read_layout(as_a_load)
