@@ -7,7 +7,7 @@
 #   ./dev.sh build           install and build only
 #   ./dev.sh install PREFIX  build, then install epochrun into PREFIX (headers, libepochrun.so,
 #                            the program, CMake package, pkg-config file, slurm/ and config/)
-#   ./dev.sh test-sanitized  the suite but the SLURM, multihost and install tests, built with
+#   ./dev.sh test-sanitized  the suite but the SLURM, multihost, install and Python tests, built with
 #                            AddressSanitizer + UBSan (./build-sanitized)
 #   ./dev.sh fuzz [SECONDS]  each libFuzzer target for SECONDS (default 60), clang build (./build-fuzz)
 #   ./dev.sh bench [ARGS]    checkpoint save/load against plain POSIX I/O on 3 ranks
@@ -36,6 +36,10 @@ test_packages=(
   hdf5-tools python3-h5py
   # the durability tests observe epochrun's fsyncs
   strace
+  # the Python package's tests (python/tests): its dependencies, pytest, pandas for its
+  # DataFrames, and ParaView's own Python, rendering in a virtual X server (Debian's ParaView
+  # has no offscreen build)
+  python3-numpy python3-xxhash python3-pytest python3-pandas python3-paraview xvfb xauth
 )
 fuzz_packages=(clang libclang-rt-14-dev)
 
@@ -135,8 +139,9 @@ case "${1:-}" in
     # network file system, not memory safety: `test` runs them, leaving them out here keeps CI
     # within its time. The install test builds the
     # kmeans example, uninstrumented, against this instrumented library, which ASan refuses
-    # ("ASan runtime does not come first"); it checks packaging, which `test` covers.
-    ctest --output-on-failure --timeout 1800 -LE "slurm|multihost|install"
+    # ("ASan runtime does not come first"); it checks packaging, which `test` covers. The Python
+    # package's tests check the Python side, which `test` covers too.
+    ctest --output-on-failure --timeout 1800 -LE "slurm|multihost|install|python"
     ;;
   fuzz)
     seconds="${2:-60}"

@@ -428,5 +428,35 @@ assert (state["trainer_1/weights"] == 1.5).all() and state["trainer_1/weights"].
   EXPECT_EQ(loaded.exit_code, 0) << loaded.err;
 }
 
+// The Python package (python/epochrun) on the same file: a ragged, a packed and a plain per-node
+// blob by node, the replicated blob, the array whole and a part across writer blocks, each
+// verified as it is read, and nothing in the file found damaged.
+TEST_F(ReaderV3, ThePythonPackageReadsAVersion3FileVerified) {
+  if (!world_.is_root()) {
+    return;
+  }
+  auto loaded = bounded({SYSTEM_PYTHON, "-c", R"(
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import epochrun
+checkpoint = epochrun.open("checkpoints").epoch(4)
+assert checkpoint.verify_all() == []
+assert len(checkpoint.per_node_names) == 42 and checkpoint.replicated_names == ["model"]
+field = np.arange(35.0).reshape(7, 5)
+assert (checkpoint.array("field") == field).all()
+assert (checkpoint.array("field", np.s_[2:6, 1:4]) == field[2:6, 1:4]).all()
+assert (checkpoint.replicated("model") == [[1, 2], [3, 4]]).all()
+assert (checkpoint.blob("samples", node="trainer_2") == [20, 21, 22]).all()
+assert checkpoint.blob("samples", node=0).dtype == np.int64
+assert (checkpoint.blob("small_139", node=1) == [1, 39, 7]).all()
+weights = checkpoint.blobs("trainer_1")["weights"]
+assert (weights == 1.5).all() and weights.shape == (10000,)
+)",
+                         EPOCHRUN_SOURCE_DIR "/python"},
+                        directory());
+  EXPECT_EQ(loaded.exit_code, 0) << loaded.err;
+}
+
 }  // namespace
 }  // namespace epochrun::testing

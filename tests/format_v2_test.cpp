@@ -195,6 +195,9 @@ class PackedCheckpoint : public ::testing::Test {
                        header_for(world_, 4), saved_, saved_.names());
   }
 
+  void expect_python_loads_every_blob(const std::string& load,
+                                      const std::filesystem::path& module_directory);
+
   const Communicator world_ = Communicator::world();
   ScratchDir directory_{world_};
   const Workspace saved_ = mixed_workspace(world_, 200);
@@ -239,20 +242,21 @@ TEST_F(PackedCheckpoint, EveryPythonSnippetOfTheFormatDocumentReadsIt) {
   world_.barrier();
 }
 
-TEST_F(PackedCheckpoint, LoadCheckpointPyLoadsEveryBlobBitIdentical) {
-  // Every blob load() returns, as raw bytes in a file per blob plus its dtype and shape.
-  const std::string dump = R"(
-import json, sys
-sys.path.insert(0, sys.argv[1])
-from load_checkpoint import load
+// Runs `load` (Python lines that leave `items`, {"NODE/BLOB": numpy array}, from the file
+// checkpoints/epoch-000004.h5, with sys.argv[1] = `module_directory` on the path) and expects
+// every blob of every node there, bit-identical, with its dtype and shape.
+void PackedCheckpoint::expect_python_loads_every_blob(
+    const std::string& load, const std::filesystem::path& module_directory) {
+  // Every blob as raw bytes in a file per blob plus its dtype and shape.
+  const std::string dump = "import json, sys\nsys.path.insert(0, sys.argv[1])\n" + load + R"(
 manifest = {}
-for key, value in load("checkpoints/epoch-000004.h5").items():
+for key, value in items.items():
     open(key.replace("/", "__") + ".bin", "wb").write(value.tobytes())
     manifest[key] = [str(value.dtype), list(value.shape)]
 json.dump(manifest, open("manifest.json", "w"))
 )";
   if (world_.is_root()) {
-    run_python({"-c", dump, source_file("docs").string()}, directory_.path());
+    run_python({"-c", dump, module_directory.string()}, directory_.path());
   }
   world_.barrier();
   const auto manifest = nlohmann::json::parse(read_file(directory_ / "manifest.json"));
@@ -272,6 +276,24 @@ json.dump(manifest, open("manifest.json", "w"))
         << key;
   }
   world_.barrier();
+}
+
+TEST_F(PackedCheckpoint, LoadCheckpointPyLoadsEveryBlobBitIdentical) {
+  expect_python_loads_every_blob(
+      "from load_checkpoint import load\nitems = load('checkpoints/epoch-000004.h5')\n",
+      source_file("docs"));
+}
+
+// The Python package (python/epochrun) on a version 2 file of the real writer: every blob by
+// node, packed or not, verified against its checksum as it is read, and nothing found damaged.
+TEST_F(PackedCheckpoint, ThePythonPackageReadsEveryBlobVerifiedBitIdentical) {
+  expect_python_loads_every_blob(R"(import epochrun
+checkpoint = epochrun.open("checkpoints/epoch-000004.h5")
+assert checkpoint.format_version == 2 and checkpoint.verify_all() == []
+items = {f"{node}/{name}": value for node in checkpoint.node_names
+         for name, value in checkpoint.blobs(node).items()}
+)",
+                                 source_file("python"));
 }
 
 }  // namespace

@@ -108,6 +108,9 @@ struct RunOptions {
   // verified; a resume on the same ranks and hosts loads the node-local copies when every rank
   // has a complete one that verifies. Needs MPI_THREAD_FUNNELED, as async_checkpoint does.
   std::filesystem::path local_dir;
+  // An XDMF file (empty: none) describing every committed epoch's global arrays as a time
+  // series for ParaView and VisIt, rewritten by rank 0 after every commit, off the job's path.
+  std::filesystem::path xdmf_file;
 };
 
 class EPOCHRUN_API JobRunner {

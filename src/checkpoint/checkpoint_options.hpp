@@ -37,6 +37,9 @@ struct CheckpointOptions {
   // Node-local staging (--local-dir; empty: none): each save writes every rank's part there
   // first, and the shared checkpoint file is written from it in the background.
   std::filesystem::path local_dir;
+  // An XDMF file (empty: none) that rank 0 rewrites after every commit and deletion, describing
+  // every committed epoch's global arrays for ParaView and VisIt (BackgroundXdmf).
+  std::filesystem::path xdmf_file;
 };
 
 }  // namespace epochrun

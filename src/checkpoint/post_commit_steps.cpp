@@ -29,6 +29,10 @@ PostCommitSteps::PostCommitSteps(const Communicator& comm, const CheckpointOptio
     removal_.emplace(directory.path());
     index_.emplace(std::move(directory), std::move(job));
     index_writer_.emplace(*index_);
+    if (!options_.xdmf_file.empty()) {
+      xdmf_writer_.emplace(*index_, options_.xdmf_file);
+      xdmf_writer_->changed();  // the epochs of earlier runs, before any commit of this one
+    }
   });
 }
 
@@ -39,7 +43,7 @@ std::vector<std::int64_t> PostCommitSteps::after_commit(std::int64_t epoch,
   }
   if (options_.retention.keeps_everything()) {
     if (index_) {
-      index_writer_->changed();
+      view_changed();
     }
     return {};
   }
@@ -98,6 +102,16 @@ void PostCommitSteps::wait_for_the_index() {
   if (index_writer_) {
     index_writer_->flush();
   }
+  if (xdmf_writer_) {
+    xdmf_writer_->flush();
+  }
+}
+
+void PostCommitSteps::view_changed() {
+  index_writer_->changed();
+  if (xdmf_writer_) {
+    xdmf_writer_->changed();
+  }
 }
 
 std::optional<std::int64_t> PostCommitSteps::latest() const {
@@ -138,7 +152,7 @@ std::vector<std::int64_t> PostCommitSteps::delete_checkpoints(Choose&& choose,
     std::optional<std::string> failure;
     auto retired = index_->retire(choose(*index_), failure);
     deleted = std::move(retired.gone);
-    index_writer_->changed();
+    view_changed();
     for (auto& [epoch, file] : retired.renamed) {
       removal_->remove(epoch, std::move(file));
     }

@@ -1,7 +1,8 @@
-// What happens to committed checkpoints besides the commit itself: rank 0's view of them and
-// index.json after each commit, the retention policy, the upload of the final one, and the
-// deletion once the job succeeded (--delete-checkpoints-on-success). A failure in any of these
-// loses nothing committed: it is a warning (an upload failure also an exit code).
+// What happens to committed checkpoints besides the commit itself: rank 0's view of them,
+// index.json (and the XDMF file of --xdmf) after each commit, the retention policy, the upload of
+// the final one, and the deletion once the job succeeded (--delete-checkpoints-on-success). A
+// failure in any of these loses nothing committed: it is a warning (an upload failure also an exit
+// code).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "background_index.hpp"
 #include "background_removal.hpp"
+#include "background_xdmf.hpp"
 #include "checkpoint_index.hpp"
 #include "checkpoint_options.hpp"
 #include "epochrun/communicator.hpp"
@@ -41,8 +43,8 @@ class PostCommitSteps {
   // Collective: deletes every checkpoint and the index (the job succeeded). Returns the
   // epochs deleted, on every rank.
   std::vector<std::int64_t> delete_all();
-  // Rank 0 (elsewhere nothing): returns once index.json holds the last commit or deletion,
-  // which a thread of its own writes. Not collective.
+  // Rank 0 (elsewhere nothing): returns once index.json (and the XDMF file) hold the last
+  // commit or deletion, which threads of their own write. Not collective.
   void wait_for_the_index();
   // Collective: the newest committed epoch in the directory.
   std::optional<std::int64_t> latest() const;
@@ -58,6 +60,8 @@ class PostCommitSteps {
   // Rank 0 deletes `chosen(index)` and the index is rewritten; every rank gets what went.
   template <typename Choose>
   std::vector<std::int64_t> delete_checkpoints(Choose&& choose, const std::string& why);
+  // Rank 0: index.json and the XDMF file describe the view anew.
+  void view_changed();
 
   const Communicator& comm_;
   const CheckpointOptions& options_;
@@ -68,6 +72,8 @@ class PostCommitSteps {
   // Rank 0 with a directory: writes index.json off the job's thread; destroyed first, writing
   // the last text.
   std::optional<BackgroundIndex> index_writer_;
+  // Rank 0 with a directory and an XDMF file: rewrites it off the job's thread.
+  std::optional<BackgroundXdmf> xdmf_writer_;
 };
 
 }  // namespace epochrun

@@ -107,7 +107,8 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            ArrayIoOptions{options.array_io, options.mpi_io_hints},
                            options.check_replicated,
                            options.directory_lock,
-                           options.local_dir};
+                           options.local_dir,
+                           options.xdmf_file};
 }
 
 // Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).

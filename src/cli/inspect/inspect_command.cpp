@@ -1,7 +1,8 @@
 // `epochrun inspect PATH`: a checkpoint directory or one checkpoint file, seen as a user of
 // h5ls, h5dump and h5diff expects. A summary line per checkpoint by default; --blobs the blob
 // tree; --show one blob's values; --diff what changed between two epochs; --export .npy files;
-// --verify every blob read back against its checksum. Version 3's replicated blobs and global
+// --verify every blob read back against its checksum; --xdmf an XDMF file of the global arrays of
+// every epoch, for ParaView and VisIt. Version 3's replicated blobs and global
 // arrays (whole, in their global shape) appear beside the nodes' blobs in each of these. Needs no
 // MPI, and reads only through CheckpointReader and CheckpointDirectory, so it reads every format
 // version they read.
@@ -18,6 +19,7 @@
 #include "inspect/checkpoint_export.hpp"
 #include "inspect/inspect_listing.hpp"
 #include "inspect/inspect_source.hpp"
+#include "inspect/xdmf_export.hpp"
 #include "json_text.hpp"
 #include "report/run_history_report.hpp"
 #include "run_history_file.hpp"
@@ -37,6 +39,7 @@ struct InspectOptions {
   bool full = false;              // --show: every value
   std::vector<std::string> diff;  // two epochs
   std::string export_directory;
+  std::string xdmf;
   bool json = false;
 };
 
@@ -61,8 +64,12 @@ std::optional<InspectOptions> parse_inspect_options(int argc, char** argv) {
       "export", po::value(&o.export_directory),
       "DIR: write every blob of the checkpoint as DIR/NODE/BLOB.npy (DIR new or empty); "
       "replicated blobs as DIR/replicated/BLOB.npy, global arrays whole as "
-      "DIR/arrays/ARRAY.npy")("json", po::bool_switch(&o.json), "print JSON")(
-      "path", po::value(&o.path), "checkpoint directory or file");
+      "DIR/arrays/ARRAY.npy")(
+      "xdmf", po::value(&o.xdmf),
+      "OUT.xmf: write one XDMF file describing every committed checkpoint's global arrays as a "
+      "time series (ParaView, VisIt), pointing into the checkpoint files")(
+      "json", po::bool_switch(&o.json), "print JSON")("path", po::value(&o.path),
+                                                      "checkpoint directory or file");
   po::positional_options_description positional;
   positional.add("path", 1);
   const auto values = parse_subcommand(argc, argv, options, positional);
@@ -72,15 +79,18 @@ std::optional<InspectOptions> parse_inspect_options(int argc, char** argv) {
   if (o.path.empty()) {
     throw UsageError("inspect needs a checkpoint directory or file: epochrun inspect DIR|FILE");
   }
-  const int modes =
-      int{!o.show.empty()} + int{values->count("diff") > 0} + int{!o.export_directory.empty()};
+  const int modes = int{!o.show.empty()} + int{values->count("diff") > 0} +
+                    int{!o.export_directory.empty()} + int{values->count("xdmf") > 0};
   if (modes > 1) {
-    throw UsageError("--show, --diff and --export are separate: give one of them");
+    throw UsageError("--show, --diff, --export and --xdmf are separate: give one of them");
   }
   if (modes == 1 && (o.listing.blobs || o.listing.verify)) {
     throw UsageError(
-        "--blobs and --verify list checkpoints; they do not go with --show, --diff "
-        "or --export");
+        "--blobs and --verify list checkpoints; they do not go with --show, --diff, "
+        "--export or --xdmf");
+  }
+  if (values->count("xdmf") && o.xdmf.empty()) {
+    throw UsageError("--xdmf needs a file name: --xdmf OUT.xmf");
   }
   if (o.full && o.show.empty()) {
     throw UsageError("--full goes with --show");
@@ -201,6 +211,24 @@ int export_blobs(const InspectSource& source, const InspectOptions& options) {
   return exit_status(ExitCode::kSuccess);
 }
 
+int write_xdmf(const InspectSource& source, const InspectOptions& options) {
+  if (!options.epoch.empty()) {
+    throw UsageError("--xdmf describes every committed epoch; leave out --epoch");
+  }
+  const auto written = export_xdmf(source, options.xdmf);
+  if (options.json) {
+    print(written);
+  } else {
+    std::cout << "wrote " << options.xdmf << ": " << written["epochs"].size() << " epochs, "
+              << written["arrays"] << " global arrays\n";
+    for (const auto& skipped : written["skipped"]) {
+      std::cout << "left out epoch " << skipped["epoch"].dump() << ": "
+                << skipped["error"].get<std::string>() << "\n";
+    }
+  }
+  return exit_status(written["skipped"].empty() ? ExitCode::kSuccess : ExitCode::kCheckpointError);
+}
+
 }  // namespace
 
 int inspect_command(int argc, char** argv) {
@@ -218,6 +246,9 @@ int inspect_command(int argc, char** argv) {
     }
     if (!options->export_directory.empty()) {
       return export_blobs(source, *options);
+    }
+    if (!options->xdmf.empty()) {
+      return write_xdmf(source, *options);
     }
     return list(source, *options);
   } catch (const std::exception& error) {

@@ -29,8 +29,4 @@ class SvgWriter {
   std::string body_;
 };
 
-// `text` with &, <, >, " and ' escaped, and control characters (not allowed in XML 1.0)
-// replaced by spaces.
-std::string xml_escaped(std::string_view text);
-
 }  // namespace epochrun::cli

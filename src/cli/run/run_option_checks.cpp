@@ -15,9 +15,10 @@ namespace po = boost::program_options;
 
 // With --no-checkpoints, an option about checkpoints is a contradiction: UsageError naming it.
 void refuse_with_no_checkpoints(const po::variables_map& values) {
-  for (const char* option : {"checkpoint-dir", "resume-from-epoch", "upload-dir", "keep-last",
-                             "keep-every", "checkpoint-every", "checkpoint-interval",
-                             "delete-checkpoints-on-success", "no-directory-lock", "local-dir"}) {
+  for (const char* option :
+       {"checkpoint-dir", "resume-from-epoch", "upload-dir", "keep-last", "keep-every",
+        "checkpoint-every", "checkpoint-interval", "delete-checkpoints-on-success",
+        "no-directory-lock", "local-dir", "xdmf"}) {
     const auto found = values.find(option);
     // A switch set to false in the INI file is no contradiction.
     const bool given = found != values.end() && !found->second.defaulted() &&
@@ -174,6 +175,12 @@ void check_checkpoint_writing(const po::variables_map& values, const GeneralOpti
                        "' is the checkpoint directory itself: give a node-local directory");
     }
     run.local_dir = local;
+  }
+  if (values.count("xdmf")) {
+    if (general.xdmf.empty()) {
+      throw UsageError("--xdmf needs a file name");
+    }
+    run.xdmf_file = general.xdmf;
   }
   run.directory_lock = !values["no-directory-lock"].as<bool>();
   const auto array_io = parse_array_io(general.array_io);

@@ -27,6 +27,10 @@ po::options_description general_options(GeneralOptions& o) {
       "and the checkpoint is written to --checkpoint-dir in the background and committed once "
       "every rank's part is written and verified; a resume on the same hosts loads the "
       "node-local copies when every rank's is complete and verified")(
+      "xdmf", po::value(&o.xdmf),
+      "FILE: keep an XDMF file describing every committed epoch's global arrays as a time "
+      "series that ParaView and VisIt open (pointing into the checkpoint files, no copy), "
+      "rewritten after every commit off the job's path")(
       "no-checkpoints", po::bool_switch(&o.no_checkpoints),
       "run without saving anything: no checkpoint, no directory, no lock (for comparisons)")(
       "resume-from-epoch", po::value(&o.resume),

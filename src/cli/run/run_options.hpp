@@ -22,6 +22,7 @@ struct GeneralOptions {
   bool async_checkpoint = false;
   std::uint64_t async_max_staging_mib = 0;
   std::string local_dir;
+  std::string xdmf;
   std::string resume;
   std::int64_t num_epochs = 0;
   std::string upload_dir;

@@ -1,0 +1,155 @@
+"""A damaged file is refused, naming the file, the blob and the node in the words of
+`epochrun inspect --verify`, and the package's listing of a damaged directory is epochrun's,
+line for line: a byte in a writer block of a global array, in one node's row of a per-node
+blob, in the checksum table and in the blob index."""
+
+import subprocess
+import sys
+
+import h5py
+import pytest
+import xxhash
+
+import epochrun
+from conftest import ROOT, epochrun_cli, flip_byte
+
+
+def listings(directory):
+    """epochrun's `inspect --verify` and the package's, each (exit code, text)."""
+    cpp = epochrun_cli("inspect", directory, "--verify", check=False)
+    python = subprocess.run([sys.executable, "-m", "epochrun", "inspect", str(directory), "--verify"],
+                            cwd=ROOT / "python", capture_output=True, text=True, timeout=120)
+    return (cpp.returncode, cpp.stdout), (python.returncode, python.stdout)
+
+
+def found(text, blob):
+    """The error `inspect --verify` found in `blob`: what follows "found: BLOB: "."""
+    prefix = f"  found: {blob}: "
+    return [line[len(prefix):] for line in text.splitlines() if line.startswith(prefix)]
+
+
+def test_a_byte_in_a_writer_block_is_refused_naming_the_array_and_the_block(copy_of):
+    directory = copy_of("heat")
+    file = directory / "epoch-000005.h5"
+    with epochrun.open(directory).epoch(5) as checkpoint:
+        block = checkpoint.array_info("field")["blocks"][1]
+    with h5py.File(file, "r") as f:
+        offset = f["arrays/field"].id.get_offset()
+    row = block["start"][0] + 2
+    flip_byte(file, offset + (row * 40 + 3) * 8)
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    with epochrun.open(directory).epoch(5) as checkpoint:
+        with pytest.raises(epochrun.CorruptCheckpoint) as error:
+            checkpoint.array("field", (slice(row, row + 1), slice(0, 2)))
+        assert found(cpp[1], "arrays/field") == [str(error.value)]
+        assert "writer block 1 [24:48, 0:40]" in str(error.value) and str(file) in str(error.value)
+        assert (error.value.file, error.value.blob) == (str(file), "arrays/field")
+        # The other writer's block still reads: the damage is in block 1 only.
+        assert checkpoint.array("field", (slice(0, 24),)).shape == (24, 40)
+
+
+def a_per_node_dataset(file):
+    """The name and row bytes of a per-node blob of `file` that has a dataset of its own."""
+    with h5py.File(file, "r") as f:
+        for name, dataset in f["nodes"].items():
+            if dataset.ndim >= 1 and dataset.shape[0] == 3 and dataset.size:
+                return name, dataset.id.get_offset(), dataset.nbytes // 3
+    pytest.fail(f"{file} has no per-node dataset")
+
+
+def test_a_byte_in_a_nodes_row_is_refused_naming_the_blob_and_the_node(copy_of):
+    directory = copy_of("sum")
+    epoch = epochrun.open(directory).epochs[-1]
+    file = directory / f"epoch-{epoch:06d}.h5"
+    blob, offset, row_bytes = a_per_node_dataset(file)
+    flip_byte(file, offset + row_bytes + row_bytes // 2)  # node 1's value
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    with epochrun.open(directory).epoch(epoch) as checkpoint:
+        node = checkpoint.node_names[1]
+        assert checkpoint.blob(blob, node=0) is not None  # node 0's row is intact
+        with pytest.raises(epochrun.CorruptCheckpoint) as error:
+            checkpoint.blob(blob, node=node)
+        assert found(cpp[1], f"{node}/{blob}") == [str(error.value)]
+        assert f"dataset /nodes/{blob}, the value of node {node}" in str(error.value)
+        assert (error.value.blob, error.value.node) == (blob, node)
+        assert [b for b, _ in checkpoint.verify_all()] == [f"{node}/{blob}"]
+
+
+def test_a_byte_in_a_replicated_blob_is_refused_naming_it(copy_of):
+    directory = copy_of("sgd")
+    file = directory / "epoch-000003.h5"
+    with h5py.File(file, "r") as f:
+        offset = f["replicated/weights"].id.get_offset()
+    flip_byte(file, offset + 9)
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    with epochrun.open(directory).epoch(3) as checkpoint:
+        with pytest.raises(epochrun.CorruptCheckpoint) as error:
+            checkpoint.replicated("weights")
+        assert found(cpp[1], "replicated/weights") == [str(error.value)]
+        assert (error.value.blob, error.value.node) == ("weights", None)
+
+
+def test_a_byte_in_the_checksum_table_refuses_the_value_it_covers(copy_of):
+    directory = copy_of("heat")
+    file = directory / "epoch-000004.h5"
+    with h5py.File(file, "r") as f:
+        table = f["index/xxh64"]
+        offset, rows = table.id.get_offset(), table.shape[0]
+    flip_byte(file, offset + 8 * (rows - 1))  # the last writer block of the last array
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    with pytest.raises(epochrun.CorruptCheckpoint, match="writer block 1 .*checksum mismatch"):
+        epochrun.open(directory).epoch(4).array("field")
+
+
+def test_a_byte_in_the_blob_index_refuses_the_file_before_h5py_reads_it(copy_of):
+    directory = copy_of("sum")
+    epoch = epochrun.open(directory).epochs[-1]
+    file = directory / f"epoch-{epoch:06d}.h5"
+    with h5py.File(file, "r") as f:
+        offset = f["index/blobs"].id.get_offset()
+    flip_byte(file, offset + 1)  # a name's second character
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    with pytest.raises(epochrun.CorruptCheckpoint) as error:
+        epochrun.open(directory).epoch(epoch)
+    assert str(error.value) == (f"checkpoint {file}: its HDF5 metadata does not match the "
+                                "checksum recorded at commit")
+    assert f"CORRUPT: {error.value}" in cpp[1]
+
+
+def test_a_truncated_file_is_refused_as_epochrun_refuses_it(copy_of):
+    directory = copy_of("sgd")
+    file = directory / "epoch-000002.h5"
+    size = file.stat().st_size
+    with open(file, "r+b") as f:
+        f.truncate(size - 100)
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    assert f"the file has {size - 100} bytes, {size} were committed" in python[1]
+
+
+def test_a_forged_layout_record_is_refused_as_epochrun_refuses_it(copy_of):
+    # The record changed and both its checksums recomputed (a forger's work, not damage): it no
+    # longer says what the HDF5 metadata says.
+    directory = copy_of("heat")
+    file = directory / "epoch-000003.h5"
+    data = bytearray(file.read_bytes())
+    extents = int.from_bytes(data[56:64], "little")
+    head = 72 + 16 * extents
+    assert data[head : head + 16] == b"EPOCHRUN-LAYOUT\n"
+    length = int.from_bytes(data[head + 24 : head + 32], "little")
+    record = head + 48
+    at = data.index(b"heat_diffusion", record, record + length)
+    data[at] = ord("H")
+    data[head + 32 : head + 40] = xxhash.xxh64_intdigest(bytes(data[record : record + length])).to_bytes(8, "little")
+    data[head + 40 : head + 48] = xxhash.xxh64_intdigest(bytes(data[head : head + 40])).to_bytes(8, "little")
+    file.write_bytes(bytes(data))
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    with pytest.raises(epochrun.CorruptCheckpoint) as error:
+        epochrun.open(directory).epoch(3)
+    assert str(error.value) == f"checkpoint {file}: its layout record does not match its HDF5 metadata"
