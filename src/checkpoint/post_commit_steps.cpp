@@ -5,9 +5,11 @@
 #include <filesystem>
 
 #include "checkpoint_directory_admin.hpp"
+#include "checkpoint_judge.hpp"
 #include "collective_errors.hpp"
 #include "disk_space.hpp"
 #include "epochrun/errors.hpp"
+#include "regular_file.hpp"
 
 namespace epochrun {
 
@@ -63,6 +65,14 @@ std::optional<UploadOutcome> PostCommitSteps::upload(
         throw Error("this run has no committed checkpoint to upload");
       }
       const auto file = CheckpointDirectory(options_.checkpoint_dir).file_for(*final_epoch);
+      // Nothing that does not verify leaves the program: a copy elsewhere would be trusted
+      // there as the job's final state.
+      try {
+        (void)judge_checkpoint(open_regular_file_for_reading(file).get(), file.string());
+      } catch (const CheckpointError& error) {
+        throw Error("not uploading " + file.filename().string() +
+                    ", it does not verify: " + error.what());
+      }
       destination = options_.uploader->upload(file);
       spdlog::info("uploaded {} to {}", file.filename().string(), destination);
     } catch (const std::exception& error) {

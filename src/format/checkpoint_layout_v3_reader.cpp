@@ -604,17 +604,6 @@ std::vector<std::uint64_t> writer_checksums(const StoredFileV3& stored, std::siz
   return {first, first + static_cast<std::ptrdiff_t>(writers)};
 }
 
-std::optional<StoredFileV3> read_checkpoint_layout_for_load(int fd, const std::string& what,
-                                                            std::int64_t& version) {
-  auto integrity = read_integrity_header(fd, what);
-  if (!integrity.layout_record.empty()) {
-    version = kFormatVersion3;
-    return read_checkpoint_layout_from_record(fd, integrity);
-  }
-  check_metadata_hash(fd, integrity, what);
-  return read_checkpoint_layout_if_v3(fd, integrity, version);
-}
-
 StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity) {
   std::int64_t version = 0;
   auto stored = read_checkpoint_layout_if_v3(fd, integrity, version);
