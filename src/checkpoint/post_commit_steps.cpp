@@ -52,6 +52,19 @@ std::vector<std::int64_t> PostCommitSteps::after_commit(std::int64_t epoch,
       "retention after epoch " + std::to_string(epoch));
 }
 
+std::vector<std::int64_t> PostCommitSteps::settle(std::optional<std::int64_t> last_valid) {
+  return delete_checkpoints(
+      [&](const CheckpointIndex& index) {
+        // Only the directory's newest epoch can be one whose retention a killed run left undone;
+        // an older one the run resumed from was asked for, and saves that failed since commit
+        // nothing that retention may follow.
+        return last_valid && last_valid == index.latest()
+                   ? options_.retention.epochs_to_delete(index.epochs(), *last_valid)
+                   : std::vector<std::int64_t>{};
+      },
+      "retention at the end of the run");
+}
+
 std::optional<UploadOutcome> PostCommitSteps::upload(
     std::optional<std::int64_t> final_epoch) const {
   if (!options_.uploader) {

@@ -109,6 +109,13 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            options.local_dir};
 }
 
+// The epoch of the newest checkpoint this run knows to be valid: the newest it committed or, when
+// it committed none, the one it resumed from (nothing for a run from scratch that committed none).
+std::optional<std::int64_t> last_valid_epoch(const RunSummary& summary) {
+  return !summary.committed.empty() ? std::optional(summary.committed.back())
+                                    : summary.resumed_from;
+}
+
 // Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).
 std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const RunOptions& options) {
   std::unique_ptr<DirectoryLock> lock;
@@ -289,6 +296,8 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   const StopDecider decider(job, comm, node_names, options.num_epochs, *time_budget);
   const auto resumed = start(steps, context, summary);
   const auto decision = run_epochs(resumed, decider, steps, context, summary);
+  const auto settled = post_commit.settle(last_valid_epoch(summary));
+  summary.deleted.insert(summary.deleted.end(), settled.begin(), settled.end());
   if (decision.finishes_job()) {
     finish_job(steps, context, summary);
   }
@@ -475,11 +484,9 @@ void JobRunner::Impl::complete_save(Steps& steps, RunSummary& summary) {
 }
 
 void JobRunner::Impl::finish_job(Steps& steps, TaskContext& context, RunSummary& summary) {
-  // The job's final checkpoint: the newest this run committed or, when it committed none (it
-  // resumed a loop that had already stopped), the one it resumed from.
-  const auto final_epoch =
-      !summary.committed.empty() ? std::optional(summary.committed.back()) : summary.resumed_from;
-  if (const auto upload = steps.post_commit.upload(final_epoch)) {
+  // The job's final checkpoint: the last one this run knows to be valid (the one it resumed from,
+  // when it resumed a loop that had already stopped).
+  if (const auto upload = steps.post_commit.upload(last_valid_epoch(summary))) {
     summary.uploaded_to = upload->destination;
     summary.upload_error = upload->error;
   }
