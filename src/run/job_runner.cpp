@@ -284,7 +284,8 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   tell_the_launcher_that_the_ranks_catch_signals(comm);
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   auto lock = lock_directory(comm, options);
-  check_shared_directory(comm, options.checkpoint_dir, options.save_timeout);
+  check_shared_directory(comm, options.checkpoint_dir, options.save_timeout,
+                         options.directory_lock);
   check_local_directories(comm, options);
   auto summary = begin_run();
   const auto checkpointing = checkpoint_options(options);

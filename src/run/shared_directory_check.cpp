@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -79,6 +80,31 @@ std::string ranks_not_seeing(const std::vector<std::string>& reports) {
   return listed;
 }
 
+// A name check_shared_directory gives its probe: the prefix and a random token, exactly.
+bool is_probe_name(const std::string& name) {
+  const std::string_view prefix = kProbePrefix;
+  return name.size() == prefix.size() + kRandomTokenDigits && name.starts_with(prefix) &&
+         std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Rank 0, holding the lock: the probes of a crashed check, and the temporaries of probes it was
+// still writing. Left there, they would stay for good (every check picks a new name). Regular
+// files only, never through a symlink; a failure is a warning, as a probe left is harmless.
+void remove_stale_probes(const std::filesystem::path& directory) {
+  int removed = remove_stale_temporaries(directory, is_probe_name);
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    if (is_probe_name(entry.path().filename().string()) && !entry.is_symlink(error) &&
+        entry.is_regular_file(error) && ::unlink(entry.path().c_str()) == 0) {
+      ++removed;
+    }
+  }
+  if (removed > 0) {
+    spdlog::info("removed {} probe file(s) of an interrupted start-up check", removed);
+  }
+}
+
 // Rank 0: the probe goes, refused run or not. A probe left behind is harmless (no name of a
 // checkpoint), so a failure here is a warning.
 void remove_probe(const std::filesystem::path& probe) {
@@ -95,8 +121,14 @@ void remove_probe(const std::filesystem::path& probe) {
 }  // namespace
 
 void check_shared_directory(const Communicator& comm, const std::filesystem::path& directory,
-                            std::chrono::duration<double> timeout) {
-  if (directory.empty() || comm.size() == 1) {
+                            std::chrono::duration<double> timeout, bool locked) {
+  if (directory.empty()) {
+    return;
+  }
+  if (locked && comm.is_root()) {
+    remove_stale_probes(directory);
+  }
+  if (comm.size() == 1) {
     return;
   }
   const std::string context =
