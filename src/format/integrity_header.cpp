@@ -116,7 +116,8 @@ void read_layout_record(std::span<const std::byte> bytes, std::size_t at, Integr
   }
   if (version == kLayoutRecordVersion) {
     if (record.size() < kRecordBindingSize) {
-      throw CorruptCheckpoint("integrity header: the layout record is shorter than its head");
+      throw CorruptCheckpoint(
+          "integrity header: the layout record is too short for the metadata hash it begins with");
     }
     header.record_metadata_xxh64 = get_u64(record, 0);
     record = record.subspan(kRecordBindingSize);
