@@ -89,17 +89,13 @@ bool is_probe_name(const std::string& name) {
 }
 
 // Rank 0, holding the lock: the probes of a crashed check, and the temporaries of probes it was
-// still writing. Left there, they would stay for good (every check picks a new name). Regular
-// files only, never through a symlink; a failure is a warning, as a probe left is harmless.
+// still writing. Left there, they would stay for good (every check picks a new name). One that
+// cannot be removed stays: a probe is harmless (no name of a checkpoint).
 void remove_stale_probes(const std::filesystem::path& directory) {
-  int removed = remove_stale_temporaries(directory, is_probe_name);
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-    if (is_probe_name(entry.path().filename().string()) && !entry.is_symlink(error) &&
-        entry.is_regular_file(error) && ::unlink(entry.path().c_str()) == 0) {
-      ++removed;
-    }
-  }
+  const int removed = remove_own_files(directory, [](const std::string& name) {
+    const auto target = temporary_target(name);
+    return is_probe_name(target.value_or(name));
+  });
   if (removed > 0) {
     spdlog::info("removed {} probe file(s) of an interrupted start-up check", removed);
   }
