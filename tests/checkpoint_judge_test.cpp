@@ -38,7 +38,9 @@ namespace fs = std::filesystem;
 
 constexpr double kRunTimeout = 120;
 
-ProcessResult epochrun_3(const std::vector<std::string>& args, const fs::path& cwd, int ranks = 3) {
+// `epochrun args...` on `ranks` ranks in `cwd`, bounded by kRunTimeout.
+ProcessResult run_epochrun(const std::vector<std::string>& args, const fs::path& cwd,
+                           int ranks = 3) {
   return run_within(epochrun_on_ranks(ranks, args), cwd, kRunTimeout);
 }
 
@@ -278,7 +280,7 @@ class Judge : public ::testing::Test {
   // One finished sum_pipeline on 3 ranks (epochs 0 to 4), copied for each test.
   static void SetUpTestSuite() {
     finished_ = std::make_unique<ScratchDir>();
-    const auto run = epochrun_3(sum_pipeline_run({}), finished_->path());
+    const auto run = run_epochrun(sum_pipeline_run({}), finished_->path());
     ASSERT_EQ(run.exit_code, 0) << run.err;
   }
   static void TearDownTestSuite() { finished_.reset(); }
@@ -304,12 +306,12 @@ class Judge : public ::testing::Test {
     EXPECT_NE((inspected.out + inspected.err).find(expected), std::string::npos)
         << inspected.out << inspected.err;
     for (const int ranks : {3, 2}) {
-      const auto resumed = epochrun_3(resume_from("4"), cwd_.path(), ranks);
+      const auto resumed = run_epochrun(resume_from("4"), cwd_.path(), ranks);
       EXPECT_EQ(resumed.exit_code, 3) << ranks << " ranks: " << resumed.err;
       EXPECT_NE(resumed.err.find(expected), std::string::npos)
           << ranks << " ranks: " << resumed.err;
     }
-    const auto latest = epochrun_3(resume_from("latest"), cwd_.path());
+    const auto latest = run_epochrun(resume_from("latest"), cwd_.path());
     ASSERT_EQ(latest.exit_code, 0) << latest.err;
     EXPECT_NE(latest.err.find("skipping corrupt checkpoint of epoch 4"), std::string::npos)
         << latest.err;
@@ -350,7 +352,7 @@ TEST_F(Judge, DamagedHdf5MetadataIsRefusedByTheResumeAndNotUploaded) {
     write_file(file, pristine);
     flip_byte(file, offset);
     expect_every_reader_refuses(file, request_for(epoch_file(3), 4), expected);
-    const auto resumed = epochrun_3(resume_from("4", {"--upload-dir", "U"}), cwd_.path());
+    const auto resumed = run_epochrun(resume_from("4", {"--upload-dir", "U"}), cwd_.path());
     EXPECT_EQ(resumed.exit_code, 3) << what << ": " << resumed.err;
     EXPECT_NE(resumed.err.find(expected), std::string::npos) << what << ": " << resumed.err;
     EXPECT_TRUE(committed_in(cwd_ / "U").empty()) << what << ": the damaged file was uploaded";
@@ -507,7 +509,7 @@ TEST_F(Judge, ARunThatFindsItsJobFinishedRepairsTheIndexAndAppliesRetention) {
   listed.erase(listed.begin() + 4);
   index["latest"] = 3;
   write_file(cwd_ / "D" / "index.json", index.dump(2));
-  const auto run = epochrun_3(resume_from("latest", {"--keep-last", "2"}), cwd_.path());
+  const auto run = run_epochrun(resume_from("latest", {"--keep-last", "2"}), cwd_.path());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(committed_in(cwd_ / "D"),
             (std::vector<std::string>{"epoch-000003.h5", "epoch-000004.h5"}));
@@ -529,7 +531,7 @@ TEST_F(Judge, AProbeFileOfACrashedStartUpCheckIsRemoved) {
   for (const auto& name : {std::string(probe), temporary, std::string(alike)}) {
     write_file(cwd_ / "D" / name, "written by rank 0\n");
   }
-  const auto run = epochrun_3(resume_from("latest"), cwd_.path());
+  const auto run = run_epochrun(resume_from("latest"), cwd_.path());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_FALSE(fs::exists(cwd_ / "D" / probe));
   EXPECT_FALSE(fs::exists(cwd_ / "D" / temporary));
@@ -560,7 +562,7 @@ std::vector<std::string> small_job(const std::string& job) {
 
 TEST_P(JudgeProperty, EveryReaderRefusesAFlippedMetadataByteOrEveryReaderLoadsTheSameValues) {
   ScratchDir cwd;
-  const auto run = epochrun_3(small_job(GetParam()), cwd.path());
+  const auto run = run_epochrun(small_job(GetParam()), cwd.path());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto file = cwd / "D" / "epoch-000002.h5";
   const auto request = request_for(file);
