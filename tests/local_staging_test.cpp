@@ -63,6 +63,13 @@ class LocalStaging : public ComparedWithSynchronousRun {
     }
   }
 
+  // `--resume-from-epoch latest` with the node-local copies of L, logging which it loads.
+  ProcessResult resume_latest_with_copies() const {
+    return run_bounded(
+        small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
+        cwd_.path());
+  }
+
   // The run ended as the synchronous one: last epoch and exported model.
   void expect_end_as_synchronous() {
     EXPECT_EQ(epoch_of(cwd_.path(), kSmallSgdLastEpoch),
@@ -169,9 +176,7 @@ TEST_F(LocalStaging, AResumeLoadsTheCompleteNodeLocalCopies) {
   auto first = run_bounded(small_sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
   ASSERT_EQ(first.exit_code, 0) << first.err;
   expect_local_copies_of(3);
-  auto resumed = run_bounded(
-      small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
-      cwd_.path());
+  auto resumed = resume_latest_with_copies();
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const auto all = resumed.out + resumed.err;
   EXPECT_NE(all.find("from epoch 3 (the node-local copies in L, each verified against D/"),
@@ -205,9 +210,7 @@ TEST_F(LocalStaging, ACopyDoesNotStandInForASharedFileWhoseMetadataIsDamaged) {
       run_bounded(small_sgd({"--local-dir", "L", "--resume-from-epoch", "3"}), cwd_.path());
   EXPECT_EQ(explicit_epoch.exit_code, 3) << explicit_epoch.err;
   EXPECT_NE(explicit_epoch.err.find(damage), std::string::npos) << explicit_epoch.err;
-  auto resumed = run_bounded(
-      small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
-      cwd_.path());
+  auto resumed = resume_latest_with_copies();
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const auto all = resumed.out + resumed.err;
   EXPECT_NE(all.find("skipping corrupt checkpoint of epoch 3"), std::string::npos) << all;
@@ -232,9 +235,7 @@ TEST_F(LocalStaging, AResumeLoadsTheSharedFileWhenACopyIsDamagedOrMissing) {
     } else {
       std::filesystem::remove(copy_of(cwd_.path(), 3, 2));
     }
-    auto resumed = run_bounded(
-        small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
-        cwd_.path());
+    auto resumed = resume_latest_with_copies();
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     const auto all = resumed.out + resumed.err;
     EXPECT_NE(all.find("not loading the node-local copies in L"), std::string::npos) << all;
