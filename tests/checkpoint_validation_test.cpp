@@ -132,8 +132,8 @@ TEST(CheckpointValidation, AForeignHdf5OrTextFileIsNotACheckpoint) {
 // layout record of the user block, which a load reads instead of HDF5's metadata, and in that
 // metadata (link names and attributes). A damaged byte of the record fails the resume by the
 // record's own checksum; a damaged byte of the metadata is caught by the integrity header's
-// metadata hash wherever the file is read through HDF5 (docs/FORMAT.md, "The layout record"),
-// and a resume, which reads neither, still loads values that each verify.
+// metadata hash, which every reader checks, the resume included (docs/FORMAT.md, "What every
+// reader checks").
 TEST(CheckpointValidation, AFlippedMetadataByteIsCaughtBeforeHdf5ParsesTheFile) {
   const auto world = Communicator::world();
   {
@@ -160,6 +160,11 @@ TEST(CheckpointValidation, AFlippedMetadataByteIsCaughtBeforeHdf5ParsesTheFile) 
               std::string::npos)
         << error.what();
   }
+  const auto message =
+      expect_resume_fails<CorruptCheckpoint>(world, jobs::make_sum_pipeline(), directory.path(), 3);
+  EXPECT_NE(message.find("HDF5 metadata does not match the checksum recorded at commit"),
+            std::string::npos)
+      << message;
 }
 
 TEST(CheckpointValidation, AValidHdf5FileWithoutTheIntegrityHeaderIsRefused) {

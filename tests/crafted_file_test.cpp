@@ -177,6 +177,14 @@ TEST_F(CraftedFile, AttributesOfTheWrongTypeOrShapeAreRefused) {
                                    write_string(h5file, "format_version", "one");
                                  }});
   EXPECT_NE(refusal(file).find("attribute 'format_version' has the wrong type"), std::string::npos);
+  // An integer of another size, which HDF5 would convert: the format says int64 (before, a
+  // 32-bit format_version was read as 1 and the file accepted).
+  auto narrow = crafted_checkpoint(directory_.path(), {.root = [](hid_t h5file) {
+                                     write_string(h5file, "format", "epochrun-checkpoint");
+                                     write_int(h5file, "format_version", kVersion1, H5T_STD_I32LE);
+                                   }});
+  EXPECT_NE(refusal(narrow).find("attribute 'format_version' is not an int64"), std::string::npos)
+      << refusal(narrow);
 }
 
 TEST_F(CraftedFile, LinksThatPointElsewhereAreRefused) {
@@ -211,7 +219,8 @@ TEST_F(CraftedFile, HostileNamesInTheFileAreRefused) {
   EXPECT_NE(refusal(nodes).find("listed twice"), std::string::npos) << refusal(nodes);
 }
 
-TEST_F(CraftedFile, ANewerFormatVersionIsAMismatchNamingBothVersions) {
+// Refused as a file this epochrun cannot use, so that `latest` goes back past it.
+TEST_F(CraftedFile, ANewerFormatVersionIsRefusedNamingBothVersions) {
   auto file = crafted_checkpoint(directory_.path(), {.root = [](hid_t h5file) {
                                    write_string(h5file, "format", "epochrun-checkpoint");
                                    write_int(h5file, "format_version", 4);
@@ -219,7 +228,7 @@ TEST_F(CraftedFile, ANewerFormatVersionIsAMismatchNamingBothVersions) {
   try {
     CheckpointReader reader(file);
     FAIL();
-  } catch (const CheckpointMismatch& error) {
+  } catch (const CorruptCheckpoint& error) {
     EXPECT_NE(std::string(error.what())
                   .find("format version 4 is not one this epochrun reads (1 to 3): it was "
                         "written by a newer epochrun"),

@@ -304,7 +304,7 @@ TEST_F(CraftedV2File, AChunkedPackIsRefusedBeforeAnyRead) {
       "pack /index/trainer_0/packed is not stored contiguously");
 }
 
-TEST_F(CraftedV2File, AVersion4FileIsAMismatchThatSaysWhatToDo) {
+TEST_F(CraftedV2File, AVersion4FileIsRefusedSayingWhatToDo) {
   recraft(file_, [](hid_t file) {
     hid_t attribute = H5Aopen(file, "format_version", H5P_DEFAULT);
     const std::int64_t four = 4;
@@ -314,7 +314,7 @@ TEST_F(CraftedV2File, AVersion4FileIsAMismatchThatSaysWhatToDo) {
   try {
     CheckpointReader reader(file_);
     FAIL() << "accepted";
-  } catch (const CheckpointMismatch& error) {
+  } catch (const CorruptCheckpoint& error) {
     EXPECT_NE(std::string(error.what())
                   .find("format version 4 is not one this epochrun reads (1 to 3): it was "
                         "written by a newer epochrun; load it with that version"),

@@ -131,7 +131,10 @@ TEST(IntegrityHeader, ALayoutRecordRoundTripsAfterAnUnchangedHeader) {
   const auto plain = encode_integrity_header(sample());
   const std::size_t used = 24 + 5 * 8 + 2 * 16 + 8;
   EXPECT_TRUE(std::equal(plain.begin(), plain.begin() + used, bytes.begin()));
-  EXPECT_EQ(decode_integrity_header(bytes, 10000).layout_record, header.layout_record);
+  const auto decoded = decode_integrity_header(bytes, 10000);
+  EXPECT_EQ(decoded.layout_record, header.layout_record);
+  // Bound to the metadata the header's hash covers (checkpoint_judge.hpp).
+  EXPECT_EQ(decoded.record_metadata_xxh64, header.metadata_xxh64);
   EXPECT_TRUE(decode_integrity_header(plain, 10000).layout_record.empty());
 }
 
@@ -140,7 +143,7 @@ TEST(IntegrityHeader, ALayoutRecordRoundTripsAfterAnUnchangedHeader) {
 TEST(IntegrityHeader, EveryDamagedLayoutRecordByteIsRejected) {
   const auto good = encode_integrity_header(with_record());
   const std::size_t begin = 24 + 5 * 8 + 2 * 16 + 8;
-  for (std::size_t at = begin; at < begin + 16 + 32 + 300; ++at) {
+  for (std::size_t at = begin; at < begin + 16 + 32 + 8 + 300; ++at) {
     auto bytes = good;
     bytes[at] ^= std::byte{0x01};
     if (at < begin + 16) {
@@ -151,17 +154,30 @@ TEST(IntegrityHeader, EveryDamagedLayoutRecordByteIsRejected) {
   }
 }
 
-// A record of a later version, intact, is left out: that file's layout is read with HDF5.
-TEST(IntegrityHeader, ALayoutRecordOfALaterVersionIsLeftOut) {
+// The encoded header with its record's head saying record version `version`, resealed.
+std::vector<std::byte> with_record_version(std::uint8_t version) {
   auto bytes = encode_integrity_header(with_record());
   const std::size_t head = 24 + 5 * 8 + 2 * 16 + 8;
-  bytes[head + 16] = std::byte{2};
+  bytes[head + 16] = std::byte{version};
   const auto sum = XXH64(bytes.data() + head, 16 + 24, 0);
   for (int i = 0; i < 8; ++i) {
     bytes[head + 40 + static_cast<std::size_t>(i)] =
         static_cast<std::byte>((sum >> (8 * i)) & 0xff);
   }
-  EXPECT_TRUE(decode_integrity_header(bytes, 10000).layout_record.empty());
+  return bytes;
+}
+
+// A record of a later version, intact, is left out: that file's layout is read with HDF5.
+TEST(IntegrityHeader, ALayoutRecordOfALaterVersionIsLeftOut) {
+  EXPECT_TRUE(decode_integrity_header(with_record_version(3), 10000).layout_record.empty());
+}
+
+// A record of version 1 (written before records carried the metadata hash) is read, but bound to
+// no metadata: the judge then reads that file with HDF5.
+TEST(IntegrityHeader, ALayoutRecordOfVersion1IsBoundToNoMetadata) {
+  const auto decoded = decode_integrity_header(with_record_version(1), 10000);
+  EXPECT_EQ(decoded.layout_record.size(), 8U + 300);
+  EXPECT_FALSE(decoded.record_metadata_xxh64);
 }
 
 }  // namespace

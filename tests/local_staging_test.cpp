@@ -4,9 +4,12 @@
 // flush that fails, or whose copy changed after it was made, commits nothing and the job goes
 // on; a rank killed during a flush leaves no epoch of that flush committed, and the resume ends
 // bit-identical; a resume loads the node-local copies when every rank's is complete and
-// verified, and the shared file when one is missing or damaged; a --local-dir that cannot be
-// used is refused with one line and exit code 2. No wait here depends on a timing.
+// verified, and the shared file when one is missing or damaged; a shared file whose metadata is
+// damaged is refused however whole its copies are; a --local-dir that cannot be used is refused
+// with one line and exit code 2. No wait here depends on a timing.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +18,8 @@
 #include <thread>
 
 #include "epochrun/blob_file.hpp"
+#include "file_descriptor.hpp"
+#include "integrity_header.hpp"
 #include "small_sgd_run.hpp"
 #include "test_support.hpp"
 
@@ -56,6 +61,13 @@ class LocalStaging : public ComparedWithSynchronousRun {
     for (const auto& name : list_directory(cwd_ / "D")) {
       EXPECT_EQ(name.find(".tmp."), std::string::npos) << name << " left in D";
     }
+  }
+
+  // `--resume-from-epoch latest` with the node-local copies of L, logging which it loads.
+  ProcessResult resume_latest_with_copies() const {
+    return run_bounded(
+        small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
+        cwd_.path());
   }
 
   // The run ended as the synchronous one: last epoch and exported model.
@@ -164,14 +176,46 @@ TEST_F(LocalStaging, AResumeLoadsTheCompleteNodeLocalCopies) {
   auto first = run_bounded(small_sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
   ASSERT_EQ(first.exit_code, 0) << first.err;
   expect_local_copies_of(3);
-  auto resumed = run_bounded(
-      small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
-      cwd_.path());
+  auto resumed = resume_latest_with_copies();
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const auto all = resumed.out + resumed.err;
   EXPECT_NE(all.find("from epoch 3 (the node-local copies in L, each verified against D/"),
             std::string::npos)
       << all;
+  expect_epochs_as_synchronous({0, 1, 2, 3, 4, 5});
+  expect_end_as_synchronous();
+}
+
+// The copies stand in for the shared file only once the shared file passed the judge that every
+// reader asks (docs/FORMAT.md, "What every reader checks"): with one byte of its HDF5 metadata
+// changed (the superblock's first), a resume from it is refused with exit 3, and `latest` skips
+// it with its warning and resumes from epoch 2 (whose copies are gone: the shared file), ending
+// bit-identical. Before, the resume read the layout record without the metadata hash and loaded
+// epoch 3 from the copies.
+TEST_F(LocalStaging, ACopyDoesNotStandInForASharedFileWhoseMetadataIsDamaged) {
+  auto first = run_bounded(small_sgd({"--local-dir", "L", "--num-epochs", "3"}), cwd_.path());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto shared = cwd_ / "D" / "epoch-000003.h5";
+  {
+    const FileDescriptor fd(::open(shared.c_str(), O_RDWR));
+    const auto superblock =
+        static_cast<off_t>(read_integrity_header(fd.get(), "t").user_block_size);
+    char byte = 0;
+    ASSERT_EQ(::pread(fd.get(), &byte, 1, superblock), 1);
+    byte = static_cast<char>(byte ^ 0xff);
+    ASSERT_EQ(::pwrite(fd.get(), &byte, 1, superblock), 1);
+  }
+  const std::string damage = "its HDF5 metadata does not match the checksum recorded at commit";
+  auto explicit_epoch =
+      run_bounded(small_sgd({"--local-dir", "L", "--resume-from-epoch", "3"}), cwd_.path());
+  EXPECT_EQ(explicit_epoch.exit_code, 3) << explicit_epoch.err;
+  EXPECT_NE(explicit_epoch.err.find(damage), std::string::npos) << explicit_epoch.err;
+  auto resumed = resume_latest_with_copies();
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("skipping corrupt checkpoint of epoch 3"), std::string::npos) << all;
+  EXPECT_NE(all.find(damage), std::string::npos) << all;
+  EXPECT_NE(all.find("from epoch 2 (D/epoch-000002.h5)"), std::string::npos) << all;
   expect_epochs_as_synchronous({0, 1, 2, 3, 4, 5});
   expect_end_as_synchronous();
 }
@@ -191,9 +235,7 @@ TEST_F(LocalStaging, AResumeLoadsTheSharedFileWhenACopyIsDamagedOrMissing) {
     } else {
       std::filesystem::remove(copy_of(cwd_.path(), 3, 2));
     }
-    auto resumed = run_bounded(
-        small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
-        cwd_.path());
+    auto resumed = resume_latest_with_copies();
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     const auto all = resumed.out + resumed.err;
     EXPECT_NE(all.find("not loading the node-local copies in L"), std::string::npos) << all;

@@ -6,6 +6,7 @@
 
 #include "blob_records.hpp"
 #include "checkpoint_groups.hpp"
+#include "checkpoint_judge.hpp"
 #include "checkpoint_layout.hpp"
 #include "checkpoint_reader_v3.hpp"
 #include "collective_errors.hpp"
@@ -107,7 +108,12 @@ std::vector<std::string> read_checkpoint_file(const std::filesystem::path& file,
   std::vector<std::vector<std::byte>> records_by_rank;
   run_on_root_then_agree_within(comm, context, timeout, [&] {
     auto fd = open_regular_file_for_reading(file);
-    const auto layout = read_checkpoint_layout(fd.get(), verify_checkpoint_file(fd.get(), context));
+    auto judged = judge_checkpoint(fd.get(), context);
+    if (!judged.older) {
+      throw CheckpointMismatch("format version " + std::to_string(judged.format_version) +
+                               " is not version 1 or 2");
+    }
+    const auto& layout = *judged.older;
     check_expectation(layout.header, expected);
     if (layout.header.node_names.size() != static_cast<std::size_t>(comm.size())) {
       throw Error("it names " + std::to_string(layout.header.node_names.size()) +
@@ -168,14 +174,13 @@ CheckpointReader::CheckpointReader(const std::filesystem::path& file)
   impl_->file = file;
   try {
     impl_->fd = open_regular_file_for_reading(file);
-    const auto integrity = verify_checkpoint_file(impl_->fd.get(), file.string());
-    impl_->file_bytes = integrity.file_size;
-    // A version after 3 is refused here, naming the versions this epochrun reads.
-    if (stored_format_version(impl_->fd.get(), integrity) == 3) {
-      impl_->v3.emplace(read_checkpoint_layout_v3(impl_->fd.get(), integrity));
+    auto judged = judge_checkpoint(impl_->fd.get(), file.string());
+    impl_->file_bytes = judged.integrity.file_size;
+    if (judged.v3) {
+      impl_->v3 = std::move(judged.v3);
       impl_->layout = layout_of_v3(*impl_->v3);
     } else {
-      impl_->layout = read_checkpoint_layout(impl_->fd.get(), integrity);
+      impl_->layout = std::move(*judged.older);
     }
   } catch (...) {
     rethrow_with_context(std::current_exception(), "checkpoint " + file.string());

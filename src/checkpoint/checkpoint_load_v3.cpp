@@ -3,6 +3,7 @@
 #include <cstring>
 #include <optional>
 
+#include "checkpoint_judge.hpp"
 #include "checkpoint_layout_v3.hpp"
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
@@ -186,7 +187,9 @@ void read_layout_for_load(int fd, const std::filesystem::path& file, const LoadR
                           int ranks, std::int64_t& version, RootLayout& root) {
   const std::string context = "checkpoint " + file.string();
   try {
-    root.stored = read_checkpoint_layout_for_load(fd, context, version);
+    auto judged = judge_checkpoint(fd, context);
+    version = judged.format_version;
+    root.stored = std::move(judged.v3);
     if (root.stored) {
       check_request(*root.stored, request, ranks);
       root.bytes = encode_stored_file(*root.stored);

@@ -81,10 +81,10 @@ struct RootLayout {
   std::vector<std::int64_t> carried = std::vector<std::int64_t>(kCarriedWords);
 };
 
-// Rank 0's step of a load: the layout of `file`, from its layout record when it has one (no
-// HDF5 open), otherwise read with HDF5 once its metadata hash is checked, and checked against
-// `request` at `ranks` ranks; nothing for a version 1 or 2 file (`version` says which). Errors
-// name the file.
+// Rank 0's step of a load: `file` judged (judge_checkpoint: its header and metadata hash, and its
+// layout from its layout record when the record is bound to that metadata, otherwise from HDF5),
+// then checked against `request` at `ranks` ranks; nothing for a version 1 or 2 file (`version`
+// says which). Errors name the file.
 // Fills `root` in place: its `carried` may already be handed to the agreement that follows.
 void read_layout_for_load(const std::filesystem::path& file, const LoadRequest& request, int ranks,
                           std::int64_t& version, RootLayout& root);

@@ -5,9 +5,11 @@
 #include <filesystem>
 
 #include "checkpoint_directory_admin.hpp"
+#include "checkpoint_judge.hpp"
 #include "collective_errors.hpp"
 #include "disk_space.hpp"
 #include "epochrun/errors.hpp"
+#include "regular_file.hpp"
 
 namespace epochrun {
 
@@ -54,6 +56,19 @@ std::vector<std::int64_t> PostCommitSteps::after_commit(std::int64_t epoch,
       "retention after epoch " + std::to_string(epoch));
 }
 
+std::vector<std::int64_t> PostCommitSteps::settle(std::optional<std::int64_t> last_valid) {
+  return delete_checkpoints(
+      [&](const CheckpointIndex& index) {
+        // Only the directory's newest epoch can be one whose retention a killed run left undone;
+        // an older one the run resumed from was asked for, and saves that failed since commit
+        // nothing that retention may follow.
+        return last_valid && last_valid == index.latest()
+                   ? options_.retention.epochs_to_delete(index.epochs(), *last_valid)
+                   : std::vector<std::int64_t>{};
+      },
+      "retention at the end of the run");
+}
+
 std::optional<UploadOutcome> PostCommitSteps::upload(
     std::optional<std::int64_t> final_epoch) const {
   if (!options_.uploader) {
@@ -67,6 +82,14 @@ std::optional<UploadOutcome> PostCommitSteps::upload(
         throw Error("this run has no committed checkpoint to upload");
       }
       const auto file = CheckpointDirectory(options_.checkpoint_dir).file_for(*final_epoch);
+      // Nothing that does not verify leaves the program: a copy elsewhere would be trusted
+      // there as the job's final state.
+      try {
+        (void)judge_checkpoint(open_regular_file_for_reading(file).get(), file.string());
+      } catch (const CheckpointError& error) {
+        throw Error("not uploading " + file.filename().string() +
+                    ", it does not verify: " + error.what());
+      }
       destination = options_.uploader->upload(file);
       spdlog::info("uploaded {} to {}", file.filename().string(), destination);
     } catch (const std::exception& error) {

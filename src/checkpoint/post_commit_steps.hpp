@@ -1,8 +1,8 @@
 // What happens to committed checkpoints besides the commit itself: rank 0's view of them,
-// index.json (and the XDMF file of --xdmf) after each commit, the retention policy, the upload of
-// the final one, and the deletion once the job succeeded (--delete-checkpoints-on-success). A
-// failure in any of these loses nothing committed: it is a warning (an upload failure also an exit
-// code).
+// index.json (and the XDMF file of --xdmf) after each commit and index.json once more at the
+// run's end, the retention policy, the upload of the final one, and the deletion once the job
+// succeeded (--delete-checkpoints-on-success). A failure in any of these loses nothing
+// committed: it is a warning (an upload failure also an exit code).
 #pragma once
 
 #include <cstdint>
@@ -37,8 +37,16 @@ class PostCommitSteps {
   // Collective, after `epoch` was committed in a file of `file_bytes`: the index, then
   // retention. Returns the epochs retention deleted, on every rank.
   std::vector<std::int64_t> after_commit(std::int64_t epoch, std::uint64_t file_bytes);
+  // Collective, once before the run ends: index.json rewritten from rank 0's view (the listing the
+  // run started with and its own commits and deletions), and, when `last_valid` -- the epoch the
+  // run committed last, or else the one it resumed from -- is the directory's newest, retention
+  // applied as after its commit. So a run repairs what a run killed between a commit and these
+  // steps left undone, even when it commits nothing itself (it found its job finished).
+  // Returns the epochs retention deleted, on every rank.
+  std::vector<std::int64_t> settle(std::optional<std::int64_t> last_valid);
   // Collective: copies the job's final checkpoint, `final_epoch` (nullopt when the run has
-  // none), with options.uploader; nullopt when there is no uploader.
+  // none), with options.uploader, once judge_checkpoint let it through (a warning and an
+  // upload error otherwise); nullopt when there is no uploader.
   std::optional<UploadOutcome> upload(std::optional<std::int64_t> final_epoch) const;
   // Collective: deletes every checkpoint and the index (the job succeeded). Returns the
   // epochs deleted, on every rank.

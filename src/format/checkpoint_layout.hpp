@@ -66,13 +66,8 @@ CheckpointLayout lay_out_checkpoint_file(int fd, CheckpointHeader header,
 // data is read, refuses (CorruptCheckpoint) every dataset whose layout is not the one epochrun
 // writes -- external storage, virtual, compact or chunked layout, filters --, any blob whose
 // bytes are not inside exactly one of the integrity header's extents (packed blobs: inside
-// their pack, none overlapping), and an index or checksum table that does not match its node.
-// CheckpointMismatch for another format version.
+// their pack, none overlapping), an index or checksum table that does not match its node, and
+// another format version.
 CheckpointLayout read_checkpoint_layout(int fd, const IntegrityHeader& integrity);
-
-// The format version of the checkpoint file open as `fd`, whose integrity header `integrity` was
-// verified (its root attributes only). CorruptCheckpoint, or CheckpointMismatch for a version
-// this epochrun does not read.
-std::int64_t stored_format_version(int fd, const IntegrityHeader& integrity);
 
 }  // namespace epochrun

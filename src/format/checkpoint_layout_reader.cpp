@@ -33,20 +33,6 @@ std::uint64_t checked_byte_size(const BlobRecord& record, std::uint64_t file_byt
   return record.byte_size();
 }
 
-std::int64_t stored_format_version(int fd, const IntegrityHeader& integrity) {
-  h5::silence_error_printing();
-  try {
-    auto fapl = checkpoint_file_access();
-    h5::Handle file(h5::open_file_read_only(descriptor_path(fd), fapl.get(), "open"));
-    CheckpointHeader root;
-    read_root_attributes(file.get(), root, integrity.file_size);
-    file.close("close");
-    return root.format_version;
-  } catch (const Hdf5Error& error) {
-    throw CorruptCheckpoint("not a readable HDF5 file (" + std::string(error.what()) + ")");
-  }
-}
-
 CheckpointLayout read_checkpoint_layout(int fd, const IntegrityHeader& integrity) {
   h5::silence_error_printing();
   try {

@@ -113,17 +113,11 @@ std::optional<StoredFileV3> read_checkpoint_layout_if_v3(int fd, const Integrity
                                                          std::int64_t& version);
 
 // The layout from the file's layout record (integrity.layout_record, not empty), with the
-// checksum table and the ragged index read with pread from `fd`: no HDF5 open, no metadata
-// hash -- the record and the header are under checksums of their own, and every value read
-// later under the checksum table's. Everything it says is checked as the HDF5 reader checks
-// what it reads (CorruptCheckpoint).
+// checksum table and the ragged index read with pread from `fd`: no HDF5 open -- the record is
+// under a checksum of its own, and every value read later under the checksum table's. Everything
+// it says is checked as the HDF5 reader checks what it reads (CorruptCheckpoint). Whether the
+// record may stand for the HDF5 metadata at all is the judge's to decide (checkpoint_judge.hpp).
 StoredFileV3 read_checkpoint_layout_from_record(int fd, const IntegrityHeader& integrity);
-// A load's rank 0: the header of the file open as `fd`, then its layout from its layout record
-// when it has one (a version 3 file written since the record); otherwise the metadata hash is
-// checked and the layout read with HDF5, as read_checkpoint_layout_if_v3 (`version` says which
-// version the file is; nothing for a version 1 or 2 file). `what` names the file in errors.
-std::optional<StoredFileV3> read_checkpoint_layout_for_load(int fd, const std::string& what,
-                                                            std::int64_t& version);
 
 // Where one stored value of blob `blob` (index order) lies: node `rank`'s value of a per-node or
 // ragged blob, or the value of a replicated blob (`rank` ignored); its record carries the shape

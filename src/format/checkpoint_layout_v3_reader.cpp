@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -32,6 +33,18 @@ struct Reading {
   hid_t file;
   std::uint64_t file_bytes;
   StoredFileV3& stored;
+  // The groups of the blobs' datasets ("nodes", "replicated", "arrays"), each opened once as a
+  // hard link of a group: a dataset is looked up inside its group, never through a path whose
+  // soft or external links HDF5 would follow (into another file, for an external one).
+  std::map<std::string, Handle> groups;
+
+  hid_t group(const std::string& name) {
+    auto found = groups.find(name);
+    if (found == groups.end()) {
+      found = groups.emplace(name, h5::open_child(file, name, false, "group /" + name)).first;
+    }
+    return found->second.get();
+  }
 };
 
 // The dataset's shape as the blob's row says it must be.
@@ -84,9 +97,11 @@ std::vector<Block> read_writer_blocks(hid_t dataset, const BlobDescription& blob
 
 // The blob's dataset: checked against its row, its extent added; returns its offset.
 std::uint64_t read_blob_dataset(Reading& reading, BlobDescription& blob) {
-  const std::string what = "dataset " + dataset_path(blob);
+  const auto path = dataset_path(blob);  // /<group>/<blob>
+  const std::string what = "dataset " + path;
   const auto ranks = reading.stored.description.ranks();
-  auto dataset = h5::open_child(reading.file, dataset_path(blob).substr(1), true, what);
+  auto dataset = h5::open_child(reading.group(path.substr(1, path.size() - blob.name.size() - 2)),
+                                blob.name, true, what);
   h5::check_storage(dataset.get(), what);
   if (h5::dtype_of(dataset.get(), what) != blob.dtype ||
       h5::shape_of(dataset.get(), what) != dataset_shape(blob, ranks)) {
@@ -589,17 +604,6 @@ std::vector<std::uint64_t> writer_checksums(const StoredFileV3& stored, std::siz
   return {first, first + static_cast<std::ptrdiff_t>(writers)};
 }
 
-std::optional<StoredFileV3> read_checkpoint_layout_for_load(int fd, const std::string& what,
-                                                            std::int64_t& version) {
-  auto integrity = read_integrity_header(fd, what);
-  if (!integrity.layout_record.empty()) {
-    version = kFormatVersion3;
-    return read_checkpoint_layout_from_record(fd, integrity);
-  }
-  check_metadata_hash(fd, integrity, what);
-  return read_checkpoint_layout_if_v3(fd, integrity, version);
-}
-
 StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity) {
   std::int64_t version = 0;
   auto stored = read_checkpoint_layout_if_v3(fd, integrity, version);
@@ -625,7 +629,7 @@ std::optional<StoredFileV3> read_checkpoint_layout_if_v3(int fd, const Integrity
     stored.description =
         FileDescription{root.epoch, root.job, root.node_names, root.config_json, {}, 1};
     stored.layout.user_block_size = integrity.user_block_size;
-    Reading reading{file.get(), integrity.file_size, stored};
+    Reading reading{file.get(), integrity.file_size, stored, {}};
     auto index = h5::open_child(file.get(), "index", false, "group /index");
     read_index(reading, index.get());
     auto& blobs = stored.description.blobs;

@@ -41,13 +41,14 @@ void read_root_attributes(hid_t file, CheckpointHeader& header, std::uint64_t fi
   }
   header.format_version = h5::read_int_attribute(file, kFormatVersionAttr);
   if (header.format_version < kOldestReadableVersion || header.format_version > newest_version) {
-    throw CheckpointMismatch("format version " + std::to_string(header.format_version) +
-                             " is not one this epochrun reads (" +
-                             std::to_string(kOldestReadableVersion) + " to " +
-                             std::to_string(newest_version) + "): " +
-                             (header.format_version > newest_version
-                                  ? "it was written by a newer epochrun; load it with that version"
-                                  : "it is not a version epochrun ever wrote"));
+    // CorruptCheckpoint, as every refusal of the judge: `latest` goes back past such a file.
+    throw CorruptCheckpoint("format version " + std::to_string(header.format_version) +
+                            " is not one this epochrun reads (" +
+                            std::to_string(kOldestReadableVersion) + " to " +
+                            std::to_string(newest_version) + "): " +
+                            (header.format_version > newest_version
+                                 ? "it was written by a newer epochrun; load it with that version"
+                                 : "it is not a version epochrun ever wrote"));
   }
   header.epoch = h5::read_int_attribute(file, kEpochAttr);
   header.job = h5::read_string_attribute(file, kJobAttr, file_bytes);

@@ -23,7 +23,12 @@ constexpr std::size_t kFixedSize = kMagicSize + 5 * 8;  // magic + 5 u64 fields
 constexpr char kRecordMagic[] = "EPOCHRUN-LAYOUT\n";  // 16 bytes, no terminator stored
 constexpr std::size_t kRecordMagicSize = sizeof(kRecordMagic) - 1;
 constexpr std::size_t kRecordHeadSize = kRecordMagicSize + 4 * 8;
-constexpr std::uint64_t kLayoutRecordVersion = 1;
+// Version 2 records begin with the metadata hash of the file they were written into, under the
+// record's own checksum: a record that says which metadata it describes. Version 1 (written from
+// 26 to 28 November 2026) does not; its file is read with HDF5.
+constexpr std::uint64_t kLayoutRecordVersion = 2;
+constexpr std::uint64_t kUnboundLayoutRecordVersion = 1;
+constexpr std::size_t kRecordBindingSize = 8;
 // The smallest user block HDF5 allows, which files written before 23 November 2026 have.
 constexpr std::uint64_t kMinUserBlockSize = 512;
 // What saves now write at least: a whole page, so that the HDF5 part of the file starts
@@ -81,15 +86,15 @@ std::uint64_t hash_metadata(int fd, const IntegrityHeader& header, const std::st
 // The bytes a header of `extent_count` extents and a layout record of `record_bytes` take.
 std::uint64_t header_bytes(std::size_t extent_count, std::size_t record_bytes) {
   return kFixedSize + 16 * static_cast<std::uint64_t>(extent_count) + 8 +
-         (record_bytes > 0 ? kRecordHeadSize + record_bytes : 0);
+         (record_bytes > 0 ? kRecordHeadSize + kRecordBindingSize + record_bytes : 0);
 }
 
-// The layout record at `at` in `bytes` (the header's end), or an empty one when there is none
-// (no magic: written before it) or one of a later version.
-std::vector<std::byte> layout_record_at(std::span<const std::byte> bytes, std::size_t at) {
+// The layout record at `at` in `bytes` (the header's end) into `header`: none when there is no
+// magic (written before it) or the record is of a later version.
+void read_layout_record(std::span<const std::byte> bytes, std::size_t at, IntegrityHeader& header) {
   if (bytes.size() < at + kRecordHeadSize ||
       std::memcmp(bytes.data() + at, kRecordMagic, kRecordMagicSize) != 0) {
-    return {};
+    return;
   }
   const auto version = get_u64(bytes, at + kRecordMagicSize);
   const auto length = get_u64(bytes, at + kRecordMagicSize + 8);
@@ -98,18 +103,26 @@ std::vector<std::byte> layout_record_at(std::span<const std::byte> bytes, std::s
       XXH64(bytes.data() + at, kRecordMagicSize + 24, 0)) {
     throw CorruptCheckpoint("integrity header: the layout record's head is damaged");
   }
-  if (version != kLayoutRecordVersion) {
-    return {};  // a later epochrun's: the reader reads the layout with HDF5
+  if (version != kLayoutRecordVersion && version != kUnboundLayoutRecordVersion) {
+    return;  // a later epochrun's: the reader reads the layout with HDF5
   }
   const auto begin = at + kRecordHeadSize;
   if (length > bytes.size() - begin) {
     throw CorruptCheckpoint("integrity header: the layout record does not fit its user block");
   }
-  const auto record = bytes.subspan(begin, static_cast<std::size_t>(length));
+  auto record = bytes.subspan(begin, static_cast<std::size_t>(length));
   if (XXH64(record.data(), record.size(), 0) != record_xxh64) {
     throw CorruptCheckpoint("integrity header: the layout record's checksum does not match");
   }
-  return {record.begin(), record.end()};
+  if (version == kLayoutRecordVersion) {
+    if (record.size() < kRecordBindingSize) {
+      throw CorruptCheckpoint(
+          "integrity header: the layout record is too short for the metadata hash it begins with");
+    }
+    header.record_metadata_xxh64 = get_u64(record, 0);
+    record = record.subspan(kRecordBindingSize);
+  }
+  header.layout_record.assign(record.begin(), record.end());
 }
 
 }  // namespace
@@ -149,11 +162,16 @@ std::vector<std::byte> encode_integrity_header(const IntegrityHeader& header) {
     for (std::size_t i = 0; i < kRecordMagicSize; ++i) {
       out.push_back(static_cast<std::byte>(kRecordMagic[i]));
     }
+    // The record is bound to the metadata the header's hash covers: the hash goes first.
+    std::vector<std::byte> record;
+    record.reserve(kRecordBindingSize + header.layout_record.size());
+    put_u64(record, header.metadata_xxh64);
+    record.insert(record.end(), header.layout_record.begin(), header.layout_record.end());
     put_u64(out, kLayoutRecordVersion);
-    put_u64(out, header.layout_record.size());
-    put_u64(out, XXH64(header.layout_record.data(), header.layout_record.size(), 0));
+    put_u64(out, record.size());
+    put_u64(out, XXH64(record.data(), record.size(), 0));
     put_u64(out, XXH64(out.data() + head, out.size() - head, 0));
-    out.insert(out.end(), header.layout_record.begin(), header.layout_record.end());
+    out.insert(out.end(), record.begin(), record.end());
   }
   if (out.size() > header.user_block_size) {
     throw Error("integrity header of " + std::to_string(out.size()) +
@@ -220,7 +238,7 @@ IntegrityHeader decode_integrity_header(std::span<const std::byte> bytes,
     header.extents.push_back(extent);
   }
   // The record, when there is one, follows the header's checksum.
-  header.layout_record = layout_record_at(bytes.first(static_cast<std::size_t>(size)), at + 8);
+  read_layout_record(bytes.first(static_cast<std::size_t>(size)), at + 8, header);
   return header;
 }
 
@@ -258,17 +276,13 @@ IntegrityHeader read_integrity_header(int fd, const std::string& what) {
   });
 }
 
-void check_metadata_hash(int fd, const IntegrityHeader& header, const std::string& what) {
+IntegrityHeader verify_checkpoint_file(int fd, const std::string& what) {
+  auto header = read_integrity_header(fd, what);
   read_or_corrupt([&] {
     if (hash_metadata(fd, header, what) != header.metadata_xxh64) {
       throw CorruptCheckpoint("its HDF5 metadata does not match the checksum recorded at commit");
     }
   });
-}
-
-IntegrityHeader verify_checkpoint_file(int fd, const std::string& what) {
-  auto header = read_integrity_header(fd, what);
-  check_metadata_hash(fd, header, what);
   return header;
 }
 

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct IntegrityHeader {
   // The layout record (docs/FORMAT.md, "The layout record"): empty when the file has none (files
   // written before it, or whose layout does not fit the largest user block).
   std::vector<std::byte> layout_record;
+  // The metadata hash the record was written with, which binds it to the HDF5 metadata it
+  // describes; nullopt for a record of version 1, which does not say. The encoder writes
+  // metadata_xxh64 there.
+  std::optional<std::uint64_t> record_metadata_xxh64;
 };
 
 inline constexpr std::uint64_t kIntegrityHeaderVersion = 1;
@@ -64,11 +69,9 @@ void seal_checkpoint_file(int fd, const std::string& what, std::uint64_t user_bl
                           std::vector<DataExtent> extents,
                           std::span<const std::byte> layout_record = {});
 // The header of the file open as `fd`, its own checksum and the file's size checked, but not
-// the metadata hash: for a reader that reads no metadata but what the header and the layout
-// record hold (each under a checksum of its own). Throws as verify_checkpoint_file.
+// the metadata hash (verify_checkpoint_file checks both; no reader uses a file on less: see
+// checkpoint_judge.hpp). Throws as verify_checkpoint_file.
 IntegrityHeader read_integrity_header(int fd, const std::string& what);
-// CorruptCheckpoint unless the metadata of the file open as `fd` hashes to what `header` says.
-void check_metadata_hash(int fd, const IntegrityHeader& header, const std::string& what);
 // Returns the header of the file open as `fd` when it carries a valid header that matches its
 // bytes; throws CorruptCheckpoint (or CheckpointMismatch for an intact header of another
 // version) naming what is wrong otherwise.

@@ -1,6 +1,7 @@
 #include "h5_attributes.hpp"
 
 #include <array>
+#include <type_traits>
 
 #include "epochrun/errors.hpp"
 #include "h5_handle.hpp"
@@ -108,6 +109,14 @@ T read_integer_attribute(hid_t object, const std::string& name, hid_t memory_typ
   require_class(attribute.get(), name, H5T_INTEGER);
   if (attribute_elements(attribute.get(), name, false) != 1) {
     throw CorruptCheckpoint("attribute '" + name + "' is not a single integer");
+  }
+  // The format's integers are 64 bits of the sign it says: HDF5 would convert any other size
+  // that holds the value, taking a file no epochrun wrote.
+  Handle type(H5Aget_type(attribute.get()), "get type of attribute " + name);
+  if (H5Tget_size(type.get()) != sizeof(T) ||
+      (H5Tget_sign(type.get()) == H5T_SGN_NONE) != std::is_unsigned_v<T>) {
+    throw CorruptCheckpoint("attribute '" + name + "' is not " +
+                            (std::is_unsigned_v<T> ? "a uint64" : "an int64"));
   }
   T value = 0;
   check(H5Aread(attribute.get(), memory_type, &value), "read attribute " + name);

@@ -149,19 +149,26 @@ void invalidate_cached_copies(const std::filesystem::path& file) {
   }
 }
 
-int remove_stale_temporaries(const std::filesystem::path& directory,
-                             const std::function<bool(const std::string&)>& is_ours) {
+int remove_own_files(const std::filesystem::path& directory,
+                     const std::function<bool(const std::string&)>& is_ours) {
   int removed = 0;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-    const auto target = temporary_target(entry.path().filename().string());
     // Never through a symlink, nor following one (a symlink loop would fail).
-    if (target && is_ours(*target) && !entry.is_symlink(error) && entry.is_regular_file(error) &&
-        ::unlink(entry.path().c_str()) == 0) {
+    if (is_ours(entry.path().filename().string()) && !entry.is_symlink(error) &&
+        entry.is_regular_file(error) && ::unlink(entry.path().c_str()) == 0) {
       ++removed;
     }
   }
   return removed;
+}
+
+int remove_stale_temporaries(const std::filesystem::path& directory,
+                             const std::function<bool(const std::string&)>& is_ours) {
+  return remove_own_files(directory, [&](const std::string& name) {
+    const auto target = temporary_target(name);
+    return target && is_ours(*target);
+  });
 }
 
 std::filesystem::path temporary_sibling(const std::filesystem::path& target) {

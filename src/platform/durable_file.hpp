@@ -42,9 +42,12 @@ std::filesystem::path temporary_sibling(const std::filesystem::path& target);
 // any other name, however alike.
 std::optional<std::string> temporary_target(std::string_view file_name);
 
-// Deletes the temporary files that an interrupted write left in `directory`: only names
-// temporary_sibling made for a target name `is_ours` accepts, regular files only, never
+// Deletes the files of `directory` whose name `is_ours` accepts, regular files only, never
 // through a symlink. Returns how many. One run per directory at a time is assumed.
+int remove_own_files(const std::filesystem::path& directory,
+                     const std::function<bool(const std::string&)>& is_ours);
+// Deletes the temporary files that an interrupted write left in `directory`: only names
+// temporary_sibling made for a target name `is_ours` accepts (remove_own_files).
 int remove_stale_temporaries(const std::filesystem::path& directory,
                              const std::function<bool(const std::string&)>& is_ours);
 

@@ -111,6 +111,13 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            options.xdmf_file};
 }
 
+// The epoch of the newest checkpoint this run knows to be valid: the newest it committed or, when
+// it committed none, the one it resumed from (nothing for a run from scratch that committed none).
+std::optional<std::int64_t> last_valid_epoch(const RunSummary& summary) {
+  return !summary.committed.empty() ? std::optional(summary.committed.back())
+                                    : summary.resumed_from;
+}
+
 // Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).
 std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const RunOptions& options) {
   std::unique_ptr<DirectoryLock> lock;
@@ -279,7 +286,8 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   tell_the_launcher_that_the_ranks_catch_signals(comm);
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   auto lock = lock_directory(comm, options);
-  check_shared_directory(comm, options.checkpoint_dir, options.save_timeout);
+  check_shared_directory(comm, options.checkpoint_dir, options.save_timeout,
+                         options.directory_lock);
   check_local_directories(comm, options);
   auto summary = begin_run();
   const auto checkpointing = checkpoint_options(options);
@@ -291,6 +299,8 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   const StopDecider decider(job, comm, node_names, options.num_epochs, *time_budget);
   const auto resumed = start(steps, context, summary);
   const auto decision = run_epochs(resumed, decider, steps, context, summary);
+  const auto settled = post_commit.settle(last_valid_epoch(summary));
+  summary.deleted.insert(summary.deleted.end(), settled.begin(), settled.end());
   if (decision.finishes_job()) {
     finish_job(steps, context, summary);
   }
@@ -477,11 +487,9 @@ void JobRunner::Impl::complete_save(Steps& steps, RunSummary& summary) {
 }
 
 void JobRunner::Impl::finish_job(Steps& steps, TaskContext& context, RunSummary& summary) {
-  // The job's final checkpoint: the newest this run committed or, when it committed none (it
-  // resumed a loop that had already stopped), the one it resumed from.
-  const auto final_epoch =
-      !summary.committed.empty() ? std::optional(summary.committed.back()) : summary.resumed_from;
-  if (const auto upload = steps.post_commit.upload(final_epoch)) {
+  // The job's final checkpoint: the last one this run knows to be valid (the one it resumed from,
+  // when it resumed a loop that had already stopped).
+  if (const auto upload = steps.post_commit.upload(last_valid_epoch(summary))) {
     summary.uploaded_to = upload->destination;
     summary.upload_error = upload->error;
   }

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -79,6 +80,27 @@ std::string ranks_not_seeing(const std::vector<std::string>& reports) {
   return listed;
 }
 
+// A name check_shared_directory gives its probe: the prefix and a random token, exactly.
+bool is_probe_name(const std::string& name) {
+  const std::string_view prefix = kProbePrefix;
+  return name.size() == prefix.size() + kRandomTokenDigits && name.starts_with(prefix) &&
+         std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Rank 0, holding the lock: the probes of a crashed check, and the temporaries of probes it was
+// still writing. Left there, they would stay for good (every check picks a new name). One that
+// cannot be removed stays: a probe is harmless (no name of a checkpoint).
+void remove_stale_probes(const std::filesystem::path& directory) {
+  const int removed = remove_own_files(directory, [](const std::string& name) {
+    const auto target = temporary_target(name);
+    return is_probe_name(target.value_or(name));
+  });
+  if (removed > 0) {
+    spdlog::info("removed {} probe file(s) of an interrupted start-up check", removed);
+  }
+}
+
 // Rank 0: the probe goes, refused run or not. A probe left behind is harmless (no name of a
 // checkpoint), so a failure here is a warning.
 void remove_probe(const std::filesystem::path& probe) {
@@ -95,8 +117,14 @@ void remove_probe(const std::filesystem::path& probe) {
 }  // namespace
 
 void check_shared_directory(const Communicator& comm, const std::filesystem::path& directory,
-                            std::chrono::duration<double> timeout) {
-  if (directory.empty() || comm.size() == 1) {
+                            std::chrono::duration<double> timeout, bool locked) {
+  if (directory.empty()) {
+    return;
+  }
+  if (locked && comm.is_root()) {
+    remove_stale_probes(directory);
+  }
+  if (comm.size() == 1) {
     return;
   }
   const std::string context =

@@ -21,8 +21,10 @@ namespace epochrun {
 // naming each rank (and its host) that does not see the file and why, when any does not. When
 // rank 0 cannot write there at all, only warns (the saves will fail and say why). A rank that does
 // not get through within `timeout` (stuck on the file system) ends the job
-// (raise_if_any_failed_within). Nothing to do without a directory or on one rank.
+// (raise_if_any_failed_within). Nothing to check without a directory or on one rank.
+// When the run holds the directory's lock (`locked`), rank 0 first removes the probe files (and
+// their temporaries) of a check that crashed before its removal: their run is known to be gone.
 void check_shared_directory(const Communicator& comm, const std::filesystem::path& directory,
-                            std::chrono::duration<double> timeout);
+                            std::chrono::duration<double> timeout, bool locked);
 
 }  // namespace epochrun
