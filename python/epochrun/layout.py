@@ -5,16 +5,49 @@ unfiltered, of the dtype and shape its index row says, and its bytes exactly one
 extents the integrity header recorded -- so that the values read later by offset are the
 dataset's bytes and nothing else."""
 
+import math
+
 import h5py
 import numpy as np
 
-from .errors import CheckpointMismatch, CorruptCheckpoint
+from .errors import CorruptCheckpoint
 
 FORMAT_NAME = "epochrun-checkpoint"
 NEWEST_VERSION = 3
 NUMPY_DTYPES = {"f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8", "u8": "u1", "bytes": "u1"}
 # The blob index's `kind` column (and the layout record's), in words.
 KINDS = {0: "per-node", 1: "replicated", 2: "global array", 3: "ragged"}
+
+
+_MAX_NAME = 255
+
+
+def _printable(name):
+    """A name as epochrun's errors show it (src/base/names.cpp): its first 64 characters, a
+    byte outside printable ASCII as \\xNN."""
+    shown = "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in name[:64])
+    return shown + "..." if len(name) > 64 else shown
+
+
+def check_name(name, what):
+    """CorruptCheckpoint in epochrun's words unless `name` (bytes, as stored) is a name epochrun
+    writes: 1 to 255 printable ASCII characters, no path separator, never . or ..; the name as
+    text otherwise."""
+    def refuse(why):
+        raise CorruptCheckpoint(f"invalid {what} '{_printable(name)}': {why}")
+
+    if not name:
+        refuse("it is empty")
+    if len(name) > _MAX_NAME:
+        refuse(f"it is {len(name)} characters long (at most {_MAX_NAME})")
+    if name in (b".", b".."):
+        refuse("'.' and '..' are path components")
+    for byte in name:
+        if byte in b"/\\":
+            refuse("it contains a path separator")
+        if not 0x20 <= byte < 0x7F:
+            refuse("only printable ASCII characters are allowed")
+    return name.decode("ascii")
 
 
 def value_bytes(dtype, shape):
@@ -73,6 +106,10 @@ def _text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _bytes(value):
+    return value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
+
+
 def _storage(dataset, what):
     plist = dataset.id.get_create_plist()
     if plist.get_layout() != h5py.h5d.CONTIGUOUS:
@@ -123,7 +160,8 @@ def _read_root(f, layout):
         raise CorruptCheckpoint(f"not an epochrun checkpoint (format '{fmt}')")
     version = int(f.attrs["format_version"])
     if version < 1 or version > NEWEST_VERSION:
-        raise CheckpointMismatch(
+        # Corrupt, as every refusal of epochrun's judge: latest() goes back past such a file.
+        raise CorruptCheckpoint(
             f"format version {version} is not one this epochrun reads (1 to {NEWEST_VERSION}): "
             + (
                 "it was written by a newer epochrun; load it with that version"
@@ -133,16 +171,19 @@ def _read_root(f, layout):
         )
     layout.format_version = version
     layout.epoch = int(f.attrs["epoch"])
-    layout.job = _text(f.attrs["job"])
-    layout.node_names = [_text(n) for n in f.attrs["node_names"]]
-    if int(f.attrs["num_ranks"]) != len(layout.node_names):
-        raise CorruptCheckpoint(
-            f"num_ranks {int(f.attrs['num_ranks'])} does not match its {len(layout.node_names)} "
-            "node names"
-        )
-    if len(set(layout.node_names)) != len(layout.node_names):
-        raise CorruptCheckpoint("a node is listed twice")
+    layout.job = check_name(_bytes(f.attrs["job"]), "job name")
+    nodes = [_bytes(n) for n in f.attrs["node_names"]]
+    num_ranks = int(f.attrs["num_ranks"])
+    if num_ranks < 1 or num_ranks != len(nodes):
+        raise CorruptCheckpoint(f"num_ranks {num_ranks} does not match its {len(nodes)} node names")
     layout.config_json = _text(f.attrs["config"])
+    # The whole node list is checked before any group is opened.
+    layout.node_names = [check_name(node, "node name") for node in nodes]
+    seen = set()
+    for node in layout.node_names:
+        if node in seen:
+            raise CorruptCheckpoint(f"node '{node}' is listed twice")
+        seen.add(node)
 
 
 def _shape(row):
@@ -180,14 +221,60 @@ class BlobV3:
 
 class StoredV3:
     """Where a version 3 file's values are: its blobs in index order, the pack, the checksum
-    table and the ragged rows (per ragged blob, per node: shape, offset, size)."""
+    table and the ragged rows (per ragged blob, per node: shape, offset, size); and what else
+    epochrun compares between a layout record and the HDF5 metadata: the ragged index's width
+    and the offsets of both tables with the ragged rows' bytes (0 for a table it does not
+    have)."""
 
-    def __init__(self, blobs, pack_offset, pack_row, checksums, ragged):
+    def __init__(self, blobs, pack_offset, pack_row, checksums, ragged, width, tables):
         self.blobs = blobs
         self.pack_offset = pack_offset
         self.pack_row = pack_row
         self.checksums = checksums
         self.ragged = ragged
+        self.width = width
+        self.tables = tables  # (checksums offset, ragged index offset, ragged row bytes)
+
+
+def checked_bytes(shape, dtype, limit, what):
+    """The bytes of a value of `dtype` and `shape`, in epochrun's words (checked_byte_size)
+    refused when they overflow 64 bits or exceed `limit` (the file's size, or the dataset a
+    value lies in)."""
+    nbytes = math.prod(int(n) for n in shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+    if nbytes >= 1 << 64:
+        raise CorruptCheckpoint(f"{what} has a shape that overflows 64 bits")
+    if nbytes > limit:
+        raise CorruptCheckpoint(f"{what} claims {nbytes} bytes, more than the whole file")
+    return nbytes
+
+
+RAGGED_INDEX = "ragged index /index/ragged"
+
+
+def ragged_values(rows, width, blobs, ranks):
+    """Per ragged blob of `blobs` (index order), per node: (shape, offset, size) from the ragged
+    index's `rows` (a structured array: ndim, shape[width], offset, size), every row checked as
+    epochrun checks one (ragged_value): no more dimensions than the width, and a value inside
+    its blob's dataset of the size its shape says. One loop per (blob, node), as the values."""
+    ndims, shapes = rows["ndim"].tolist(), rows["shape"].tolist()
+    offsets, sizes = rows["offset"].tolist(), rows["size"].tolist()
+    ragged = []
+    for k, blob in enumerate(blobs):
+        values = []
+        for i in range(k * ranks, (k + 1) * ranks):
+            if ndims[i] > width:
+                raise CorruptCheckpoint(f"{RAGGED_INDEX}: a row of {ndims[i]} dimensions")
+            shape = tuple(shapes[i][: ndims[i]])
+            offset, size = offsets[i], sizes[i]
+            if (checked_bytes(shape, blob.dtype, blob.size, RAGGED_INDEX) != size
+                    or offset > blob.size or size > blob.size - offset):
+                raise CorruptCheckpoint(
+                    f"{RAGGED_INDEX}: a value of ragged blob '{blob.name}' lies outside its "
+                    "dataset or does not match its shape"
+                )
+            values.append((shape, offset, size))
+        ragged.append(values)
+    return ragged
 
 
 def checksum_count(blobs, ranks):
@@ -240,6 +327,8 @@ def _read_v3(f, layout, extents, recorded):
             pack_offset = _offset(packed, "pack /index/packed")
             extents.append((pack_offset, packed.size))
     tables = []
+    checksums_offset = ragged_offset = row_bytes = 0
+    width = 1
     count = checksum_count(blobs, ranks)
     checksums = np.zeros(0, dtype=np.uint64)
     if count:
@@ -250,25 +339,27 @@ def _read_v3(f, layout, extents, recorded):
                 f"checksum table /index/xxh64 does not have the {count} rows its index needs"
             )
         checksums = table[()].astype(np.uint64)
-        tables.append((_offset(table, "checksum table /index/xxh64"), 8 * count))
+        checksums_offset = _offset(table, "checksum table /index/xxh64")
+        tables.append((checksums_offset, 8 * count))
     ragged = []
-    ragged_blobs = sum(1 for blob in blobs if blob.kind == "ragged")
+    ragged_blobs = [blob for blob in blobs if blob.kind == "ragged"]
     if ragged_blobs:
-        table = _child(index, "ragged", "ragged index /index/ragged")
-        _storage(table, "ragged index /index/ragged")
-        if table.shape != (ragged_blobs * ranks,):
-            raise CorruptCheckpoint("ragged index /index/ragged is not a table of ragged rows")
-        rows = table[()]
-        ragged = [[(tuple(int(n) for n in r["shape"][: int(r["ndim"])]), int(r["offset"]),
-                    int(r["size"])) for r in rows[k * ranks : (k + 1) * ranks]]
-                  for k in range(ragged_blobs)]
-        tables.append((_offset(table, "ragged index /index/ragged"), table.dtype.itemsize * table.shape[0]))
+        table = _child(index, "ragged", RAGGED_INDEX)
+        _storage(table, RAGGED_INDEX)
+        row_bytes = table.dtype.itemsize
+        if table.shape != (len(ragged_blobs) * ranks,) or row_bytes < 25 or (row_bytes - 17) % 8:
+            raise CorruptCheckpoint(f"{RAGGED_INDEX} is not a table of ragged rows")
+        width = (row_bytes - 17) // 8
+        ragged = ragged_values(table[()], width, ragged_blobs, ranks)
+        ragged_offset = _offset(table, RAGGED_INDEX)
+        tables.append((ragged_offset, row_bytes * table.shape[0]))
     # Files sealed as they are laid out (every file written now) record the tables the ranks
     # fill in as data extents; files sealed after their data step covered them with the
     # metadata hash instead.
     with_tables = sorted(extents + tables)
     extents[:] = with_tables if with_tables == sorted(recorded) else sorted(extents)
-    return StoredV3(blobs, pack_offset, pack_row, checksums, ragged)
+    return StoredV3(blobs, pack_offset, pack_row, checksums, ragged, width,
+                    (checksums_offset, ragged_offset, row_bytes))
 
 
 def assemble_v3(layout, stored):
@@ -287,12 +378,7 @@ def assemble_v3(layout, stored):
             what = f"dataset /nodes/{blob.name}, the value of node {node}"
             shape = blob.shape
             if rows is not None:
-                shape, at, size = rows[rank]
-                if value_bytes(blob.dtype, shape) != size or at + size > blob.size:
-                    raise CorruptCheckpoint(
-                        f"ragged index /index/ragged: a value of ragged blob '{blob.name}' lies "
-                        "outside its dataset or does not match its shape"
-                    )
+                shape, at, _ = rows[rank]
                 offset = blob.offset + at
             elif blob.packed:
                 offset = stored.pack_offset + rank * stored.pack_row + blob.in_pack
