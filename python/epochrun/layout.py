@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 
 from .errors import CorruptCheckpoint
+from .tiling import check_tiling
 
 FORMAT_NAME = "epochrun-checkpoint"
 NEWEST_VERSION = 3
@@ -306,6 +307,8 @@ def _read_v3(f, layout, extents, recorded):
         dataset = _child(f, f"{group}/{blob.name}", what)
         _check_dataset(dataset, blob.dtype, stored_shape, what)
         if blob.kind == "global array":
+            if not blob.shape:
+                raise CorruptCheckpoint(f"{what} is a global array of no dimension")
             starts = np.asarray(dataset.attrs["epochrun_block_starts"], dtype=np.uint64)
             counts = np.asarray(dataset.attrs["epochrun_block_counts"], dtype=np.uint64)
             blob.blocks = [
@@ -397,19 +400,6 @@ def assemble_v3(layout, stored):
         layout.arrays.append(ArrayLayout(blob.name, blob.dtype, blob.shape, blob.offset,
                                          blob.blocks, stored.checksums[at : at + count]))
         at += count
-
-
-def check_tiling(name, shape, blocks, what):
-    """The writer blocks cover the global shape exactly: inside it, and as many cells as it."""
-    cells = 0
-    for start, count in blocks:
-        if len(start) != len(shape) or len(count) != len(shape) or any(
-            s + c > n for s, c, n in zip(start, count, shape)
-        ):
-            raise CorruptCheckpoint(f"{what}: a writer block of '{name}' lies outside its shape")
-        cells += int(np.prod(count, dtype=np.uint64))
-    if cells != int(np.prod(shape, dtype=np.uint64)):
-        raise CorruptCheckpoint(f"{what}: the writer blocks of '{name}' do not tile its shape")
 
 
 def _read_v2(f, layout, extents):

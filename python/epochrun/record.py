@@ -12,7 +12,8 @@ import numpy as np
 from .errors import CorruptCheckpoint
 from .file_io import read_bytes
 from .layout import (KINDS, RAGGED_INDEX, BlobV3, Layout, StoredV3, assemble_v3, check_name,
-                     check_tiling, checked_bytes, checksum_count, ragged_values, value_bytes)
+                     checked_bytes, checksum_count, ragged_values, value_bytes)
+from .tiling import check_tiling
 
 _DTYPES = ["f32", "f64", "i32", "i64", "u8", "bytes"]
 _MAX_DIMENSIONS = 32

@@ -221,3 +221,28 @@ def test_a_newer_format_version_is_corrupt_and_latest_goes_back_past_it(copy_of)
         with reader.latest() as checkpoint:
             assert checkpoint.epoch == 4
     assert reader.skipped == [(5, words)]
+
+
+@pytest.mark.parametrize("attribute, row, value, words", [
+    ("epochrun_block_starts", 1, 23, "global array 'field': rank 0's block [0:24, 0:40] and rank "
+     "1's block [23:47, 0:40] overlap in [23:24, 0:40]"),
+    ("epochrun_block_counts", 1, 23, "global array 'field' of shape [48, 40]: the blocks of the 2 "
+     "ranks hold 1880 of its 1920 elements; no rank's block holds [47:48, 0:40] (next to the "
+     "blocks of ranks 1)"),
+    ("epochrun_block_counts", 1, 25, "global array 'field' of shape [48, 40]: rank 1's block "
+     "[24:49, 0:40] reaches outside it"),
+])
+def test_writer_blocks_that_do_not_tile_the_array_are_refused_in_epochruns_words(
+        copy_of, attribute, row, value, words):
+    # A forger's writer blocks, the header sealed again: read with HDF5 (the record names the
+    # metadata of before), they are refused as epochrun's check_tiling refuses them.
+    directory = copy_of("heat")
+    file = directory / "epoch-000005.h5"
+    with h5py.File(file, "r+") as f:
+        table = f["arrays/field"].attrs[attribute]
+        table[row, 0] = value
+        f["arrays/field"].attrs.modify(attribute, table)
+    reseal(file)
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    assert f"CORRUPT: checkpoint {file}: dataset /arrays/field: {words}" in python[1]
