@@ -30,12 +30,12 @@ def _printable(name):
     return shown + "..." if len(name) > 64 else shown
 
 
-def check_name(name, what):
-    """CorruptCheckpoint in epochrun's words unless `name` (bytes, as stored) is a name epochrun
-    writes: 1 to 255 printable ASCII characters, no path separator, never . or ..; the name as
-    text otherwise."""
+def check_name(name, what, context=""):
+    """CorruptCheckpoint in epochrun's words (after `context`) unless `name` (bytes, as stored)
+    is a name epochrun writes: 1 to 255 printable ASCII characters, no path separator, never .
+    or ..; the name as text otherwise."""
     def refuse(why):
-        raise CorruptCheckpoint(f"invalid {what} '{_printable(name)}': {why}")
+        raise CorruptCheckpoint(f"{context}invalid {what} '{_printable(name)}': {why}")
 
     if not name:
         refuse("it is empty")
@@ -285,25 +285,73 @@ def checksum_count(blobs, ranks):
                else len(b.blocks) for b in blobs)
 
 
-def _read_v3(f, layout, extents, recorded):
-    index = _child(f, "index", "group /index", dataset=False)
-    rows, names = _index_rows(_child(index, "blobs", "blob index /index/blobs"))
-    ranks = len(layout.node_names)
+BLOB_INDEX = "blob index /index/blobs"
+
+
+def _blob_rows(dataset, ranks, file_bytes):
+    """The blobs of a version 3 blob index, every row checked as epochrun checks one
+    (read_blob_index, then read_index), in its words: its name, dtype, dimensions and kind,
+    no name twice, and the bytes it says against its dtype and shape. One loop per blob."""
+    what = BLOB_INDEX
+    _storage(dataset, what)
+    if dataset.ndim != 1:
+        raise CorruptCheckpoint(f"{what} is not a one-dimensional table")
+    # Every row takes more than 8 bytes of the file: no crafted count is read whole.
+    if dataset.shape[0] > file_bytes // 8:
+        raise CorruptCheckpoint(f"{what} claims {dataset.shape[0]} rows, more than the file can hold")
+    rows = dataset[()]
+    width = rows.dtype["shape"].shape[0] if rows.dtype["shape"].shape else 1
+    described = []
+    for row in rows:
+        name = check_name(bytes(row["name"]), "blob name", f"{what}: ")
+        dtype = bytes(row["dtype"]).decode("ascii", errors="replace")
+        if dtype not in NUMPY_DTYPES:
+            raise CorruptCheckpoint(
+                f"{what}: unknown dtype '{dtype}' (expected f32, f64, i32, i64, u8 or bytes)")
+        ndim = int(row["ndim"])
+        if ndim > width:
+            raise CorruptCheckpoint(
+                f"{what}: blob '{name}' has {ndim} dimensions in a shape column of {width}")
+        kind = int(row["kind"])
+        if kind not in KINDS:
+            raise CorruptCheckpoint(f"{what}: blob '{name}' is of no known kind ({kind})")
+        described.append((name, dtype, tuple(int(n) for n in np.atleast_1d(row["shape"])[:ndim]),
+                          bool(row["packed"]), int(row["offset"]), int(row["size"]), KINDS[kind]))
+    names = [d[0] for d in described]
+    if any(a >= b for a, b in zip(names, names[1:])):
+        ordered = sorted(names)
+        for a, b in zip(ordered, ordered[1:]):
+            if a == b:
+                raise CorruptCheckpoint(f"{what} lists blob '{a}' twice")
     blobs = []
-    for row, name in zip(rows, names):
-        kind = KINDS.get(int(row["kind"]))
-        if kind is None:
-            raise CorruptCheckpoint("blob index /index/blobs: a blob of an unknown kind")
-        blobs.append(BlobV3(name, kind, _text(row["dtype"]), _shape(row), int(row["size"]),
-                            bool(row["packed"]), int(row["offset"]) if row["packed"] else 0))
+    for name, dtype, shape, packed, offset, size, kind in described:
+        element = np.dtype(NUMPY_DTYPES[dtype]).itemsize
+        if kind == "ragged" and (shape or size % element):
+            raise CorruptCheckpoint(f"{what}: ragged blob '{name}' has a shape or a size that "
+                                    "is not whole elements")
+        ragged_elements = size // element if kind == "ragged" else 0
+        stored = {"per-node": (ranks,) + shape, "ragged": (ragged_elements,)}.get(kind, shape)
+        nbytes = checked_bytes(stored, dtype, file_bytes, what)
+        per_value = nbytes // max(ranks, 1) if kind == "per-node" else nbytes
+        if size != per_value or (packed and kind != "per-node"):
+            raise CorruptCheckpoint(
+                f"{what}: blob '{name}' says {size} bytes, its dtype and shape {per_value}")
+        blobs.append(BlobV3(name, kind, dtype, shape, size, packed, offset if packed else 0,
+                            ragged_elements=ragged_elements))
+    return blobs
+
+
+def _read_v3(f, layout, extents, recorded, file_bytes):
+    index = _child(f, "index", "group /index", dataset=False)
+    ranks = len(layout.node_names)
+    blobs = _blob_rows(_child(index, "blobs", BLOB_INDEX), ranks, file_bytes)
     for blob in blobs:
         if blob.packed:
             continue
         group = {"replicated": "replicated", "global array": "arrays"}.get(blob.kind, "nodes")
         what = f"dataset /{group}/{blob.name}"
-        stored_shape = (ranks,) + blob.shape if blob.kind == "per-node" else blob.shape
-        if blob.kind == "ragged":
-            stored_shape = (blob.size // np.dtype(NUMPY_DTYPES[blob.dtype]).itemsize,)
+        stored_shape = {"per-node": (ranks,) + blob.shape,
+                        "ragged": (blob.ragged_elements,)}.get(blob.kind, blob.shape)
         dataset = _child(f, f"{group}/{blob.name}", what)
         _check_dataset(dataset, blob.dtype, stored_shape, what)
         if blob.kind == "global array":
@@ -326,6 +374,12 @@ def _read_v3(f, layout, extents, recorded):
         if packed.dtype != np.uint8 or packed.ndim != 2 or packed.shape[0] != ranks:
             raise CorruptCheckpoint("pack /index/packed is not a uint8 table of one row per node")
         pack_row = packed.shape[1]
+        previous_end = 0
+        for offset, size in sorted((b.in_pack, b.size) for b in blobs if b.packed):
+            if offset < previous_end or offset > pack_row or size > pack_row - offset:
+                raise CorruptCheckpoint("pack /index/packed: packed blobs overlap or lie outside "
+                                        f"its rows of {pack_row} bytes")
+            previous_end = offset + size
         if packed.size:
             pack_offset = _offset(packed, "pack /index/packed")
             extents.append((pack_offset, packed.size))
@@ -474,7 +528,7 @@ def read_layout(fd, header):
         with h5py.File(f"/proc/self/fd/{fd}", "r") as f:
             _read_root(f, layout)
             if layout.format_version == 3:
-                stored = _read_v3(f, layout, extents, header.extents)
+                stored = _read_v3(f, layout, extents, header.extents, header.file_size)
                 assemble_v3(layout, stored)
             else:
                 {1: _read_v1, 2: _read_v2}[layout.format_version](f, layout, extents)

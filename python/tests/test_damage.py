@@ -246,3 +246,23 @@ def test_writer_blocks_that_do_not_tile_the_array_are_refused_in_epochruns_words
     cpp, python = listings(directory)
     assert cpp == python and cpp[0] == 3
     assert f"CORRUPT: checkpoint {file}: dataset /arrays/field: {words}" in python[1]
+
+
+@pytest.mark.parametrize("column, value, words", [
+    ("kind", 7, "blob 'field' is of no known kind (7)"),
+    ("size", 8, "blob 'field' says 8 bytes, its dtype and shape 15360"),
+    ("name", b"fi/ld", "invalid blob name 'fi/ld': it contains a path separator"),
+])
+def test_a_forged_blob_index_row_is_refused_in_epochruns_words(copy_of, column, value, words):
+    # A forger's row of /index/blobs, the header sealed again: read with HDF5 (the record names
+    # the metadata of before), the row is refused as epochrun's reader refuses it.
+    directory = copy_of("heat")
+    file = directory / "epoch-000005.h5"
+    with h5py.File(file, "r+") as f:
+        rows = f["index/blobs"][()]
+        rows[column][list(rows["name"]).index(b"field")] = value
+        f["index/blobs"][...] = rows
+    reseal(file)
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    assert f"CORRUPT: checkpoint {file}: blob index /index/blobs: {words}" in python[1]
