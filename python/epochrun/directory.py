@@ -71,8 +71,9 @@ class CheckpointDirectory:
 
     def latest(self):
         """The newest checkpoint that verifies, as `--resume-from-epoch latest` chooses it:
-        newest first, an epoch that is damaged is skipped with a warning in the runner's words
-        (and kept in `skipped`), one of another integrity header version is an error. Each is
+        newest first, an epoch that is damaged is skipped with the runner's warning, "skipping
+        corrupt checkpoint of epoch N: " and the error (kept in `skipped`), one of another
+        integrity header version is an error. Each is
         judged as every reader judges it (`epoch(N)` and `epochrun inspect` alike), then every
         value's checksum read: an epoch whose HDF5 metadata alone is damaged is skipped, as the
         runner skips it. With verify=False, the newest the judge lets through, its values

@@ -298,7 +298,8 @@ def _blob_rows(dataset, ranks, file_bytes):
         raise CorruptCheckpoint(f"{what} is not a one-dimensional table")
     # Every row takes more than 8 bytes of the file: no crafted count is read whole.
     if dataset.shape[0] > file_bytes // 8:
-        raise CorruptCheckpoint(f"{what} claims {dataset.shape[0]} rows, more than the file can hold")
+        raise CorruptCheckpoint(
+            f"{what} claims {dataset.shape[0]} rows, more than the file can hold")
     rows = dataset[()]
     width = rows.dtype["shape"].shape[0] if rows.dtype["shape"].shape else 1
     described = []

@@ -121,7 +121,8 @@ def _check_blobs(raw, layout, ranks, header, extents):
             _fail(f"describes blob '{name}' as no writer would")
         blob = BlobV3(name, KINDS[kind], _DTYPES[dtype], shape, 0, is_packed,
                       layout["in_pack"][i], layout["offsets"][i], blocks or None, ragged_elements)
-        stored_shape = {"per-node": (ranks,) + shape, "ragged": (ragged_elements,)}.get(blob.kind, shape)
+        stored_shape = {"per-node": (ranks,) + shape,
+                        "ragged": (ragged_elements,)}.get(blob.kind, shape)
         nbytes = checked_bytes(stored_shape, blob.dtype, header.file_size,
                                f"layout record: blob '{name}'")
         # As the blob index says it: one node's value, or all nodes' of a ragged blob.

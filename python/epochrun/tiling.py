@@ -89,8 +89,8 @@ def _touches(block, gap):
     for d in dims:
         if start[d] + count[d] != gap_start[d] and start[d] != gap_start[d] + gap_count[d]:
             continue
-        if all(o == d or (start[o] < gap_start[o] + gap_count[o] and gap_start[o] < start[o] + count[o])
-               for o in dims):
+        if all(o == d or (start[o] < gap_start[o] + gap_count[o]
+                          and gap_start[o] < start[o] + count[o]) for o in dims):
             return True
     return False
 

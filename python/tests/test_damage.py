@@ -151,7 +151,8 @@ def test_a_forged_record_written_beside_other_metadata_is_refused_as_epochrun_re
     assert cpp == python and cpp[0] == 3
     with pytest.raises(epochrun.CorruptCheckpoint) as error:
         epochrun.open(directory).epoch(3)
-    assert str(error.value) == f"checkpoint {file}: its layout record does not match its HDF5 metadata"
+    assert str(error.value) == (f"checkpoint {file}: its layout record does not match its HDF5 "
+                                "metadata")
 
 
 def test_a_record_bound_to_the_files_metadata_is_what_every_reader_reads(copy_of, monkeypatch):
