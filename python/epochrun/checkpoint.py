@@ -1,6 +1,7 @@
-"""One checkpoint file, opened as `epochrun inspect` opens one (CheckpointReader): the integrity
-header and the metadata hash before h5py parses the file, then every dataset's layout; every
-value read afterwards is verified against the xxh64 its save recorded, unless verify=False."""
+"""One checkpoint file, opened as every epochrun reader opens one (the judge: the integrity header
+and the metadata hash before h5py parses the file, then every dataset's layout, from the layout
+record or with h5py); every value read afterwards is verified against the xxh64 its save
+recorded, unless verify=False."""
 
 import json
 import os
@@ -10,9 +11,8 @@ import numpy as np
 from .array_read import read_global_array
 from .errors import CheckpointError, CorruptCheckpoint
 from .file_io import check_checksum, open_checkpoint_file, read_array
-from .integrity import check_metadata_hash, read_integrity_header
-from .layout import NUMPY_DTYPES, read_layout
-from .record import check_matches, layout_from_record
+from .judge import judge
+from .layout import NUMPY_DTYPES
 
 
 def _with_context(error, context):
@@ -30,14 +30,15 @@ class Checkpoint:
     """A committed checkpoint (or any checkpoint file): its job, ranks, epoch and recorded
     configuration, and its values by name."""
 
-    def __init__(self, path, verify=True, expected_epoch=None, as_a_load=False):
+    def __init__(self, path, verify=True, expected_epoch=None):
         self.path = os.fspath(path)
         self.verify = verify
         self._context = f"checkpoint {self.path}"
         self._fd = None  # until it is open: __del__ closes what is open
         self._fd = open_checkpoint_file(self.path)
         try:
-            self._layout = self._read_layout(as_a_load)
+            header, self._layout = judge(self._fd, self.path, self._context)
+            self.file_bytes = header.file_size
         except CheckpointError as error:
             self.close()
             raise _with_context(error, self._context) from None
@@ -49,21 +50,6 @@ class Checkpoint:
             raise CorruptCheckpoint(
                 f"checkpoint {self.path} records epoch {self._layout.epoch}", file=self.path
             )
-
-    def _read_layout(self, as_a_load):
-        """As `epochrun inspect` reads a file: the integrity header, the metadata hash, the
-        layout with h5py and, when the file has a layout record, that it says the same. As a
-        resume reads one (`as_a_load`): from the layout record when the file has one, with
-        neither h5py nor the metadata hash (the record has a checksum of its own)."""
-        header = read_integrity_header(self._fd, self.path)
-        self.file_bytes = header.file_size
-        if as_a_load and header.layout_record:
-            return layout_from_record(self._fd, header, self._context)
-        check_metadata_hash(self._fd, header, self.path)
-        layout, stored = read_layout(self._fd, header)
-        if stored is not None:
-            check_matches(self._fd, header, layout, stored, self._context)
-        return layout
 
     def close(self):
         if self._fd is not None:

@@ -71,17 +71,18 @@ class CheckpointDirectory:
 
     def latest(self):
         """The newest checkpoint that verifies, as `--resume-from-epoch latest` chooses it:
-        newest first, an epoch that is damaged is skipped with a warning (and kept in
-        `skipped`), one of another format or header version is an error. Each is judged as a
-        resume judges it: a file with a layout record by the record and every value's checksum
-        (so a file whose HDF5 metadata alone is damaged, which `epoch(N)` and `epochrun inspect`
-        refuse, is taken, as a resume takes it), any other as `epoch(N)` reads it. With
-        verify=False, the newest whose header and layout check out, its values unread."""
+        newest first, an epoch that is damaged is skipped with the runner's warning, "skipping
+        corrupt checkpoint of epoch N: " and the error (kept in `skipped`), one of another
+        integrity header version is an error. Each is
+        judged as every reader judges it (`epoch(N)` and `epochrun inspect` alike), then every
+        value's checksum read: an epoch whose HDF5 metadata alone is damaged is skipped, as the
+        runner skips it. With verify=False, the newest the judge lets through, its values
+        unread."""
         self.skipped = []
         for epoch in reversed(self.epochs):
             try:
                 checkpoint = Checkpoint(self.file_for(epoch), verify=self.verify,
-                                        expected_epoch=epoch, as_a_load=True)
+                                        expected_epoch=epoch)
                 problems = checkpoint.verify_all() if self.verify else []
                 if problems:
                     checkpoint.close()

@@ -22,4 +22,5 @@ class CorruptCheckpoint(CheckpointError):
 
 
 class CheckpointMismatch(CheckpointError):
-    """An intact file that this reader does not read (a newer format or header version)."""
+    """An intact file that this reader does not read: an integrity header of another version (a
+    newer format version is refused as corrupt, as epochrun refuses it)."""

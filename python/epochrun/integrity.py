@@ -16,7 +16,11 @@ _FIXED = len(_MAGIC) + 5 * 8
 _RECORD_MAGIC = b"EPOCHRUN-LAYOUT\n"
 _RECORD_HEAD = len(_RECORD_MAGIC) + 4 * 8
 _HEADER_VERSION = 1
-_RECORD_VERSION = 1
+# A version 2 record begins with the metadata hash of the file it was written into, under the
+# record's own checksum: it says which metadata it describes. Version 1 (written from 26 to 28
+# November 2026) does not, and its file is read with h5py.
+_RECORD_VERSION = 2
+_UNBOUND_RECORD_VERSION = 1
 _MIN_USER_BLOCK = 512
 _MAX_USER_BLOCK = 64 << 20
 _FIRST_PAGE = 4096
@@ -25,12 +29,15 @@ _PIECE = 1 << 20
 
 
 class IntegrityHeader:
-    def __init__(self, user_block_size, file_size, metadata_xxh64, extents, layout_record):
+    def __init__(self, user_block_size, file_size, metadata_xxh64, extents, layout_record,
+                 record_metadata_xxh64):
         self.user_block_size = user_block_size
         self.file_size = file_size
         self.metadata_xxh64 = metadata_xxh64
         self.extents = extents  # sorted (offset, length) pairs
-        self.layout_record = layout_record  # bytes, empty when the file has none
+        self.layout_record = layout_record  # bytes after the metadata hash; empty when none
+        # The metadata hash the record was written with, None for a version 1 record.
+        self.record_metadata_xxh64 = record_metadata_xxh64
 
 
 def _u64(data, at):
@@ -38,21 +45,29 @@ def _u64(data, at):
 
 
 def _layout_record_at(data, at):
+    """(the record, the metadata hash it was written with): (b"", None) when there is none or
+    it is of a later version."""
     if len(data) < at + _RECORD_HEAD or data[at : at + len(_RECORD_MAGIC)] != _RECORD_MAGIC:
-        return b""
+        return b"", None
     head = at + len(_RECORD_MAGIC)
     version, length, record_xxh64, head_xxh64 = struct.unpack_from("<4Q", data, head)
     if head_xxh64 != xxhash.xxh64_intdigest(data[at : head + 24]):
         raise CorruptCheckpoint("integrity header: the layout record's head is damaged")
-    if version != _RECORD_VERSION:
-        return b""  # a later epochrun's: the layout is read from the HDF5 metadata anyway
+    if version not in (_RECORD_VERSION, _UNBOUND_RECORD_VERSION):
+        return b"", None  # a later epochrun's: the layout is read from the HDF5 metadata anyway
     begin = at + _RECORD_HEAD
     if length > len(data) - begin:
         raise CorruptCheckpoint("integrity header: the layout record does not fit its user block")
     record = data[begin : begin + length]
     if xxhash.xxh64_intdigest(record) != record_xxh64:
         raise CorruptCheckpoint("integrity header: the layout record's checksum does not match")
-    return record
+    if version == _UNBOUND_RECORD_VERSION:
+        return record, None
+    if len(record) < 8:
+        raise CorruptCheckpoint(
+            "integrity header: the layout record is too short for the metadata hash it begins with"
+        )
+    return record[8:], _u64(record, 0)
 
 
 def decode_integrity_header(data, actual_file_size):
@@ -95,8 +110,8 @@ def decode_integrity_header(data, actual_file_size):
             )
         previous_end = offset + length
         extents.append((offset, length))
-    record = _layout_record_at(data[:size], hashed + 8)
-    return IntegrityHeader(size, file_size, metadata_xxh64, extents, record)
+    record, record_metadata_xxh64 = _layout_record_at(data[:size], hashed + 8)
+    return IntegrityHeader(size, file_size, metadata_xxh64, extents, record, record_metadata_xxh64)
 
 
 def read_integrity_header(fd, what):

@@ -5,16 +5,50 @@ unfiltered, of the dtype and shape its index row says, and its bytes exactly one
 extents the integrity header recorded -- so that the values read later by offset are the
 dataset's bytes and nothing else."""
 
+import math
+
 import h5py
 import numpy as np
 
-from .errors import CheckpointMismatch, CorruptCheckpoint
+from .errors import CorruptCheckpoint
+from .tiling import check_tiling
 
 FORMAT_NAME = "epochrun-checkpoint"
 NEWEST_VERSION = 3
 NUMPY_DTYPES = {"f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8", "u8": "u1", "bytes": "u1"}
 # The blob index's `kind` column (and the layout record's), in words.
 KINDS = {0: "per-node", 1: "replicated", 2: "global array", 3: "ragged"}
+
+
+_MAX_NAME = 255
+
+
+def _printable(name):
+    """A name as epochrun's errors show it (src/base/names.cpp): its first 64 characters, a
+    byte outside printable ASCII as \\xNN."""
+    shown = "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in name[:64])
+    return shown + "..." if len(name) > 64 else shown
+
+
+def check_name(name, what, context=""):
+    """CorruptCheckpoint in epochrun's words (after `context`) unless `name` (bytes, as stored)
+    is a name epochrun writes: 1 to 255 printable ASCII characters, no path separator, never .
+    or ..; the name as text otherwise."""
+    def refuse(why):
+        raise CorruptCheckpoint(f"{context}invalid {what} '{_printable(name)}': {why}")
+
+    if not name:
+        refuse("it is empty")
+    if len(name) > _MAX_NAME:
+        refuse(f"it is {len(name)} characters long (at most {_MAX_NAME})")
+    if name in (b".", b".."):
+        refuse("'.' and '..' are path components")
+    for byte in name:
+        if byte in b"/\\":
+            refuse("it contains a path separator")
+        if not 0x20 <= byte < 0x7F:
+            refuse("only printable ASCII characters are allowed")
+    return name.decode("ascii")
 
 
 def value_bytes(dtype, shape):
@@ -73,6 +107,10 @@ def _text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _bytes(value):
+    return value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
+
+
 def _storage(dataset, what):
     plist = dataset.id.get_create_plist()
     if plist.get_layout() != h5py.h5d.CONTIGUOUS:
@@ -123,7 +161,8 @@ def _read_root(f, layout):
         raise CorruptCheckpoint(f"not an epochrun checkpoint (format '{fmt}')")
     version = int(f.attrs["format_version"])
     if version < 1 or version > NEWEST_VERSION:
-        raise CheckpointMismatch(
+        # Corrupt, as every refusal of epochrun's judge: latest() goes back past such a file.
+        raise CorruptCheckpoint(
             f"format version {version} is not one this epochrun reads (1 to {NEWEST_VERSION}): "
             + (
                 "it was written by a newer epochrun; load it with that version"
@@ -133,16 +172,19 @@ def _read_root(f, layout):
         )
     layout.format_version = version
     layout.epoch = int(f.attrs["epoch"])
-    layout.job = _text(f.attrs["job"])
-    layout.node_names = [_text(n) for n in f.attrs["node_names"]]
-    if int(f.attrs["num_ranks"]) != len(layout.node_names):
-        raise CorruptCheckpoint(
-            f"num_ranks {int(f.attrs['num_ranks'])} does not match its {len(layout.node_names)} "
-            "node names"
-        )
-    if len(set(layout.node_names)) != len(layout.node_names):
-        raise CorruptCheckpoint("a node is listed twice")
+    layout.job = check_name(_bytes(f.attrs["job"]), "job name")
+    nodes = [_bytes(n) for n in f.attrs["node_names"]]
+    num_ranks = int(f.attrs["num_ranks"])
+    if num_ranks < 1 or num_ranks != len(nodes):
+        raise CorruptCheckpoint(f"num_ranks {num_ranks} does not match its {len(nodes)} node names")
     layout.config_json = _text(f.attrs["config"])
+    # The whole node list is checked before any group is opened.
+    layout.node_names = [check_name(node, "node name") for node in nodes]
+    seen = set()
+    for node in layout.node_names:
+        if node in seen:
+            raise CorruptCheckpoint(f"node '{node}' is listed twice")
+        seen.add(node)
 
 
 def _shape(row):
@@ -180,14 +222,60 @@ class BlobV3:
 
 class StoredV3:
     """Where a version 3 file's values are: its blobs in index order, the pack, the checksum
-    table and the ragged rows (per ragged blob, per node: shape, offset, size)."""
+    table and the ragged rows (per ragged blob, per node: shape, offset, size); and what else
+    epochrun compares between a layout record and the HDF5 metadata: the ragged index's width
+    and the offsets of both tables with the ragged rows' bytes (0 for a table it does not
+    have)."""
 
-    def __init__(self, blobs, pack_offset, pack_row, checksums, ragged):
+    def __init__(self, blobs, pack_offset, pack_row, checksums, ragged, width, tables):
         self.blobs = blobs
         self.pack_offset = pack_offset
         self.pack_row = pack_row
         self.checksums = checksums
         self.ragged = ragged
+        self.width = width
+        self.tables = tables  # (checksums offset, ragged index offset, ragged row bytes)
+
+
+def checked_bytes(shape, dtype, limit, what):
+    """The bytes of a value of `dtype` and `shape`, in epochrun's words (checked_byte_size)
+    refused when they overflow 64 bits or exceed `limit` (the file's size, or the dataset a
+    value lies in)."""
+    nbytes = math.prod(int(n) for n in shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+    if nbytes >= 1 << 64:
+        raise CorruptCheckpoint(f"{what} has a shape that overflows 64 bits")
+    if nbytes > limit:
+        raise CorruptCheckpoint(f"{what} claims {nbytes} bytes, more than the whole file")
+    return nbytes
+
+
+RAGGED_INDEX = "ragged index /index/ragged"
+
+
+def ragged_values(rows, width, blobs, ranks):
+    """Per ragged blob of `blobs` (index order), per node: (shape, offset, size) from the ragged
+    index's `rows` (a structured array: ndim, shape[width], offset, size), every row checked as
+    epochrun checks one (ragged_value): no more dimensions than the width, and a value inside
+    its blob's dataset of the size its shape says. One loop per (blob, node), as the values."""
+    ndims, shapes = rows["ndim"].tolist(), rows["shape"].tolist()
+    offsets, sizes = rows["offset"].tolist(), rows["size"].tolist()
+    ragged = []
+    for k, blob in enumerate(blobs):
+        values = []
+        for i in range(k * ranks, (k + 1) * ranks):
+            if ndims[i] > width:
+                raise CorruptCheckpoint(f"{RAGGED_INDEX}: a row of {ndims[i]} dimensions")
+            shape = tuple(shapes[i][: ndims[i]])
+            offset, size = offsets[i], sizes[i]
+            if (checked_bytes(shape, blob.dtype, blob.size, RAGGED_INDEX) != size
+                    or offset > blob.size or size > blob.size - offset):
+                raise CorruptCheckpoint(
+                    f"{RAGGED_INDEX}: a value of ragged blob '{blob.name}' lies outside its "
+                    "dataset or does not match its shape"
+                )
+            values.append((shape, offset, size))
+        ragged.append(values)
+    return ragged
 
 
 def checksum_count(blobs, ranks):
@@ -197,28 +285,79 @@ def checksum_count(blobs, ranks):
                else len(b.blocks) for b in blobs)
 
 
-def _read_v3(f, layout, extents, recorded):
-    index = _child(f, "index", "group /index", dataset=False)
-    rows, names = _index_rows(_child(index, "blobs", "blob index /index/blobs"))
-    ranks = len(layout.node_names)
+BLOB_INDEX = "blob index /index/blobs"
+
+
+def _blob_rows(dataset, ranks, file_bytes):
+    """The blobs of a version 3 blob index, every row checked as epochrun checks one
+    (read_blob_index, then read_index), in its words: its name, dtype, dimensions and kind,
+    no name twice, and the bytes it says against its dtype and shape. One loop per blob."""
+    what = BLOB_INDEX
+    _storage(dataset, what)
+    if dataset.ndim != 1:
+        raise CorruptCheckpoint(f"{what} is not a one-dimensional table")
+    # Every row takes more than 8 bytes of the file: no crafted count is read whole.
+    if dataset.shape[0] > file_bytes // 8:
+        raise CorruptCheckpoint(
+            f"{what} claims {dataset.shape[0]} rows, more than the file can hold")
+    rows = dataset[()]
+    width = rows.dtype["shape"].shape[0] if rows.dtype["shape"].shape else 1
+    described = []
+    for row in rows:
+        name = check_name(bytes(row["name"]), "blob name", f"{what}: ")
+        dtype = bytes(row["dtype"]).decode("ascii", errors="replace")
+        if dtype not in NUMPY_DTYPES:
+            raise CorruptCheckpoint(
+                f"{what}: unknown dtype '{dtype}' (expected f32, f64, i32, i64, u8 or bytes)")
+        ndim = int(row["ndim"])
+        if ndim > width:
+            raise CorruptCheckpoint(
+                f"{what}: blob '{name}' has {ndim} dimensions in a shape column of {width}")
+        kind = int(row["kind"])
+        if kind not in KINDS:
+            raise CorruptCheckpoint(f"{what}: blob '{name}' is of no known kind ({kind})")
+        described.append((name, dtype, tuple(int(n) for n in np.atleast_1d(row["shape"])[:ndim]),
+                          bool(row["packed"]), int(row["offset"]), int(row["size"]), KINDS[kind]))
+    names = [d[0] for d in described]
+    if any(a >= b for a, b in zip(names, names[1:])):
+        ordered = sorted(names)
+        for a, b in zip(ordered, ordered[1:]):
+            if a == b:
+                raise CorruptCheckpoint(f"{what} lists blob '{a}' twice")
     blobs = []
-    for row, name in zip(rows, names):
-        kind = KINDS.get(int(row["kind"]))
-        if kind is None:
-            raise CorruptCheckpoint("blob index /index/blobs: a blob of an unknown kind")
-        blobs.append(BlobV3(name, kind, _text(row["dtype"]), _shape(row), int(row["size"]),
-                            bool(row["packed"]), int(row["offset"]) if row["packed"] else 0))
+    for name, dtype, shape, packed, offset, size, kind in described:
+        element = np.dtype(NUMPY_DTYPES[dtype]).itemsize
+        if kind == "ragged" and (shape or size % element):
+            raise CorruptCheckpoint(f"{what}: ragged blob '{name}' has a shape or a size that "
+                                    "is not whole elements")
+        ragged_elements = size // element if kind == "ragged" else 0
+        stored = {"per-node": (ranks,) + shape, "ragged": (ragged_elements,)}.get(kind, shape)
+        nbytes = checked_bytes(stored, dtype, file_bytes, what)
+        per_value = nbytes // max(ranks, 1) if kind == "per-node" else nbytes
+        if size != per_value or (packed and kind != "per-node"):
+            raise CorruptCheckpoint(
+                f"{what}: blob '{name}' says {size} bytes, its dtype and shape {per_value}")
+        blobs.append(BlobV3(name, kind, dtype, shape, size, packed, offset if packed else 0,
+                            ragged_elements=ragged_elements))
+    return blobs
+
+
+def _read_v3(f, layout, extents, recorded, file_bytes):
+    index = _child(f, "index", "group /index", dataset=False)
+    ranks = len(layout.node_names)
+    blobs = _blob_rows(_child(index, "blobs", BLOB_INDEX), ranks, file_bytes)
     for blob in blobs:
         if blob.packed:
             continue
         group = {"replicated": "replicated", "global array": "arrays"}.get(blob.kind, "nodes")
         what = f"dataset /{group}/{blob.name}"
-        stored_shape = (ranks,) + blob.shape if blob.kind == "per-node" else blob.shape
-        if blob.kind == "ragged":
-            stored_shape = (blob.size // np.dtype(NUMPY_DTYPES[blob.dtype]).itemsize,)
+        stored_shape = {"per-node": (ranks,) + blob.shape,
+                        "ragged": (blob.ragged_elements,)}.get(blob.kind, blob.shape)
         dataset = _child(f, f"{group}/{blob.name}", what)
         _check_dataset(dataset, blob.dtype, stored_shape, what)
         if blob.kind == "global array":
+            if not blob.shape:
+                raise CorruptCheckpoint(f"{what} is a global array of no dimension")
             starts = np.asarray(dataset.attrs["epochrun_block_starts"], dtype=np.uint64)
             counts = np.asarray(dataset.attrs["epochrun_block_counts"], dtype=np.uint64)
             blob.blocks = [
@@ -236,10 +375,18 @@ def _read_v3(f, layout, extents, recorded):
         if packed.dtype != np.uint8 or packed.ndim != 2 or packed.shape[0] != ranks:
             raise CorruptCheckpoint("pack /index/packed is not a uint8 table of one row per node")
         pack_row = packed.shape[1]
+        previous_end = 0
+        for offset, size in sorted((b.in_pack, b.size) for b in blobs if b.packed):
+            if offset < previous_end or offset > pack_row or size > pack_row - offset:
+                raise CorruptCheckpoint("pack /index/packed: packed blobs overlap or lie outside "
+                                        f"its rows of {pack_row} bytes")
+            previous_end = offset + size
         if packed.size:
             pack_offset = _offset(packed, "pack /index/packed")
             extents.append((pack_offset, packed.size))
     tables = []
+    checksums_offset = ragged_offset = row_bytes = 0
+    width = 1
     count = checksum_count(blobs, ranks)
     checksums = np.zeros(0, dtype=np.uint64)
     if count:
@@ -250,25 +397,27 @@ def _read_v3(f, layout, extents, recorded):
                 f"checksum table /index/xxh64 does not have the {count} rows its index needs"
             )
         checksums = table[()].astype(np.uint64)
-        tables.append((_offset(table, "checksum table /index/xxh64"), 8 * count))
+        checksums_offset = _offset(table, "checksum table /index/xxh64")
+        tables.append((checksums_offset, 8 * count))
     ragged = []
-    ragged_blobs = sum(1 for blob in blobs if blob.kind == "ragged")
+    ragged_blobs = [blob for blob in blobs if blob.kind == "ragged"]
     if ragged_blobs:
-        table = _child(index, "ragged", "ragged index /index/ragged")
-        _storage(table, "ragged index /index/ragged")
-        if table.shape != (ragged_blobs * ranks,):
-            raise CorruptCheckpoint("ragged index /index/ragged is not a table of ragged rows")
-        rows = table[()]
-        ragged = [[(tuple(int(n) for n in r["shape"][: int(r["ndim"])]), int(r["offset"]),
-                    int(r["size"])) for r in rows[k * ranks : (k + 1) * ranks]]
-                  for k in range(ragged_blobs)]
-        tables.append((_offset(table, "ragged index /index/ragged"), table.dtype.itemsize * table.shape[0]))
+        table = _child(index, "ragged", RAGGED_INDEX)
+        _storage(table, RAGGED_INDEX)
+        row_bytes = table.dtype.itemsize
+        if table.shape != (len(ragged_blobs) * ranks,) or row_bytes < 25 or (row_bytes - 17) % 8:
+            raise CorruptCheckpoint(f"{RAGGED_INDEX} is not a table of ragged rows")
+        width = (row_bytes - 17) // 8
+        ragged = ragged_values(table[()], width, ragged_blobs, ranks)
+        ragged_offset = _offset(table, RAGGED_INDEX)
+        tables.append((ragged_offset, row_bytes * table.shape[0]))
     # Files sealed as they are laid out (every file written now) record the tables the ranks
     # fill in as data extents; files sealed after their data step covered them with the
     # metadata hash instead.
     with_tables = sorted(extents + tables)
     extents[:] = with_tables if with_tables == sorted(recorded) else sorted(extents)
-    return StoredV3(blobs, pack_offset, pack_row, checksums, ragged)
+    return StoredV3(blobs, pack_offset, pack_row, checksums, ragged, width,
+                    (checksums_offset, ragged_offset, row_bytes))
 
 
 def assemble_v3(layout, stored):
@@ -287,12 +436,7 @@ def assemble_v3(layout, stored):
             what = f"dataset /nodes/{blob.name}, the value of node {node}"
             shape = blob.shape
             if rows is not None:
-                shape, at, size = rows[rank]
-                if value_bytes(blob.dtype, shape) != size or at + size > blob.size:
-                    raise CorruptCheckpoint(
-                        f"ragged index /index/ragged: a value of ragged blob '{blob.name}' lies "
-                        "outside its dataset or does not match its shape"
-                    )
+                shape, at, _ = rows[rank]
                 offset = blob.offset + at
             elif blob.packed:
                 offset = stored.pack_offset + rank * stored.pack_row + blob.in_pack
@@ -311,19 +455,6 @@ def assemble_v3(layout, stored):
         layout.arrays.append(ArrayLayout(blob.name, blob.dtype, blob.shape, blob.offset,
                                          blob.blocks, stored.checksums[at : at + count]))
         at += count
-
-
-def check_tiling(name, shape, blocks, what):
-    """The writer blocks cover the global shape exactly: inside it, and as many cells as it."""
-    cells = 0
-    for start, count in blocks:
-        if len(start) != len(shape) or len(count) != len(shape) or any(
-            s + c > n for s, c, n in zip(start, count, shape)
-        ):
-            raise CorruptCheckpoint(f"{what}: a writer block of '{name}' lies outside its shape")
-        cells += int(np.prod(count, dtype=np.uint64))
-    if cells != int(np.prod(shape, dtype=np.uint64)):
-        raise CorruptCheckpoint(f"{what}: the writer blocks of '{name}' do not tile its shape")
 
 
 def _read_v2(f, layout, extents):
@@ -398,7 +529,7 @@ def read_layout(fd, header):
         with h5py.File(f"/proc/self/fd/{fd}", "r") as f:
             _read_root(f, layout)
             if layout.format_version == 3:
-                stored = _read_v3(f, layout, extents, header.extents)
+                stored = _read_v3(f, layout, extents, header.extents, header.file_size)
                 assemble_v3(layout, stored)
             else:
                 {1: _read_v1, 2: _read_v2}[layout.format_version](f, layout, extents)

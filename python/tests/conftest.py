@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import xxhash
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))  # the package of this tree, not an installed one
@@ -92,3 +93,55 @@ def flip_byte(path, offset):
 
 def summary(path):
     return json.loads(Path(path).read_text())
+
+
+# The integrity header's fields (docs/FORMAT.md, "Inside a file"), for tests that forge one.
+def _u64(data, at):
+    return int.from_bytes(data[at : at + 8], "little")
+
+
+def _put_u64(data, at, value):
+    data[at : at + 8] = value.to_bytes(8, "little")
+
+
+def record_of(path):
+    """(version, the record's bytes) of the layout record of the file at `path`."""
+    data = Path(path).read_bytes()
+    head = 72 + 16 * _u64(data, 56)
+    assert data[head : head + 16] == b"EPOCHRUN-LAYOUT\n"
+    length = _u64(data, head + 24)
+    return _u64(data, head + 16), data[head + 48 : head + 48 + length]
+
+
+def write_record(path, version, record):
+    """Replaces the layout record of the file at `path` by `record` of `version`, both its
+    checksums recomputed (a forger's work: nothing a reader can tell from the writer's)."""
+    data = bytearray(Path(path).read_bytes())
+    head = 72 + 16 * _u64(data, 56)
+    user_block = _u64(data, 32)
+    data[head + 48 : user_block] = bytes(user_block - head - 48)
+    data[head + 48 : head + 48 + len(record)] = record
+    _put_u64(data, head + 16, version)
+    _put_u64(data, head + 24, len(record))
+    _put_u64(data, head + 32, xxhash.xxh64_intdigest(record))
+    _put_u64(data, head + 40, xxhash.xxh64_intdigest(bytes(data[head : head + 40])))
+    Path(path).write_bytes(bytes(data))
+
+
+def reseal(path):
+    """Records the file's size and the hash of its metadata as they are now in its integrity
+    header, and the header's own checksum (a forger's work after changing the metadata); the
+    layout record stays as it was written, bound to the metadata hash of the time."""
+    data = bytearray(Path(path).read_bytes())
+    user_block, count = _u64(data, 32), _u64(data, 56)
+    extents = [(_u64(data, 64 + 16 * i), _u64(data, 72 + 16 * i)) for i in range(count)]
+    state, position = xxhash.xxh64(), user_block
+    for offset, length in extents:
+        state.update(bytes(data[position:offset]))
+        position = offset + length
+    state.update(bytes(data[position:]))
+    _put_u64(data, 40, len(data))
+    _put_u64(data, 48, state.intdigest())
+    hashed = 64 + 16 * count
+    _put_u64(data, hashed, xxhash.xxh64_intdigest(bytes(data[:hashed])))
+    Path(path).write_bytes(bytes(data))

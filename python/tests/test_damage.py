@@ -1,17 +1,17 @@
 """A damaged file is refused, naming the file, the blob and the node in the words of
 `epochrun inspect --verify`, and the package's listing of a damaged directory is epochrun's,
 line for line: a byte in a writer block of a global array, in one node's row of a per-node
-blob, in the checksum table and in the blob index."""
+blob, in the checksum table and in the blob index; a forged layout record and a newer format
+version are judged as epochrun judges them."""
 
 import subprocess
 import sys
 
 import h5py
 import pytest
-import xxhash
 
 import epochrun
-from conftest import ROOT, epochrun_cli, flip_byte
+from conftest import ROOT, epochrun_cli, flip_byte, record_of, reseal, write_record
 
 
 def listings(directory):
@@ -132,24 +132,138 @@ def test_a_truncated_file_is_refused_as_epochrun_refuses_it(copy_of):
     assert f"the file has {size - 100} bytes, {size} were committed" in python[1]
 
 
-def test_a_forged_layout_record_is_refused_as_epochrun_refuses_it(copy_of):
-    # The record changed and both its checksums recomputed (a forger's work, not damage): it no
-    # longer says what the HDF5 metadata says.
+def forge_job(record):
+    """The record with its job renamed: a forger's edit, which no checksum can tell."""
+    at = record.index(b"heat_diffusion")
+    return record[:at] + b"H" + record[at + 1 :]
+
+
+def test_a_forged_record_written_beside_other_metadata_is_refused_as_epochrun_refuses_it(copy_of):
+    # A version 2 record that names another metadata hash than the file's is not believed: the
+    # file is read with h5py, and the record no longer says what the HDF5 metadata says.
     directory = copy_of("heat")
     file = directory / "epoch-000003.h5"
-    data = bytearray(file.read_bytes())
-    extents = int.from_bytes(data[56:64], "little")
-    head = 72 + 16 * extents
-    assert data[head : head + 16] == b"EPOCHRUN-LAYOUT\n"
-    length = int.from_bytes(data[head + 24 : head + 32], "little")
-    record = head + 48
-    at = data.index(b"heat_diffusion", record, record + length)
-    data[at] = ord("H")
-    data[head + 32 : head + 40] = xxhash.xxh64_intdigest(bytes(data[record : record + length])).to_bytes(8, "little")
-    data[head + 40 : head + 48] = xxhash.xxh64_intdigest(bytes(data[head : head + 40])).to_bytes(8, "little")
-    file.write_bytes(bytes(data))
+    version, record = record_of(file)
+    assert version == 2
+    other = (int.from_bytes(record[:8], "little") ^ 1).to_bytes(8, "little")
+    write_record(file, 2, other + forge_job(record[8:]))
     cpp, python = listings(directory)
     assert cpp == python and cpp[0] == 3
     with pytest.raises(epochrun.CorruptCheckpoint) as error:
         epochrun.open(directory).epoch(3)
-    assert str(error.value) == f"checkpoint {file}: its layout record does not match its HDF5 metadata"
+    assert str(error.value) == (f"checkpoint {file}: its layout record does not match its HDF5 "
+                                "metadata")
+
+
+def test_a_record_bound_to_the_files_metadata_is_what_every_reader_reads(copy_of, monkeypatch):
+    # The record names the metadata hash just verified: both readers take the layout from it,
+    # without h5py, and so both believe even a forged job name (only a forger who recomputes the
+    # record's checksums can make one; readers of the HDF5 metadata alone see the difference).
+    directory = copy_of("heat")
+    file = directory / "epoch-000003.h5"
+    _, record = record_of(file)
+    write_record(file, 2, forge_job(record))
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 0
+
+    def no_hdf5(*_):
+        raise AssertionError("h5py read a file whose layout record is bound to its metadata")
+
+    monkeypatch.setattr(epochrun.judge, "read_layout", no_hdf5)
+    with epochrun.open(directory).epoch(3) as checkpoint:
+        assert checkpoint.job == "Heat_diffusion"
+        assert checkpoint.array("field").shape == (48, 40)
+    with h5py.File(file, "r") as f:
+        assert f.attrs["job"] == "heat_diffusion"
+
+
+def test_a_version_1_record_is_checked_against_the_hdf5_metadata(copy_of):
+    # Version 1 records (written from 26 to 28 November 2026) name no metadata hash: their files
+    # are read with h5py, the record checked against it -- intact, then forged.
+    directory = copy_of("heat")
+    file = directory / "epoch-000003.h5"
+    _, record = record_of(file)
+    write_record(file, 1, record[8:])
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 0
+    with epochrun.open(directory).epoch(3) as checkpoint:
+        assert checkpoint.job == "heat_diffusion"
+    write_record(file, 1, forge_job(record[8:]))
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    assert "its layout record does not match its HDF5 metadata" in python[1]
+
+
+def test_a_version_2_record_too_short_for_its_metadata_hash_is_damage(copy_of):
+    directory = copy_of("heat")
+    file = directory / "epoch-000003.h5"
+    write_record(file, 2, b"\x00" * 7)
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    assert ("integrity header: the layout record is too short for the metadata hash it begins "
+            "with") in python[1]
+
+
+def test_a_newer_format_version_is_corrupt_and_latest_goes_back_past_it(copy_of):
+    # A forger's format_version 4, the header sealed again: its record names the metadata of
+    # before, so every reader reads the root attributes with HDF5 and refuses the version.
+    directory = copy_of("heat")
+    file = directory / "epoch-000005.h5"
+    with h5py.File(file, "r+") as f:
+        f.attrs.modify("format_version", 4)
+    reseal(file)
+    words = (f"checkpoint {file}: format version 4 is not one this epochrun reads (1 to 3): it "
+             "was written by a newer epochrun; load it with that version")
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    assert f"CORRUPT: {words}" in python[1]
+    reader = epochrun.open(directory)
+    with pytest.warns(UserWarning, match="skipping corrupt checkpoint of epoch 5"):
+        with reader.latest() as checkpoint:
+            assert checkpoint.epoch == 4
+    assert reader.skipped == [(5, words)]
+
+
+@pytest.mark.parametrize("attribute, row, value, words", [
+    ("epochrun_block_starts", 1, 23, "global array 'field': rank 0's block [0:24, 0:40] and rank "
+     "1's block [23:47, 0:40] overlap in [23:24, 0:40]"),
+    ("epochrun_block_counts", 1, 23, "global array 'field' of shape [48, 40]: the blocks of the 2 "
+     "ranks hold 1880 of its 1920 elements; no rank's block holds [47:48, 0:40] (next to the "
+     "blocks of ranks 1)"),
+    ("epochrun_block_counts", 1, 25, "global array 'field' of shape [48, 40]: rank 1's block "
+     "[24:49, 0:40] reaches outside it"),
+])
+def test_writer_blocks_that_do_not_tile_the_array_are_refused_in_epochruns_words(
+        copy_of, attribute, row, value, words):
+    # A forger's writer blocks, the header sealed again: read with HDF5 (the record names the
+    # metadata of before), they are refused as epochrun's check_tiling refuses them.
+    directory = copy_of("heat")
+    file = directory / "epoch-000005.h5"
+    with h5py.File(file, "r+") as f:
+        table = f["arrays/field"].attrs[attribute]
+        table[row, 0] = value
+        f["arrays/field"].attrs.modify(attribute, table)
+    reseal(file)
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    assert f"CORRUPT: checkpoint {file}: dataset /arrays/field: {words}" in python[1]
+
+
+@pytest.mark.parametrize("column, value, words", [
+    ("kind", 7, "blob 'field' is of no known kind (7)"),
+    ("size", 8, "blob 'field' says 8 bytes, its dtype and shape 15360"),
+    ("name", b"fi/ld", "invalid blob name 'fi/ld': it contains a path separator"),
+])
+def test_a_forged_blob_index_row_is_refused_in_epochruns_words(copy_of, column, value, words):
+    # A forger's row of /index/blobs, the header sealed again: read with HDF5 (the record names
+    # the metadata of before), the row is refused as epochrun's reader refuses it.
+    directory = copy_of("heat")
+    file = directory / "epoch-000005.h5"
+    with h5py.File(file, "r+") as f:
+        rows = f["index/blobs"][()]
+        rows[column][list(rows["name"]).index(b"field")] = value
+        f["index/blobs"][...] = rows
+    reseal(file)
+    cpp, python = listings(directory)
+    assert cpp == python and cpp[0] == 3
+    assert f"CORRUPT: checkpoint {file}: blob index /index/blobs: {words}" in python[1]

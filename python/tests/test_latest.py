@@ -1,6 +1,6 @@
 """latest() chooses what `--resume-from-epoch latest` chooses on the same damaged directory:
-the newest epoch that verifies, the damaged newer ones skipped (and named), and an epoch whose
-HDF5 metadata alone is damaged taken, as a resume (which reads the layout record) takes it."""
+the newest epoch that verifies, the damaged newer ones skipped (and named) -- an epoch whose HDF5
+metadata alone is damaged included, in the words of the runner and of `epochrun inspect`."""
 
 import warnings
 
@@ -8,7 +8,7 @@ import h5py
 import pytest
 
 import epochrun
-from conftest import HEAT, flip_byte, run_job, summary
+from conftest import HEAT, epochrun_cli, flip_byte, run_job, summary
 
 
 def damage_field(file, row):
@@ -36,6 +36,8 @@ def test_latest_skips_what_the_runner_skips_and_takes_what_it_resumes_from(copy_
                 "--num-epochs", "4", "--summary-json", str(tmp_path / "summary.json")], tmp_path)
     ran = summary(tmp_path / "summary.json")
     assert ran["resumed_from"] == chosen
+    # Epochs only: a damaged value is found by the ranks that load it, in the words of each
+    # reader's own read (inspect's and this package's say which block, the runner's which rank).
     assert [s["epoch"] for s in ran["skipped_corrupt_checkpoints"]] == skipped
 
 
@@ -57,21 +59,31 @@ def test_a_directory_of_only_damaged_checkpoints_has_no_latest(copy_of):
             epochrun.open(directory).latest()
 
 
-def test_a_file_whose_hdf5_metadata_alone_is_damaged_is_taken_as_a_resume_takes_it(copy_of, tmp_path):
-    # A resume reads the layout record, not the HDF5 metadata: a byte of the blob index damaged
-    # leaves the epoch loadable (inspect calls it corrupt, and so does epoch(N)).
+def test_an_epoch_whose_hdf5_metadata_alone_is_damaged_is_skipped_as_the_runner_skips_it(
+        copy_of, tmp_path):
+    # Every reader verifies the metadata hash before it believes the layout record, a resume's
+    # included: a byte of the blob index damaged refuses the epoch on every path, in one wording.
     directory = copy_of("heat")
     file = directory / "epoch-000005.h5"
     with h5py.File(file, "r") as f:
         offset = f["index/blobs"].id.get_offset()
     flip_byte(file, offset + 1)
+    words = f"checkpoint {file}: its HDF5 metadata does not match the checksum recorded at commit"
     reader = epochrun.open(directory)
-    with pytest.raises(epochrun.CorruptCheckpoint, match="its HDF5 metadata does not match"):
+    with pytest.raises(epochrun.CorruptCheckpoint) as error:
         reader.epoch(5)
-    with reader.latest() as checkpoint:
-        assert (checkpoint.epoch, reader.skipped) == (5, [])
-        assert checkpoint.array("field").shape == (48, 40)
+    assert str(error.value) == words
+    with pytest.warns(UserWarning) as warned:
+        with reader.latest() as checkpoint:
+            assert checkpoint.epoch == 4
+    assert [str(w.message) for w in warned] == [f"skipping corrupt checkpoint of epoch 5: {words}"]
+    assert reader.skipped == [(5, words)]
+    inspected = epochrun_cli("inspect", directory, "--verify", check=False)
+    assert inspected.returncode == 3 and f"CORRUPT: {words}" in inspected.stdout
+
     run_job(2, [*HEAT, "--checkpoint-dir", str(directory), "--resume-from-epoch", "latest",
                 "--num-epochs", "6", "--summary-json", str(tmp_path / "summary.json")], tmp_path)
     ran = summary(tmp_path / "summary.json")
-    assert (ran["resumed_from"], ran["skipped_corrupt_checkpoints"]) == (5, [])
+    # The judge's words, after the runner's own context.
+    assert (ran["resumed_from"], ran["skipped_corrupt_checkpoints"]) == (
+        4, [{"epoch": 5, "error": f"load epoch 5: {words}"}])
