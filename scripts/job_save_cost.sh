@@ -32,9 +32,11 @@ mkdir -p "$dir"
 # MIB_PER_RANK MiB per rank: rows of 1024 f64 cells (8 KiB) for RANKS ranks.
 rows=$((mib * 128 * ranks))
 now() { date +%s.%N; }
-run() {  # checkpoints|none: prints the run's wall seconds
+run() {  # checkpoints|none [RUN-OPTIONS...]: prints the run's wall seconds
+  mode=$1
+  shift
   rm -rf "$dir/ck"
-  if [ "$1" = checkpoints ]; then flags="--checkpoint-dir $dir/ck --keep-last 2"; else flags=--no-checkpoints; fi
+  if [ "$mode" = checkpoints ]; then flags="--checkpoint-dir $dir/ck --keep-last 2"; else flags=--no-checkpoints; fi
   start=$(now)
   # shellcheck disable=SC2086
   mpirun -np "$ranks" "$epochrun" run --job heat_diffusion --heat_diffusion.rows "$rows" \

@@ -364,46 +364,8 @@ TEST_F(CheckpointV3Test, EachArrayPathWritesTheSameFileByteForByte) {
   EXPECT_TRUE(loaded.get("field") == workspace_of(world.rank(), 3).get("field"));
 }
 
-// Blocks that interleave (the field split in 3 bands of columns: a run per row each) are written
-// by each rank run by run, or collectively: the same file again, and it loads back.
-TEST_F(CheckpointV3Test, InterleavedBlocksWrittenByEachRankMakeTheCollectiveWritesFile) {
-  ASSERT_EQ(world.size(), 3);
-  auto columns = std::make_shared<std::vector<Block>>();
-  for (int rank = 0; rank < 3; ++rank) {
-    columns->push_back(grid_block(kField, {1, 3}, rank));
-  }
-  auto workspace = workspace_of(world.rank(), 3);
-  workspace.put("field", block_of_field(columns->at(static_cast<std::size_t>(world.rank()))));
-  const auto save_as = [&](ArrayIo array_io, const std::filesystem::path& into) {
-    auto blobs = saved_blobs(workspace, 3);
-    for (auto& blob : blobs) {
-      if (blob.kind == StorageKind::kGlobalArray) {
-        blob.blocks = columns;
-      }
-    }
-    auto pending = PendingCheckpointV3::begin(into, world, root_for(7, 3), std::move(blobs),
-                                              kTimeout, ArrayIoOptions{array_io, {}});
-    pending.write_data();
-    pending.write_arrays();
-    pending.finish();
-    return pending.array_paths().at(0).second;
-  };
-  const auto by_mpiio = directory / "mpiio.h5";
-  EXPECT_EQ(save_as(ArrayIo::kDirect, file), ArrayPath::kIndependent);
-  EXPECT_EQ(save_as(ArrayIo::kMpiIo, by_mpiio), ArrayPath::kMpiIo);
-  world.barrier();
-  if (world.is_root()) {
-    EXPECT_TRUE(read_file(file) == read_file(by_mpiio)) << "the files differ";
-  }
-  auto wanted = request(7, 3);
-  wanted.array_blocks["field"] = *columns;
-  Workspace loaded;
-  load_checkpoint_v3(file, world, wanted, loaded, kTimeout);
-  EXPECT_TRUE(loaded.get("field") == workspace.get("field"));
-}
-
-// A 2-D grid of blocks (4 ranks of the field as 2 x 2) interleaves them: small ones are written by
-// each rank run by run on a file system that takes it, large ones by the collective write.
+// A 2-D grid of blocks (4 ranks of the field as 2 x 2) interleaves them: even asked for the direct
+// path, the field takes the collective write.
 TEST(ArrayPath, InterleavedBlocksTakeTheCollectiveWrite) {
   const Shape field{8, 6};
   std::vector<Block> grid;
@@ -412,29 +374,12 @@ TEST(ArrayPath, InterleavedBlocksTakeTheCollectiveWrite) {
     grid.push_back(grid_block(field, {2, 2}, rank));
     bands.push_back(grid_block(field, {4, 1}, rank));
   }
-  EXPECT_EQ(choose_array_path(ArrayIo::kDirect, field, grid, 8, false), ArrayPath::kIndependent);
-  EXPECT_EQ(choose_array_path(ArrayIo::kAuto, field, grid, 8, true), ArrayPath::kIndependent);
-  EXPECT_EQ(choose_array_path(ArrayIo::kAuto, field, grid, 8, false), ArrayPath::kMpiIo);
-  EXPECT_EQ(choose_array_path(ArrayIo::kDirect, field, bands, 8, false), ArrayPath::kDirect);
-  EXPECT_EQ(choose_array_path(ArrayIo::kAuto, field, bands, 8, true), ArrayPath::kDirect);
-  EXPECT_EQ(choose_array_path(ArrayIo::kAuto, field, bands, 8, false), ArrayPath::kMpiIo);
-  EXPECT_EQ(choose_array_path(ArrayIo::kMpiIo, field, bands, 8, true), ArrayPath::kMpiIo);
-  // Blocks of a grid over 4 MiB each: aggregation is worth the collective write, unless the
-  // user asks for each rank's own writes.
-  const Shape large{2048, 2048};
-  std::vector<Block> large_grid;
-  for (int rank = 0; rank < 4; ++rank) {
-    large_grid.push_back(grid_block(large, {2, 2}, rank));
-  }
-  EXPECT_EQ(choose_array_path(ArrayIo::kAuto, large, large_grid, 8, true), ArrayPath::kMpiIo);
-  EXPECT_EQ(choose_array_path(ArrayIo::kDirect, large, large_grid, 8, true),
-            ArrayPath::kIndependent);
-  // A 2 x 2 block of a 4 x 6 array at [1, 2]: a run per row, in the block's order.
-  using Runs = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
-  EXPECT_EQ(block_runs(Shape{4, 6}, Block{{1, 2}, {2, 2}}), (Runs{{8, 2}, {14, 2}}));
-  EXPECT_EQ(block_runs(Shape{2, 2, 3}, Block{{0, 1, 1}, {2, 1, 2}}), (Runs{{4, 2}, {10, 2}}));
-  EXPECT_EQ(block_runs(field, Block{{2, 0}, {3, 6}}), (Runs{{12, 18}}));
-  EXPECT_TRUE(block_runs(field, Block{{0, 0}, {0, 6}}).empty());
+  EXPECT_EQ(choose_array_path(ArrayIo::kDirect, field, grid, true), ArrayPath::kMpiIo);
+  EXPECT_EQ(choose_array_path(ArrayIo::kAuto, field, grid, true), ArrayPath::kMpiIo);
+  EXPECT_EQ(choose_array_path(ArrayIo::kDirect, field, bands, false), ArrayPath::kDirect);
+  EXPECT_EQ(choose_array_path(ArrayIo::kAuto, field, bands, true), ArrayPath::kDirect);
+  EXPECT_EQ(choose_array_path(ArrayIo::kAuto, field, bands, false), ArrayPath::kMpiIo);
+  EXPECT_EQ(choose_array_path(ArrayIo::kMpiIo, field, bands, true), ArrayPath::kMpiIo);
   // Row-major runs: a band of whole rows, one row's part, one plane of a 3-D array.
   EXPECT_EQ(contiguous_start(field, Block{{2, 0}, {3, 6}}), std::optional<std::uint64_t>(12));
   EXPECT_EQ(contiguous_start(field, Block{{5, 1}, {1, 4}}), std::optional<std::uint64_t>(31));

@@ -1,7 +1,7 @@
 // How a global array's bytes reach the shared checkpoint file in a save (`--array-io`): each
-// rank writes its own block itself (with direct I/O where the block is one contiguous range of
-// the dataset's bytes, row by row where it is not); or the ranks write together with one
-// collective MPI-IO call. Either way a save stays one collective operation into one file, and
+// rank writes its block itself, with direct I/O, where the block is one contiguous range of the
+// dataset's bytes (a band of whole rows); or the ranks write together with one collective
+// MPI-IO call. Either way a save stays one collective operation into one file, and
 // the file's bytes, checksums and layout are the same (docs/FORMAT.md, "How a global array is
 // written").
 #pragma once
@@ -12,11 +12,11 @@
 namespace epochrun {
 
 enum class ArrayIo {
-  // On a file system known to take several processes' writes into one file safely (a local
-  // ext4 or XFS): each rank its own block, directly for row bands, row by row for blocks of a
-  // 2-D grid of up to 4 MiB; collective MPI-IO for larger interleaved blocks and elsewhere.
+  // Direct per-rank writes where every rank's block is contiguous (row bands) and the file
+  // system is one known to take them safely (a local ext4 or XFS); collective MPI-IO otherwise.
   kAuto,
-  // Each rank its own block on any file system (the user vouches for it).
+  // Direct per-rank writes wherever every rank's block is contiguous, whatever the file system
+  // (the user vouches for it); collective MPI-IO for interleaved blocks.
   kDirect,
   // Always the collective MPI-IO write (two-phase I/O through the page cache).
   kMpiIo,

@@ -6,15 +6,7 @@
 namespace epochrun {
 
 const char* array_path_name(ArrayPath path) {
-  switch (path) {
-    case ArrayPath::kDirect:
-      return "direct";
-    case ArrayPath::kIndependent:
-      return "independent";
-    case ArrayPath::kMpiIo:
-      break;
-  }
-  return "mpiio";
+  return path == ArrayPath::kDirect ? "direct" : "mpiio";
 }
 
 std::optional<std::uint64_t> contiguous_start(const Shape& global_shape, const Block& block) {
@@ -39,57 +31,20 @@ std::optional<std::uint64_t> contiguous_start(const Shape& global_shape, const B
   return first;
 }
 
-std::vector<std::pair<std::uint64_t, std::uint64_t>> block_runs(const Shape& global_shape,
-                                                                const Block& block) {
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;
-  if (block.element_count() == 0) {
-    return runs;
-  }
-  if (const auto start = contiguous_start(global_shape, block)) {
-    runs.emplace_back(*start, block.element_count());
-    return runs;
-  }
-  // A run per index of every dimension but the last: odometer over the leading dimensions.
-  const std::size_t last = global_shape.size() - 1;
-  Shape at(block.start.begin(), block.start.end() - 1);
-  while (true) {
-    std::uint64_t first = 0;
-    for (std::size_t d = 0; d < last; ++d) {
-      first = first * global_shape[d] + at[d];
-    }
-    runs.emplace_back(first * global_shape[last] + block.start[last], block.count[last]);
-    std::size_t d = last;
-    while (d > 0 && ++at[d - 1] == block.start[d - 1] + block.count[d - 1]) {
-      at[d - 1] = block.start[d - 1];
-      --d;
-    }
-    if (d == 0) {
-      return runs;
-    }
-  }
-}
-
 bool direct_writes_safe(const FileSystemKind& kind) {
   constexpr std::string_view kSafe[] = {"ext4", "xfs"};
   return kind.local && std::find(std::begin(kSafe), std::end(kSafe), kind.name) != std::end(kSafe);
 }
 
 ArrayPath choose_array_path(ArrayIo requested, const Shape& global_shape,
-                            const std::vector<Block>& blocks, std::size_t element_bytes,
-                            bool file_system_safe) {
+                            const std::vector<Block>& blocks, bool file_system_safe) {
   if (requested == ArrayIo::kMpiIo || (requested == ArrayIo::kAuto && !file_system_safe)) {
     return ArrayPath::kMpiIo;
   }
   const bool contiguous = std::all_of(blocks.begin(), blocks.end(), [&](const Block& block) {
     return contiguous_start(global_shape, block).has_value();
   });
-  if (contiguous) {
-    return ArrayPath::kDirect;
-  }
-  const bool small = std::all_of(blocks.begin(), blocks.end(), [&](const Block& block) {
-    return block.element_count() * element_bytes <= kIndependentBlockBytes;
-  });
-  return requested == ArrayIo::kDirect || small ? ArrayPath::kIndependent : ArrayPath::kMpiIo;
+  return contiguous ? ArrayPath::kDirect : ArrayPath::kMpiIo;
 }
 
 }  // namespace epochrun

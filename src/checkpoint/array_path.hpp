@@ -8,21 +8,19 @@
 // nothing to aggregate. Such a block is written by its rank alone (kDirect), in the save's data
 // step, at the dataset's offset, with direct I/O where memory and file offset are page-aligned,
 // hashed on the way, made durable with the rank's own fsync: no page cache, no collective call,
-// and on a background thread no CPU taken from the job. A small block of a 2-D grid
-// (interleaved: a run of bytes per row) is written by its rank alone too (kIndependent), one
-// pwrite per run through the page cache: on one host's file system the page cache merges the
-// ranks' runs, and two-phase aggregation has nothing to gain for a few MiB while a collective
-// write costs an open, a write, a sync and a close, each collective (at 96 ranks on 2 cores,
-// about 100 ms a save). Large interleaved blocks, where aggregation matters, and file systems
-// where writes of one file from several clients are unsafe or unknown (NFS, FUSE/GlusterFS,
-// Lustre, anything unrecognised) take the collective MPI-IO write (kMpiIo). The bytes, the
-// checksums and the layout are the same either way.
+// and on a background thread no CPU taken from the job. Interleaved blocks (2-D grids), where
+// two-phase aggregation matters, and file systems where writes of one file from several
+// clients are unsafe or unknown (NFS, FUSE/GlusterFS, Lustre, anything unrecognised) take the
+// collective MPI-IO write (kMpiIo). (Interleaved blocks written by each rank, a run per row
+// through the page cache, were tried and dropped: at 96 ranks on 2 cores, eight ranks' runs
+// share each page and their writes queued on the page locks, 0.86 s a save of 64 KiB per rank
+// against 0.31 s collectively, docs/benchmarks.md.) The bytes, the checksums and the layout are
+// the same either way.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "epochrun/array_io.hpp"
@@ -39,11 +37,7 @@ struct ArrayIoOptions {
 };
 
 // The path one global array took in a save.
-enum class ArrayPath { kDirect, kIndependent, kMpiIo };
-
-// The largest block of an interleaved array that --array-io auto writes rank by rank: above it,
-// the collective write's aggregation into large requests is worth its fixed cost.
-inline constexpr std::uint64_t kIndependentBlockBytes = 4 << 20;
+enum class ArrayPath { kDirect, kMpiIo };
 
 const char* array_path_name(ArrayPath path);
 
@@ -52,23 +46,15 @@ const char* array_path_name(ArrayPath path);
 // nullopt for an interleaved block. An empty block is contiguous (at 0: it writes nothing).
 std::optional<std::uint64_t> contiguous_start(const Shape& global_shape, const Block& block);
 
-// The runs of contiguous elements `block` of a row-major array of `global_shape` is made of, in
-// the block's own row-major order: (first element's index in the array, elements) each. One run
-// for a contiguous block, none for an empty one.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> block_runs(const Shape& global_shape,
-                                                                const Block& block);
-
 // Whether `kind`, the file system of the file being saved, takes direct writes of one file from
 // several processes safely: a file system of this host's own disks that is known to (ext4,
 // XFS). Not a network or FUSE file system, not tmpfs (no direct I/O), not an unknown one.
 bool direct_writes_safe(const FileSystemKind& kind);
 
-// The path of an array of `element_bytes` elements whose blocks (index = rank) are `blocks`, on
-// a file system for which direct_writes_safe said `file_system_safe`: kMpiIo when asked for, or
-// with auto on an unsafe file system or for interleaved blocks over kIndependentBlockBytes;
-// otherwise kDirect for contiguous blocks and kIndependent for interleaved ones.
+// The path of an array whose blocks (index = rank) are `blocks`, on a file system for which
+// direct_writes_safe said `file_system_safe`: kDirect when every block is contiguous and either
+// the file system is safe or the user asked for direct writes; kMpiIo otherwise.
 ArrayPath choose_array_path(ArrayIo requested, const Shape& global_shape,
-                            const std::vector<Block>& blocks, std::size_t element_bytes,
-                            bool file_system_safe);
+                            const std::vector<Block>& blocks, bool file_system_safe);
 
 }  // namespace epochrun

@@ -288,8 +288,7 @@ void CheckpointSaver::note_array_paths(const DirectorySave& save, SaveOutcome& o
   }
   spdlog::info(
       "global arrays written {} (--array-io {}; direct: each rank writes its band of whole rows "
-      "itself, with direct I/O; independent: each rank writes its block's rows itself; mpiio: "
-      "one collective MPI-IO write)",
+      "itself, with direct I/O; mpiio: one collective MPI-IO write)",
       fmt::join(paths, ", "), array_io_name(options_.arrays.path));
   const bool collective =
       std::any_of(outcome.array_paths.begin(), outcome.array_paths.end(),

@@ -404,8 +404,7 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
   for (const auto& blob : pending.description_.blobs) {
     pending.paths_.push_back(blob.kind == StorageKind::kGlobalArray
                                  ? choose_array_path(pending.arrays_.path, blob.shape,
-                                                     blob.writer_blocks, element_size(blob.dtype),
-                                                     carried[safe_at] != 0)
+                                                     blob.writer_blocks, carried[safe_at] != 0)
                                  : ArrayPath::kMpiIo);
   }
   return pending;
@@ -487,27 +486,6 @@ PendingCheckpointV3::ValueSums PendingCheckpointV3::write_values(int fd, Streami
           sums.arrays.emplace_back(checksum_offsets[i] + 8 * rank, writer.write(at, view));
           sums.array_ranges.emplace_back(at, view.bytes.size());
           bytes_written_ += view.bytes.size();
-        } else if (paths_[i] == ArrayPath::kIndependent) {
-          fault_point("save-write-array", epoch_);
-          // A run of the block's bytes per row, each at its place (small: through the cache);
-          // the checksum is the block's, in its own row-major order, as on every path.
-          const auto element = element_size(where.dtype);
-          std::size_t at = 0;
-          const auto runs = block_runs(where.shape, where.writer_blocks[rank]);
-          for (const auto& [first, count] : runs) {
-            write_at(fd, layout_.offsets[i] + first * element,
-                     view.bytes.subspan(at, count * element), file_.string());
-            at += count * element;
-          }
-          if (!runs.empty()) {
-            sums.array_ranges.emplace_back(
-                layout_.offsets[i] + runs.front().first * element,
-                (runs.back().first + runs.back().second - runs.front().first) * element);
-          }
-          sums.arrays.emplace_back(
-              checksum_offsets[i] + 8 * rank,
-              view.xxh64 ? *view.xxh64 : XXH64(view.bytes.data(), view.bytes.size(), 0));
-          bytes_written_ += view.bytes.size();
         }
         break;  // otherwise write_arrays
     }
@@ -542,9 +520,9 @@ void PendingCheckpointV3::write_data() noexcept {
   try {
     fault_point("save-create", epoch_);
     // A global array's block that goes out in write_arrays' collective write, which hashes it
-    // but must not fail on one rank alone, or in runs of its rows, is verified here when it was
-    // read from a copy, and a mismatch fails the save in finish() like any other write. A
-    // directly written block is verified as it streams, as every other blob is.
+    // but must not fail on one rank alone, is verified here when it was read from a copy, and a
+    // mismatch fails the save in finish() like any other write. A directly written block is
+    // verified as it streams, as every other blob is.
     for (std::size_t i = 0; i < blobs_.size(); ++i) {
       const auto& view = blobs_[i].view;
       if (blobs_[i].kind == StorageKind::kGlobalArray && paths_[i] != ArrayPath::kDirect &&

@@ -60,10 +60,10 @@ po::options_description general_options(GeneralOptions& o) {
       "run without the checkpoint directory lock (for file systems without flock, or whose flock "
       "does not hold between hosts): no other run may use the directory meanwhile")(
       "array-io", po::value(&o.array_io)->default_value(o.array_io),
-      "how a save writes global arrays: auto (on a local ext4 or XFS each rank writes its own "
-      "block: a band of whole rows with direct I/O, a block of a 2-D grid of up to 4 MiB row by "
-      "row; one collective MPI-IO write otherwise), direct (each rank its own block, on any "
-      "file system), mpiio (always the collective MPI-IO write) (recorded in every checkpoint)")(
+      "how a save writes global arrays: auto (each rank its band of whole rows with direct I/O "
+      "on a local ext4 or XFS, one collective MPI-IO write otherwise), direct (each rank its "
+      "band of whole rows with direct I/O on any file system), mpiio (always the collective "
+      "MPI-IO write); blocks of a 2-D grid always take MPI-IO (recorded in every checkpoint)")(
       "mpi-io-hint", po::value(&o.mpi_io_hints)->composing(),
       "KEY=VALUE: an MPI-IO hint for the collective writes and reads of global arrays "
       "(romio_cb_write, romio_cb_read, cb_nodes, cb_buffer_size, striping_factor, "
