@@ -1,5 +1,6 @@
 #include "checkpoint_saver.hpp"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
