@@ -1,10 +1,10 @@
 // Everything a job or an embedding program needs.
 #pragma once
 
+#include "epochrun/array_io.hpp"
 #include "epochrun/blob.hpp"
 #include "epochrun/blob_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
-#include "epochrun/array_io.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/epoch_limiter.hpp"
