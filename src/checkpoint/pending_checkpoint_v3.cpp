@@ -506,8 +506,8 @@ bool PendingCheckpointV3::has_values_to_write() const {
           return true;
         }
         break;
-      case StorageKind::kGlobalArray:  // written in the data step unless collectively
-        if (paths_[i] != ArrayPath::kMpiIo) {
+      case StorageKind::kGlobalArray:
+        if (!written_collectively(i)) {
           return true;
         }
         break;
@@ -525,8 +525,7 @@ void PendingCheckpointV3::write_data() noexcept {
     // verified as it streams, as every other blob is.
     for (std::size_t i = 0; i < blobs_.size(); ++i) {
       const auto& view = blobs_[i].view;
-      if (blobs_[i].kind == StorageKind::kGlobalArray && paths_[i] != ArrayPath::kDirect &&
-          view.expected_xxh64 &&
+      if (written_collectively(i) && view.expected_xxh64 &&
           XXH64(view.bytes.data(), view.bytes.size(), 0) != *view.expected_xxh64) {
         throw Error(file_.string() + ": global array '" + view.name +
                     "' read back from its copy does not hash as it was made (the copy changed "
@@ -548,8 +547,7 @@ void PendingCheckpointV3::write_data() noexcept {
     bool direct = false;
     for (std::size_t i = 0; i < blobs_.size(); ++i) {
       direct = direct ||
-               (StreamingWriter::may_write_directly(blobs_[i].view) &&
-                (blobs_[i].kind != StorageKind::kGlobalArray || paths_[i] == ArrayPath::kDirect));
+               (StreamingWriter::may_write_directly(blobs_[i].view) && !written_collectively(i));
     }
     auto direct_fd = direct ? open_for_direct_writing(file_) : FileDescriptor(-1);
     StreamingWriter writer(fd.get(), direct_fd.get(), file_.string());
@@ -599,12 +597,9 @@ void PendingCheckpointV3::write_data() noexcept {
 
 void PendingCheckpointV3::write_arrays() {
   const auto& described = description_.blobs;
-  const auto collective = [&](std::size_t i) {
-    return described[i].kind == StorageKind::kGlobalArray && paths_[i] == ArrayPath::kMpiIo;
-  };
   bool any = false;
   for (std::size_t i = 0; i < described.size(); ++i) {
-    any = any || collective(i);
+    any = any || written_collectively(i);
   }
   if (!any) {
     return;  // no collective open, write or sync: the data step wrote every array
@@ -620,7 +615,7 @@ void PendingCheckpointV3::write_arrays() {
   try {
     for (std::size_t i = 0; i < described.size(); ++i) {
       const auto& where = described[i];
-      if (!collective(i)) {
+      if (!written_collectively(i)) {
         continue;
       }
       const auto rank = static_cast<std::size_t>(comm_.rank());

@@ -114,6 +114,12 @@ class PendingCheckpointV3 {
     // dropped from the page cache as the collective path drops its own (MpiIoFile).
     std::vector<std::pair<std::uint64_t, std::uint64_t>> array_ranges;
   };
+  // Whether blob `i` (description order) is a global array that write_arrays writes with the
+  // collective MPI-IO write; every other blob's bytes go out in the data step.
+  bool written_collectively(std::size_t i) const {
+    return description_.blobs[i].kind == StorageKind::kGlobalArray &&
+           paths_[i] == ArrayPath::kMpiIo;
+  }
   // Per blob (description order): where the checksum of a global array's first writer block
   // goes in the checksum table (0 for other blobs); writer r's follows at 8 r.
   std::vector<std::uint64_t> array_checksum_offsets() const;

@@ -309,15 +309,15 @@ nlohmann::json measure_scale(const Communicator& comm, const fs::path& directory
                              std::uint64_t bytes_per_rank, const MeasureSettings& settings) {
   const auto ours = directory / "scale-ours";
   const auto handmade = directory / "scale-handmade";
+  const auto arrays = directory / "scale-arrays";
   run_on_root_then_agree(comm, "scale bench directories", [&] {
     fs::create_directories(ours);
     fs::create_directories(handmade);
+    fs::create_directories(arrays);
   });
   const auto workspace = random_workspace(bytes_per_rank, 1, comm.rank());
   const auto& state = workspace.get(workspace.names().front());
   JobSavePath path(comm, ours, workspace);
-  const auto arrays = directory / "scale-arrays";
-  run_on_root_then_agree(comm, "scale bench directories", [&] { fs::create_directories(arrays); });
   const ScaleArray array(comm, state.raw());
   JobSavePath array_path(comm, arrays, array.workspace, array.shape, array.blocks);
 
