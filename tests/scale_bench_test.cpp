@@ -11,10 +11,23 @@
 namespace epochrun::testing {
 namespace {
 
-ProcessResult bench(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
+ProcessResult bench(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                    int ranks = 3) {
   std::vector<std::string> full = {"bench", "--scale"};
   full.insert(full.end(), args.begin(), args.end());
-  return run_within(epochrun_on_ranks(3, full), cwd, 300);
+  return run_within(epochrun_on_ranks(ranks, full), cwd, 300);
+}
+
+// The MPI calls rank 0 made, but queries, tests of requests and probes (waits, not calls).
+std::int64_t calls_made(const nlohmann::json& made) {
+  std::int64_t count = 0;
+  for (const auto& [call, times] : made.items()) {
+    if (call != "MPI_Comm_rank" && call != "MPI_Comm_size" && call != "MPI_Test" &&
+        call != "MPI_Iprobe") {
+      count += times.get<std::int64_t>();
+    }
+  }
+  return count;
 }
 
 // The save and load rows against their hand-made limits, rank 0's steps with their MPI calls
@@ -62,24 +75,14 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
   // (with the layout and the temporary name), the write's reduction and the commit's
   // broadcast. (Eight before the count, the hashes, the layout and the name travelled in the
   // agreements.) Tests of requests and probes are waits, not calls.
-  const auto collectives = [](const nlohmann::json& made) {
-    std::int64_t count = 0;
-    for (const auto& [call, times] : made.items()) {
-      if (call != "MPI_Comm_rank" && call != "MPI_Comm_size" && call != "MPI_Test" &&
-          call != "MPI_Iprobe") {
-        count += times.get<std::int64_t>();
-      }
-    }
-    return count;
-  };
-  EXPECT_EQ(collectives(calls), 4) << calls;
+  EXPECT_EQ(calls_made(calls), 4) << calls;
   // A global array split as heat_diffusion splits its field (bands of whole rows at 3 ranks) on
   // this local file system: each rank writes its band itself in the data step, so the save makes
   // the same four collectives as one of per-node blobs, and opens no file with MPI-IO (before: a
   // collective open, write, sync and close, and four agreements of their own).
   const auto& array_calls = steps.at("array save").at("rank0_mpi_calls");
   EXPECT_FALSE(array_calls.contains("MPI_File_open")) << array_calls;
-  EXPECT_EQ(collectives(array_calls), 4) << array_calls;
+  EXPECT_EQ(calls_made(array_calls), 4) << array_calls;
   EXPECT_TRUE(steps.at("hand-made save").at("rank0_mpi_calls").contains("MPI_Gather"));
   // A load's rank 0 reads the layout from the file's layout record: it opens no file with HDF5
   // (which it did, once per load, before the record). Its collectives: the broadcast of its
@@ -102,6 +105,28 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
   EXPECT_LT(per_thousand_2000, 1.2 * per_thousand_1000);
   EXPECT_NE(result.out.find("lay-out for    1000 ranks x 10 blobs"), std::string::npos)
       << result.out;
+}
+
+// At 4 ranks the global array is split in a 2 x 2 grid, interleaved blocks, which take the
+// collective MPI-IO write. Its agreements: one after the collective open; the writes, the
+// checksums written beside them, the sync and the close follow with none between them, and
+// finish()'s agreement is the save's own. So three reductions (describe, open, write) and the
+// two broadcasts of every save. (Before: eight reductions, an agreement after each of the open,
+// the fault check, the block check, the write, the sync and the checksums, for which each rank
+// opened the file again and synced it.)
+TEST(ScaleBench, AnArrayOfInterleavedBlocksAddsOnlyTheCollectiveOpenAndOneAgreement) {
+  ScratchDir cwd;
+  auto result = bench({"--rounds", "5", "--layout-ranks", "none", "--json", "F", "--dir", "work"},
+                      cwd.path(), 4);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
+  const auto& calls = rows.at(4).at("array save").at("rank0_mpi_calls");
+  EXPECT_EQ(calls.value("MPI_File_open", 0), 1) << calls;
+  EXPECT_EQ(calls.value("MPI_Iallreduce", 0), 3) << calls;
+  EXPECT_EQ(calls.value("MPI_Ibcast", 0), 2) << calls;
+  for (const char* point_to_point : {"MPI_Recv", "MPI_Isend", "MPI_Send", "MPI_Allreduce"}) {
+    EXPECT_FALSE(calls.contains(point_to_point)) << calls;
+  }
 }
 
 TEST(ScaleBench, BadFlagsExitTwoWithOneLine) {

@@ -220,6 +220,21 @@ BandsRead read_bands(MpiIoFile& file, const StoredGlobalArray& stored,
 
 }  // namespace
 
+std::uint64_t write_block_collectively(MpiIoFile& file, const StoredArray& where,
+                                       const Block& block, std::span<const std::byte> data,
+                                       SavePhases& phases, std::optional<std::uint64_t> hashed) {
+  file.write_block_all(where, block, data);
+  // Writes to one file take turns in the kernel: a rank done early gets its bytes going to the
+  // disk while the others still write (as a plain pwrite + fsync does), and hashes meanwhile.
+  file.start_writeback(where, block);
+  const auto hashing = std::chrono::steady_clock::now();
+  const auto hash = hashed ? *hashed : xxh64(data);
+  const double hashing_seconds = seconds_since(hashing);
+  phases.add(SavePhase::kHash, hashing_seconds);
+  phases.add(SavePhase::kWrite, -hashing_seconds);  // inside the write's time: not writing
+  return hash;
+}
+
 std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
                                  const StoredArray& where, const Block& block,
                                  std::span<const std::byte> data, const std::string& context,
@@ -235,18 +250,8 @@ std::uint64_t write_global_array(const Communicator& comm, MpiIoFile& file,
     }
   });
   std::uint64_t hash = 0;
-  timed_step(mine, SavePhase::kWrite, agreed, [&] {
-    file.write_block_all(where, block, data);
-    // Writes to one file take turns in the kernel: a rank done early gets its bytes going to
-    // the disk while the others still write (as a plain pwrite + fsync does), and hashes
-    // meanwhile.
-    file.start_writeback(where, block);
-    const auto hashing = std::chrono::steady_clock::now();
-    hash = hashed ? *hashed : xxh64(data);
-    const double hashing_seconds = seconds_since(hashing);
-    mine.add(SavePhase::kHash, hashing_seconds);
-    mine.add(SavePhase::kWrite, -hashing_seconds);  // inside the step's time: not writing
-  });
+  timed_step(mine, SavePhase::kWrite, agreed,
+             [&] { hash = write_block_collectively(file, where, block, data, mine, hashed); });
   if (phases != nullptr) {
     *phases += mine;
   }

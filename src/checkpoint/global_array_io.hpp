@@ -30,6 +30,18 @@ struct StoredGlobalArray {
   std::vector<std::uint64_t> writer_xxh64;  // of each writer block's elements, row-major
 };
 
+// Collective, with no agreement of its own: this rank's part of the collective write of `data`,
+// its `block` of the array at `where`, started towards the disk; returns the xxh64 of those bytes
+// (`hashed` when given). The hash's time goes to `phases` as hashing, out of the writing the
+// caller times. An MPI-IO error throws on this rank alone once the collective call is made: the
+// caller keeps it, still makes every collective call the other ranks make, then agrees. The
+// caller checks before that `data` is the block's size (otherwise this throws before the
+// collective call, and the other ranks wait in it).
+std::uint64_t write_block_collectively(MpiIoFile& file, const StoredArray& where,
+                                       const Block& block, std::span<const std::byte> data,
+                                       SavePhases& phases,
+                                       std::optional<std::uint64_t> hashed = std::nullopt);
+
 // Collective: this rank writes `data`, its `block` of the array at `where`, and returns the
 // xxh64 of those bytes (`hashed` when given: an asynchronous snapshot hashes as it copies).
 // Every rank throws when any rank failed. `phases`, when given, gets the time of the write, of

@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <exception>
 #include <memory>
 #include <vector>
 
+#include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
 #include "mpi_check.hpp"
 #include "page_cache.hpp"
+#include "regular_file.hpp"
 #include "step_times.hpp"
 
 namespace epochrun {
@@ -74,7 +77,7 @@ MpiIoFile::MpiIoFile(const Communicator& comm, const std::filesystem::path& file
                      const MpiIoHints& hints)
     : context_("MPI-IO on " + file.string()),
       // One descriptor for every hint of this file's writes, not an open per hint.
-      hints_fd_(access == Access::kWrite ? ::open(file.c_str(), O_RDONLY | O_CLOEXEC) : -1) {
+      hints_fd_(access == Access::kWrite ? ::open(file.c_str(), O_WRONLY | O_CLOEXEC) : -1) {
   const Info info(hints);
   const int mode = access == Access::kRead ? MPI_MODE_RDONLY : MPI_MODE_WRONLY;
   step_times::count_call("MPI_File_open");
@@ -157,13 +160,35 @@ void MpiIoFile::read_block_all(const StoredArray& array, const Block& block,
       (context_ + ": MPI_File_read_all").c_str());
 }
 
+void MpiIoFile::write_beside(std::uint64_t offset, std::span<const std::byte> bytes) {
+  if (!hints_fd_.valid()) {
+    throw Error(context_ + ": cannot open the file for writing beside the collective writes");
+  }
+  write_at(hints_fd_.get(), offset, bytes, context_);
+  wrote_beside_ = true;
+}
+
 void MpiIoFile::sync_and_close() {
-  check_mpi(MPI_File_sync(file_), (context_ + ": MPI_File_sync").c_str());
-  for (const auto& [offset, bytes] : written_) {
-    drop_from_page_cache(hints_fd_.get(), offset, bytes);
+  const int synced = MPI_File_sync(file_);
+  std::exception_ptr failed;
+  if (wrote_beside_) {
+    try {
+      sync_file(hints_fd_.get(), context_);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  }
+  if (synced == MPI_SUCCESS && !failed) {  // only clean pages go
+    for (const auto& [offset, bytes] : written_) {
+      drop_from_page_cache(hints_fd_.get(), offset, bytes);
+    }
   }
   written_.clear();
   close();
+  check_mpi(synced, (context_ + ": MPI_File_sync").c_str());
+  if (failed) {
+    std::rethrow_exception(failed);
+  }
 }
 
 void MpiIoFile::close() {

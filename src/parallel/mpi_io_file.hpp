@@ -67,11 +67,19 @@ class MpiIoFile {
   // checksums after.
   void read_block_all(const StoredArray& array, const Block& block, std::span<std::byte> data);
 
-  // Collective: MPI_File_sync (the written bytes reach the disk); then each rank drops from the
-  // page cache the ranges it wrote (drop_from_page_cache, page_cache.hpp: the next save reuses
-  // those pages warm; a save of heat_diffusion's 3 x 256 MiB field inside the job cost 1.92
-  // times the raw write with them kept, 0.99 dropped, docs/benchmarks.md), and MPI_File_close.
-  // A resume on this host reads the file from the disk.
+  // This rank alone, no MPI call (a file opened for writing): writes `bytes` at the file's byte
+  // `offset` through a plain descriptor of the file, beside the collective writes (a block's
+  // checksum, which is known only once the block is written); sync_and_close makes it durable
+  // with them, with no open, collective step or agreement of its own.
+  void write_beside(std::uint64_t offset, std::span<const std::byte> bytes);
+  // Collective: MPI_File_sync (the written bytes reach the disk) and, when this rank wrote
+  // beside them, an fsync of its plain descriptor (one client's MPI-IO sync need not flush what
+  // another descriptor wrote on a network file system); then each rank drops from the page cache
+  // the ranges it wrote (drop_from_page_cache, page_cache.hpp: the next save reuses those pages
+  // warm; a save of heat_diffusion's 3 x 256 MiB field inside the job cost 1.92 times the raw
+  // write with them kept, 0.99 dropped, docs/benchmarks.md), and MPI_File_close. The close is
+  // made also when the sync failed on this rank, since every other rank makes it; the failure
+  // is thrown after it. A resume on this host reads the file from the disk.
   void sync_and_close();
   // Collective: MPI_File_close.
   void close();
@@ -90,7 +98,9 @@ class MpiIoFile {
   MPI_Datatype set_block_view(const StoredArray& array, const Block& block);
 
   std::string context_;
-  FileDescriptor hints_fd_;  // a plain descriptor of a file opened for writing, for the hints
+  // A plain descriptor of a file opened for writing: for the hints and write_beside.
+  FileDescriptor hints_fd_;
+  bool wrote_beside_ = false;
   MPI_File file_ = MPI_FILE_NULL;
   // What this rank wrote (offset, bytes), dropped from the page cache once synced.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> written_;
