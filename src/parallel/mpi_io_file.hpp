@@ -4,10 +4,12 @@
 // merges the ranks' strided pieces into large contiguous requests (two-phase I/O). Internal to
 // the library.
 //
-// Every call but hints_in_use is collective over the communicator the file was opened with:
-// all ranks must make it, in the same order, or they wait for each other. A caller agrees on
-// every rank's readiness before each call (see agreement.hpp), so one rank's failure never
-// leaves the others inside one.
+// Every call but hints_in_use, start_writeback and write_beside is collective over the
+// communicator the file was opened with: all ranks must make it, in the same order, or they wait
+// for each other. A caller agrees on every rank's readiness before the first (see
+// agreement.hpp), and from there either agrees before each call or has every rank make every
+// call, a rank that failed keeping its error until an agreement after the last, so that one
+// rank's failure never leaves the others inside one.
 #pragma once
 
 #include <mpi.h>
