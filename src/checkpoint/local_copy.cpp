@@ -33,9 +33,11 @@ std::uint64_t aligned_up(std::uint64_t offset) {
   return (offset + kDirectIoAlignment - 1) / kDirectIoAlignment * kDirectIoAlignment;
 }
 
-// The epoch and rank of a copy's name as local_copy_file makes it; nullopt for any other name.
-std::optional<std::pair<std::int64_t, int>> parse_local_copy_name(std::string_view name) {
-  constexpr std::string_view prefix = "epoch-", middle = ".rank-", suffix = ".local";
+}  // namespace
+
+std::optional<std::pair<std::int64_t, int>> parse_epoch_rank_name(std::string_view name,
+                                                                  std::string_view suffix) {
+  constexpr std::string_view prefix = "epoch-", middle = ".rank-";
   if (!name.starts_with(prefix) || !name.ends_with(suffix)) {
     return std::nullopt;
   }
@@ -56,6 +58,8 @@ std::optional<std::pair<std::int64_t, int>> parse_local_copy_name(std::string_vi
   }
   return std::pair(epoch, rank);
 }
+
+namespace {
 
 nlohmann::json record_json(const LocalCopyRecord& record) {
   auto blobs = nlohmann::json::array();
@@ -224,7 +228,7 @@ int remove_local_copies(const std::filesystem::path& dir, int rank,
     const std::string name = entry->d_name;
     // Leftovers of an interrupted write are this rank's when their target name is.
     const auto target = temporary_target(name);
-    const auto parsed = parse_local_copy_name(target ? *target : name);
+    const auto parsed = parse_epoch_rank_name(target ? *target : name, ".local");
     if (parsed && parsed->second == rank && (target || parsed->first != keep)) {
       doomed.push_back(name);
     }

@@ -19,6 +19,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "epochrun/blob.hpp"
@@ -49,6 +51,10 @@ struct LocalCopyRecord {
 // DIR/epoch-NNNNNN.rank-R.local
 std::filesystem::path local_copy_file(const std::filesystem::path& dir, std::int64_t epoch,
                                       int rank);
+// The epoch and rank of a name DIR/epoch-NNNNNN.rank-R`suffix` (".local" for a copy, the
+// redundancy files' suffixes in local_redundancy_file.hpp); nullopt for any other name.
+std::optional<std::pair<std::int64_t, int>> parse_epoch_rank_name(std::string_view name,
+                                                                  std::string_view suffix);
 
 // Writes this rank's `blobs` (views of the job's memory) as its copy of `epoch`, hashing each
 // value as it streams, and returns what it wrote. Throws Error (no file left behind).
