@@ -138,11 +138,12 @@ void encode_parity(const std::filesystem::path& dir, std::int64_t epoch, const C
                          layout.segment, 0, members});
   });
   const int right = set[(me + 1) % n], left = set[(me + n - 1) % n];
-  std::vector<std::byte> out(std::min<std::uint64_t>(kRedundancyChunk, layout.segment));
-  std::vector<std::byte> in(out.size()), segment(out.size());
-  for (std::uint64_t offset = 0; offset < layout.segment; offset += out.size()) {
+  const auto chunk =
+      static_cast<std::size_t>(std::min<std::uint64_t>(kRedundancyChunk, layout.segment));
+  const auto out = chunk_buffer(0, chunk), in = chunk_buffer(1, chunk);
+  for (std::uint64_t offset = 0; offset < layout.segment; offset += chunk) {
     const auto size =
-        static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), layout.segment - offset));
+        static_cast<std::size_t>(std::min<std::uint64_t>(chunk, layout.segment - offset));
     const auto my_segment_for = [&](int holder, std::span<std::byte> into) {
       std::fill(into.begin(), into.end(), std::byte{0});
       keep_first_failure(failure, [&] {
@@ -150,7 +151,7 @@ void encode_parity(const std::filesystem::path& dir, std::int64_t epoch, const C
                     into, own.string());
       });
     };
-    const auto sent = std::span(out).first(size), got = std::span(in).first(size);
+    const auto sent = out.first(size), got = in.first(size);
     my_segment_for((me + n - 1) % n, sent);
     for (int step = 1; step < n; ++step) {
       const BufferSend send{right, step, sent};

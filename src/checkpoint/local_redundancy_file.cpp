@@ -22,7 +22,7 @@ constexpr char kRedundancyMagic[8] = {'E', 'P', 'R', 'R', 'E', 'D', 'N', '1'};
 constexpr std::uint32_t kRedundancyVersion = 1;
 constexpr std::string_view kPartnerSuffix = ".partner", kParitySuffix = ".xor";
 // What a hash reads at a time.
-constexpr std::size_t kHashedPiece = std::size_t{4} << 20;
+constexpr std::size_t kHashedPiece = std::size_t{1} << 20;
 // No header is larger: a set of kMaxSetSize members with long host names fits many times.
 constexpr std::uint64_t kMaxRedundancyHeader = std::uint64_t{1} << 20;
 
@@ -186,7 +186,9 @@ std::uint64_t file_xxh64(int fd, std::uint64_t offset, std::uint64_t bytes,
   std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
                                                                    XXH64_freeState);
   XXH64_reset(state.get(), 0);
-  std::vector<std::byte> piece(std::min<std::uint64_t>(bytes, kHashedPiece));
+  // One buffer a thread, kept: fresh memory costs a page fault a page (on a virtual machine
+  // whose host takes freed memory back, one in the host too), more than hashing it.
+  thread_local std::vector<std::byte> piece(kHashedPiece);
   for (std::uint64_t done = 0; done < bytes;) {
     const auto span = std::span(piece).first(std::min<std::uint64_t>(piece.size(), bytes - done));
     read_at(fd, offset + done, span, what);

@@ -29,6 +29,20 @@ class OpenSources {
 
 }  // namespace
 
+std::span<std::byte> chunk_buffer(std::size_t slot, std::size_t size) {
+  thread_local std::vector<std::unique_ptr<std::byte[]>> buffers;
+  thread_local std::vector<std::size_t> sizes;
+  if (slot >= buffers.size()) {
+    buffers.resize(slot + 1);
+    sizes.resize(slot + 1);
+  }
+  if (sizes[slot] < size) {
+    buffers[slot] = std::make_unique_for_overwrite<std::byte[]>(size);
+    sizes[slot] = size;
+  }
+  return {buffers[slot].get(), size};
+}
+
 PieceTransfer transfer_pieces(
     const Communicator& comm, const std::filesystem::path& dir, const std::vector<Piece>& pieces,
     std::chrono::duration<double> timeout, const std::string& context,
@@ -48,7 +62,8 @@ PieceTransfer transfer_pieces(
   const auto rounds = (longest + chunk - 1) / chunk;
   for (std::uint64_t round = 0; round < rounds; ++round) {
     const auto offset = round * chunk;
-    std::vector<std::unique_ptr<std::byte[]>> buffers;
+    std::size_t used = 0;
+    const auto next_buffer = [&](std::size_t size) { return chunk_buffer(used++, size); };
     std::vector<BufferSend> sends;
     std::vector<BufferReceive> receives;
     std::vector<std::pair<const Piece*, std::span<const std::byte>>> received;
@@ -59,8 +74,7 @@ PieceTransfer transfer_pieces(
       const auto size =
           static_cast<std::size_t>(std::min<std::uint64_t>(chunk, piece->length - offset));
       if (piece->from == me) {
-        auto& buffer = buffers.emplace_back(std::make_unique_for_overwrite<std::byte[]>(size));
-        const std::span bytes(buffer.get(), size);
+        const auto bytes = next_buffer(size);
         keep_first_failure(transfer.failure, [&] { sources.read(*piece, offset, bytes); });
         if (transfer.failure) {
           std::fill(bytes.begin(), bytes.end(), std::byte{0});
@@ -69,8 +83,7 @@ PieceTransfer transfer_pieces(
         transfer.bytes_sent += size;
       }
       if (piece->to == me) {
-        auto& buffer = buffers.emplace_back(std::make_unique_for_overwrite<std::byte[]>(size));
-        const std::span bytes(buffer.get(), size);
+        const auto bytes = next_buffer(size);
         receives.push_back(BufferReceive{piece->from, 0, bytes});
         received.emplace_back(piece, bytes);
         transfer.bytes_received += size;

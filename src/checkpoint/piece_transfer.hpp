@@ -29,6 +29,13 @@ struct PieceTransfer {
   std::exception_ptr failure;
 };
 
+// This thread's buffer number `slot` of at least `size` bytes, kept for the thread's life and
+// reused by every later transfer: fresh memory costs a page fault a page (on a virtual machine
+// whose host takes freed memory back, one in the host too), which measured here (bench
+// --redundancy) more than moving the bytes over MPI. A span into it, valid until the next call
+// with the same slot.
+std::span<std::byte> chunk_buffer(std::size_t slot, std::size_t size);
+
 // Runs `step` unless `failure` is set already, keeping its first failure there: a rank that
 // failed still takes part in every transfer, so that no peer waits for it.
 template <typename Step>

@@ -6,6 +6,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <set>
 #include <thread>
 #include <vector>
@@ -26,6 +27,17 @@ namespace {
       context, peers.size() == 1 ? "" : "s", fmt::join(peers, ", "), timeout.count());
   spdlog::default_logger()->flush();
   comm.abort(ExitCode::kJobFailed);
+}
+
+// A transfer moves as MPI calls make progress: Open MPI passes a large message on in fragments,
+// each at a test of a rank that waits for it (shared memory without single-copy, TCP). The
+// polite wait's pauses between tests (polite_wait.hpp), made for a peer that is late, would make
+// each fragment wait for this rank to wake (milliseconds on a loaded machine): while a transfer
+// makes progress it is tested as a blocking MPI call would (Open MPI's own yield when ranks
+// outnumber cores still frees the core), and only once it has made none for a second (a stuck
+// peer) with polite_pause's pauses.
+std::chrono::nanoseconds transfer_pause(std::chrono::steady_clock::duration waited) {
+  return waited < std::chrono::seconds(1) ? std::chrono::nanoseconds(0) : polite_pause(waited);
 }
 
 }  // namespace
@@ -89,7 +101,7 @@ void exchange_within(const Communicator& comm, std::span<const BufferSend> sends
       }
       give_up(comm, context, late, timeout);
     }
-    const auto pause = polite_pause(now - last_progress);
+    const auto pause = transfer_pause(now - last_progress);
     if (pause.count() > 0) {
       std::this_thread::sleep_for(pause);
     }
