@@ -25,6 +25,7 @@
 #include "bench/global_array_bench.hpp"
 #include "bench/job_bench.hpp"
 #include "bench/machine_figures.hpp"
+#include "bench/redundancy_bench.hpp"
 #include "bench/scale_bench.hpp"
 #include "collective_errors.hpp"
 #include "command_line.hpp"
@@ -46,6 +47,7 @@ struct BenchOptions {
   std::string json_file;
   bool targets = false;
   bool global_arrays = false;
+  bool redundancy = false;
   bool scale = false;
   std::string layout_ranks = "1000,10000,100000";
   std::int64_t layout_blobs = 10;
@@ -107,7 +109,11 @@ po::options_description bench_options_description(BenchOptions& o) {
                          "also write the results to this JSON file")(
       "targets", po::bool_switch(&o.targets), targets.c_str())(
       "global-arrays", po::bool_switch(&o.global_arrays), global_arrays.c_str())(
-      "scale", po::bool_switch(&o.scale), scale_help().c_str())(
+      "redundancy", po::bool_switch(&o.redundancy),
+      "measure --local-redundancy instead, each rank a host of its own with a node-local copy of "
+      "--mib-per-rank: the partner exchange and the XOR exchange against MPI_Sendrecv of the "
+      "same bytes between the same ranks, the XOR arithmetic against a memcpy of the same bytes "
+      "(1.25 each; 2 ranks at least)")("scale", po::bool_switch(&o.scale), scale_help().c_str())(
       "layout-ranks", po::value(&o.layout_ranks)->default_value(o.layout_ranks),
       "--scale: the rank counts of the one-process lay-out, comma-separated, or none")(
       "layout-blobs", po::value(&o.layout_blobs)->default_value(o.layout_blobs),
@@ -167,6 +173,11 @@ void check_bench_options(const BenchOptions& o) {
         "--scale measures one tiny blob per rank; --targets, --global-arrays and --blobs do not "
         "go with it");
   }
+  if (o.redundancy && (o.targets || o.global_arrays || o.scale || o.blobs != 1)) {
+    throw UsageError(
+        "--redundancy measures one node-local copy per rank; --targets, --global-arrays, --scale "
+        "and --blobs do not go with it");
+  }
   if (o.scale) {
     parse_layout_ranks(o.layout_ranks);
   }
@@ -179,7 +190,8 @@ void check_bench_options(const BenchOptions& o) {
   if (!std::isfinite(o.machine_mib) || o.machine_mib < 1.0 / 256 || o.machine_mib > 1 << 20) {
     throw UsageError("--machine-mib must be in [1/256, 1048576]");
   }
-  if (!o.job.job.empty() && (o.targets || o.global_arrays || o.scale || o.blobs != 1)) {
+  if (!o.job.job.empty() &&
+      (o.targets || o.global_arrays || o.scale || o.redundancy || o.blobs != 1)) {
     throw UsageError(
         "--job measures inside a job; --targets, --global-arrays, --scale and --blobs do not go "
         "with it");
@@ -330,7 +342,8 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
   if (options.scale) {
     print_scale(rows);
   }
-  if (options.targets || options.global_arrays || options.scale || !options.job.job.empty()) {
+  if (options.targets || options.global_arrays || options.scale || options.redundancy ||
+      !options.job.job.empty()) {
     std::printf("targets (ratio <= limit):\n");
     for (const auto& row : rows) {
       if (row.contains("met") && row.contains("ratio")) {
@@ -376,12 +389,13 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
         measure_machine(comm, directory,
                         static_cast<std::uint64_t>(std::llround(options.machine_mib * (1 << 20)))));
   }
-  for (auto& row : options.scale ? measure_scale(comm, directory, bytes_per_rank, settings)
-                   : !options.job.job.empty() ? measure_job(comm, directory, options.job, settings)
-                   : options.global_arrays
-                       ? measure_global_arrays(comm, directory, bytes_per_rank, settings)
-                       : measure_disk(comm, directory, bytes_per_rank, options.blobs, settings,
-                                      options.targets)) {
+  for (auto& row :
+       options.scale              ? measure_scale(comm, directory, bytes_per_rank, settings)
+       : !options.job.job.empty() ? measure_job(comm, directory, options.job, settings)
+       : options.global_arrays    ? measure_global_arrays(comm, directory, bytes_per_rank, settings)
+       : options.redundancy       ? measure_redundancy(comm, directory, bytes_per_rank, settings)
+                            : measure_disk(comm, directory, bytes_per_rank, options.blobs, settings,
+                                           options.targets)) {
     rows.push_back(std::move(row));
   }
   if (options.scale) {
