@@ -108,6 +108,15 @@ struct RunOptions {
   // verified; a resume on the same ranks and hosts loads the node-local copies when every rank
   // has a complete one that verifies. Needs MPI_THREAD_FUNNELED, as async_checkpoint does.
   std::filesystem::path local_dir;
+  // Levels, with local_dir: a checkpoint is flushed to checkpoint_dir when it is the run's first
+  // (unless it resumed), the flush_every-th after the last flushed one (0: by time alone), the
+  // first one flush_interval_seconds or more after the last flush, the last one of the run or
+  // the one a stop takes; every other is saved node-local only and committed by a small
+  // manifest in checkpoint_dir. The default flushes every checkpoint.
+  std::int64_t flush_every = 1;
+  std::optional<double> flush_interval_seconds;
+  // With local_dir: each rank keeps the node-local copies of the newest local_keep epochs.
+  std::int64_t local_keep = 1;
   // An XDMF file (empty: none) describing every committed epoch's global arrays as a time
   // series for ParaView and VisIt, rewritten by rank 0 after every commit, off the job's path.
   std::filesystem::path xdmf_file;

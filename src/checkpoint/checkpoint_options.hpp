@@ -13,6 +13,7 @@
 #include "epochrun/checkpoint_file.hpp"
 #include "epochrun/retention.hpp"
 #include "epochrun/uploader.hpp"
+#include "flush_schedule.hpp"
 
 namespace epochrun {
 
@@ -37,6 +38,11 @@ struct CheckpointOptions {
   // Node-local staging (--local-dir; empty: none): each save writes every rank's part there
   // first, and the shared checkpoint file is written from it in the background.
   std::filesystem::path local_dir;
+  // With local_dir: which checkpoints are flushed to checkpoint_dir (FlushSchedule; default:
+  // every one); the others are node-local epochs, committed by a manifest (LocalLevel).
+  FlushOptions flush;
+  // With local_dir: how many epochs' node-local copies each rank keeps (the newest ones).
+  std::int64_t local_keep = 1;
   // An XDMF file (empty: none) that rank 0 rewrites after every commit and deletion, describing
   // every committed epoch's global arrays for ParaView and VisIt (BackgroundXdmf).
   std::filesystem::path xdmf_file;

@@ -60,10 +60,10 @@ void tell_the_launcher_that_the_ranks_catch_signals(const Communicator& comm) {
 // in the background (its end is a "save" line).
 EpochFigures epoch_figures(double epoch_seconds, const SaveOutcome& save) {
   if (save.in_background) {
-    return {epoch_seconds, save.blocked_seconds, {}, {}, {}, {}};
+    return {epoch_seconds, save.blocked_seconds, {}, {}, {}, {}, {}};
   }
-  return {epoch_seconds, save.blocked_seconds, save.seconds,
-          save.bytes,    save.phases,          save.array_paths};
+  return {epoch_seconds, save.blocked_seconds, save.seconds,         save.bytes,
+          save.phases,   save.array_paths,     save_level_name(save)};
 }
 
 // Runs `step`, a task group or the stop conditions, which agree on a failure across the ranks.
@@ -89,6 +89,9 @@ void record_save(const SaveOutcome& save, RunSummary& summary) {
   if (save.committed) {
     summary.committed.push_back(save.epoch);
   }
+  if (save.node_local) {
+    summary.saved_node_local.push_back(save.epoch);
+  }
   if (save.failure) {
     summary.failed_saves.push_back(FailedSave{save.epoch, *save.failure});
   }
@@ -108,6 +111,8 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            options.check_replicated,
                            options.directory_lock,
                            options.local_dir,
+                           FlushOptions{options.flush_every, options.flush_interval_seconds},
+                           options.local_keep,
                            options.xdmf_file};
 }
 
@@ -137,8 +142,9 @@ std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const Ru
   return lock;
 }
 
-// Every rank can keep its node-local copies in --local-dir, on its own host (UsageError on
-// every rank naming the lowest failing rank, its host and why, otherwise).
+// Every rank can keep its node-local copies in --local-dir, on its own host, created there when
+// missing (UsageError on every rank naming the lowest failing rank, its host and why,
+// otherwise).
 void check_local_directories(const Communicator& comm, const RunOptions& options) {
   if (options.local_dir.empty()) {
     return;
@@ -362,7 +368,7 @@ std::optional<std::int64_t> JobRunner::Impl::start(Steps& steps, TaskContext& co
     summary.resumed_from_ranks = resumed->written_by_ranks;
     steps.metrics.load(resumed->epoch, resumed->seconds, resumed->bytes);
     steps.saver.set_blobs(blob_plans(job, comm, resumed->blobs));
-    steps.saver.resumed_from(resumed->epoch);
+    steps.saver.resumed_from(resumed->epoch, resumed->node_local);
     // Until this run has saved, a save is taken to cost what the load did.
     time_budget->record_save(resumed->seconds);
     return resumed->epoch;
@@ -450,7 +456,7 @@ StopDecision JobRunner::Impl::run_epoch(const StopDecider& decider, Steps& steps
   }();
   ++summary.epochs_run;
   steps.metrics.epoch(context.epoch, save ? epoch_figures(epoch_seconds, *save)
-                                          : EpochFigures{epoch_seconds, {}, {}, {}, {}, {}});
+                                          : EpochFigures{epoch_seconds, {}, {}, {}, {}, {}, {}});
   spdlog::info(
       "epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds,
       save ? save->log

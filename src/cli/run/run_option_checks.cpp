@@ -18,7 +18,7 @@ void refuse_with_no_checkpoints(const po::variables_map& values) {
   for (const char* option :
        {"checkpoint-dir", "resume-from-epoch", "upload-dir", "keep-last", "keep-every",
         "checkpoint-every", "checkpoint-interval", "delete-checkpoints-on-success",
-        "no-directory-lock", "local-dir", "xdmf"}) {
+        "no-directory-lock", "local-dir", "flush-every", "flush-interval", "local-keep", "xdmf"}) {
     const auto found = values.find(option);
     // A switch set to false in the INI file is no contradiction.
     const bool given = found != values.end() && !found->second.defaulted() &&
@@ -147,6 +147,43 @@ void check_checkpoint_schedule(const po::variables_map& values, const GeneralOpt
   run.delete_checkpoints_on_success = general.delete_on_success;
 }
 
+// The node-local levels: --flush-every, --flush-interval, --local-keep (each needs --local-dir).
+void check_levels(const po::variables_map& values, const GeneralOptions& general, RunOptions& run) {
+  for (const char* option : {"flush-every", "flush-interval", "local-keep"}) {
+    if (values.count(option) && !values.count("local-dir")) {
+      throw UsageError(std::string("--") + option +
+                       " needs --local-dir (the node-local directory the checkpoints that are "
+                       "not flushed are kept in)");
+    }
+  }
+  constexpr std::int64_t kMost = 1'000'000'000;
+  if (values.count("flush-every")) {
+    if (general.flush_every < 1 || general.flush_every > kMost) {
+      throw UsageError("--flush-every must be a whole number from 1 to 1000000000, got " +
+                       std::to_string(general.flush_every));
+    }
+    run.flush_every = general.flush_every;
+  }
+  if (values.count("flush-interval")) {
+    if (!(std::isfinite(general.flush_interval) && general.flush_interval > 0 &&
+          general.flush_interval <= 1e9)) {
+      throw UsageError("--flush-interval must be a number of seconds more than 0, got " +
+                       shown(general.flush_interval));
+    }
+    run.flush_interval_seconds = general.flush_interval;
+    if (!values.count("flush-every")) {
+      run.flush_every = 0;  // by time alone
+    }
+  }
+  if (values.count("local-keep")) {
+    if (general.local_keep < 1 || general.local_keep > kMost) {
+      throw UsageError("--local-keep must be a whole number from 1 to 1000000000, got " +
+                       std::to_string(general.local_keep));
+    }
+    run.local_keep = general.local_keep;
+  }
+}
+
 // How checkpoints are written: --async-checkpoint, --async-max-staging-mib, --local-dir,
 // --no-directory-lock, --array-io, --mpi-io-hint, --check-replicated.
 void check_checkpoint_writing(const po::variables_map& values, const GeneralOptions& general,
@@ -176,6 +213,7 @@ void check_checkpoint_writing(const po::variables_map& values, const GeneralOpti
     }
     run.local_dir = local;
   }
+  check_levels(values, general, run);
   if (values.count("xdmf")) {
     if (general.xdmf.empty()) {
       throw UsageError("--xdmf needs a file name");

@@ -27,6 +27,17 @@ po::options_description general_options(GeneralOptions& o) {
       "and the checkpoint is written to --checkpoint-dir in the background and committed once "
       "every rank's part is written and verified; a resume on the same hosts loads the "
       "node-local copies when every rank's is complete and verified")(
+      "flush-every", po::value(&o.flush_every),
+      "with --local-dir: every checkpoint is saved node-local, and only the run's first, every "
+      "Nth after it, the last and one at a stop are flushed to --checkpoint-dir; the others are "
+      "committed by a small manifest there and lost with their host (default 1: flush every "
+      "checkpoint)")(
+      "flush-interval", po::value(&o.flush_interval),
+      "with --local-dir: also flush the first checkpoint S seconds or more after the last flush "
+      "(alone: flush by time only)")(
+      "local-keep", po::value(&o.local_keep),
+      "with --local-dir: keep the node-local copies of the K newest saved epochs on each host "
+      "(default 1)")(
       "xdmf", po::value(&o.xdmf),
       "FILE: keep an XDMF file describing every committed epoch's global arrays as a time "
       "series that ParaView and VisIt open (pointing into the checkpoint files, no copy), "

@@ -22,6 +22,9 @@ struct GeneralOptions {
   bool async_checkpoint = false;
   std::uint64_t async_max_staging_mib = 0;
   std::string local_dir;
+  std::int64_t flush_every = 1;
+  double flush_interval = 0;
+  std::int64_t local_keep = 1;
   std::string xdmf;
   std::string resume;
   std::int64_t num_epochs = 0;
