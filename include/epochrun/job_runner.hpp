@@ -117,6 +117,10 @@ struct RunOptions {
   std::optional<double> flush_interval_seconds;
   // With local_dir: each rank keeps the node-local copies of the newest local_keep epochs.
   std::int64_t local_keep = 1;
+  // With local_dir: how the node-local epochs' copies are protected against the loss of a host
+  // (--local-redundancy): "none", "partner" (each copy also on a rank of another host) or
+  // "xor:N" (XOR parity over sets of N hosts); a restart rebuilds a lost host's copies from them.
+  std::string local_redundancy = "none";
   // An XDMF file (empty: none) describing every committed epoch's global arrays as a time
   // series for ParaView and VisIt, rewritten by rank 0 after every commit, off the job's path.
   std::filesystem::path xdmf_file;

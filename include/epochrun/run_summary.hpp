@@ -42,6 +42,10 @@ struct RunSummary {
   // When a newer node-local epoch could not be recovered: which, why, and what it cost
   // ("epoch 17 not recoverable: ...; resuming from flushed epoch 15, 2 epochs lost").
   std::optional<std::string> resume_note;
+  // When a node-local epoch was resumed with some parts rebuilt or moved across hosts
+  // (--local-redundancy): where each host's parts came from ("host1: 2 parts node-local; host2:
+  // 2 parts from the partner copy on host3").
+  std::optional<std::string> resumed_parts;
   std::vector<std::int64_t> committed;  // epochs this run committed (flushed), in order
   // Epochs this run saved node-local only (--flush-every, --flush-interval), in order.
   std::vector<std::int64_t> saved_node_local;

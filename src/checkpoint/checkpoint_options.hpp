@@ -14,6 +14,7 @@
 #include "epochrun/retention.hpp"
 #include "epochrun/uploader.hpp"
 #include "flush_schedule.hpp"
+#include "local_redundancy_options.hpp"
 
 namespace epochrun {
 
@@ -43,6 +44,9 @@ struct CheckpointOptions {
   FlushOptions flush;
   // With local_dir: how many epochs' node-local copies each rank keeps (the newest ones).
   std::int64_t local_keep = 1;
+  // With local_dir: how each node-local epoch's copies are protected across hosts
+  // (local_redundancy.hpp; default none).
+  LocalRedundancy local_redundancy;
   // An XDMF file (empty: none) that rank 0 rewrites after every commit and deletion, describing
   // every committed epoch's global arrays for ParaView and VisIt (BackgroundXdmf).
   std::filesystem::path xdmf_file;

@@ -1,6 +1,7 @@
 #include "local_epoch_load.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 #include "epochrun/errors.hpp"
 #include "host_name.hpp"
 #include "local_copy.hpp"
+#include "local_recovery.hpp"
 #include "regular_file.hpp"
 #include "step_times.hpp"
 #include "verified_read.hpp"
@@ -24,13 +26,45 @@ namespace {
 // host) gets it rebuilt there, from a partner's copy or its set's parity, verified against the
 // manifest's record before it is used. Collective. With --local-redundancy none (the manifest's
 // "redundancy"): nothing; a missing copy makes the epoch unrecoverable.
-void restore_missing_copies(const std::filesystem::path& /*dir*/, const LocalManifest& manifest,
-                            const Communicator& /*comm*/,
-                            std::chrono::duration<double> /*timeout*/) {
-  if (manifest.redundancy != "none") {
-    throw CheckpointMismatch("its copies are protected by '" + manifest.redundancy +
-                             "' redundancy, which this epochrun cannot rebuild from");
+// When any rank's copy is missing, or is not the one the manifest records (its size, its
+// record's xxh64), every rank takes part in recover_local_copies (local_recovery.hpp). Returns
+// where each host's parts came from ("" when every copy was in place); CheckpointError when
+// some part cannot be rebuilt (the same on every rank).
+std::string restore_missing_copies(const std::filesystem::path& dir, const LocalManifest& manifest,
+                                   const Communicator& comm,
+                                   std::chrono::duration<double> timeout) {
+  if (manifest.redundancy == "none") {
+    return "";
   }
+  const auto context = "node-local epoch " + std::to_string(manifest.epoch) + ": copies";
+  std::int64_t missing = 0;
+  run_then_agree_within(
+      comm, context, timeout,
+      [&] {
+        const auto& part = manifest.parts.at(static_cast<std::size_t>(comm.rank()));
+        try {
+          const auto file = local_copy_file(dir, manifest.epoch, comm.rank());
+          const auto fd = open_regular_file_for_reading(file);
+          missing = file_size(fd.get()) != part.file_bytes ||
+                    local_copy_record_xxh64(read_local_copy_record(fd.get(), file.string())) !=
+                        part.record_xxh64;
+        } catch (const CheckpointError&) {
+          missing = 1;  // not there, or not a whole copy
+        }
+      },
+      std::span(&missing, 1));
+  if (missing == 0) {
+    return "";
+  }
+  const auto report = recover_local_copies(dir, manifest.epoch, comm, RedundancyCall{timeout, ""});
+  if (!report.complete()) {
+    throw CheckpointError(fmt::format(
+        "the node-local part{} of rank{} {} cannot be rebuilt ({}): {}",
+        report.unrecoverable.size() == 1 ? "" : "s", report.unrecoverable.size() == 1 ? "" : "s",
+        fmt::join(report.unrecoverable, ", "), manifest.redundancy,
+        fmt::join(report.host_lines, "; ")));
+  }
+  return fmt::format("{}", fmt::join(report.host_lines, "; "));
 }
 
 // This rank's values from its copy, each verified; CheckpointError when the copy is not the one
@@ -89,7 +123,7 @@ Loaded load_local_epoch(const std::filesystem::path& dir, const LocalManifest& m
   if (manifest.job != request.job) {
     throw CheckpointMismatch("it is job '" + manifest.job + "''s, not '" + request.job + "''s");
   }
-  restore_missing_copies(dir, manifest, comm, timeout);
+  const auto recovered_parts = restore_missing_copies(dir, manifest, comm, timeout);
   std::vector<std::pair<std::string, Blob>> values;
   const auto context = "node-local epoch " + std::to_string(manifest.epoch);
   try {
@@ -117,6 +151,7 @@ Loaded load_local_epoch(const std::filesystem::path& dir, const LocalManifest& m
   loaded.written_by_ranks = manifest.ranks;
   loaded.config_json = manifest.config_json;
   loaded.from_local_copies = true;
+  loaded.recovered_parts = recovered_parts;
   for (auto& [name, blob] : values) {
     workspace.put(name, std::move(blob));
     loaded.blobs.push_back(name);

@@ -9,11 +9,22 @@
 #include "epochrun/errors.hpp"
 #include "host_name.hpp"
 #include "local_manifest.hpp"
+#include "local_redundancy.hpp"
+#include "local_redundancy_file.hpp"
 
 namespace epochrun {
 
 LocalLevel::LocalLevel(std::string job, const Communicator& comm, const CheckpointOptions& options)
-    : job_(std::move(job)), comm_(comm), options_(options) {}
+    : job_(std::move(job)), comm_(comm), options_(options) {
+  // What --local-redundancy cannot protect on these hosts, said once at the start (one host:
+  // nothing).
+  if (!options_.local_dir.empty() && !options_.local_redundancy.none()) {
+    const auto warning = redundancy_warning(comm_, options_.local_redundancy);
+    if (!warning.empty() && comm_.is_root()) {
+      spdlog::warn("{}", warning);
+    }
+  }
+}
 
 std::optional<LocalCopyRecord> LocalLevel::write_copies(std::int64_t epoch,
                                                         const std::vector<SavedBlob>& blobs,
@@ -68,10 +79,34 @@ bool LocalLevel::save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, S
   return true;
 }
 
-std::string LocalLevel::store_redundancy(std::int64_t /*epoch*/) {
+std::string LocalLevel::store_redundancy(std::int64_t epoch) {
   // --local-redundancy none: the copies are on their own hosts alone; a lost host loses the
   // epoch, and a restart falls back to the newest flushed checkpoint.
-  return "none";
+  if (options_.local_redundancy.none()) {
+    return "none";
+  }
+  try {
+    const auto stats =
+        protect_local_copies(options_.local_dir, epoch, comm_, options_.local_redundancy,
+                             RedundancyCall{options_.save_timeout, ""});
+    if (comm_.is_root()) {
+      spdlog::debug("node-local epoch {} protected ({}) in {:.3f} s, {} sent by rank 0", epoch,
+                    local_redundancy_name(options_.local_redundancy), stats.seconds,
+                    stats.bytes_sent);
+    }
+    return local_redundancy_name(options_.local_redundancy);
+  } catch (const AgreementTimeout&) {
+    throw;
+  } catch (const std::exception& error) {
+    // The same on every rank: the copies are there, unprotected; the epoch is still saved.
+    if (comm_.is_root()) {
+      spdlog::warn(
+          "node-local epoch {} is not protected across hosts ({}): the loss of a host costs it",
+          epoch, error.what());
+    }
+    remove_redundancy_files(options_.local_dir, [&](std::int64_t other) { return other != epoch; });
+    return "none";
+  }
 }
 
 void LocalLevel::commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
@@ -152,6 +187,11 @@ void LocalLevel::remove(const std::vector<std::int64_t>& keep) {
     spdlog::warn("some node-local epochs' manifests in {} could not be deleted",
                  options_.checkpoint_dir.string());
   }
+  // Whoever wrote them: the ranks of a restart on other hosts inherit the redundancy files
+  // of the ranks before them.
+  remove_redundancy_files(options_.local_dir, [&](std::int64_t epoch) {
+    return std::find(keep.begin(), keep.end(), epoch) != keep.end();
+  });
   if (remove_local_copies(options_.local_dir, comm_.rank(), keep) > 0) {
     spdlog::warn("some node-local copies in {} could not be deleted", options_.local_dir.string());
   }

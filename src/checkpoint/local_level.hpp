@@ -30,6 +30,8 @@ namespace epochrun {
 
 class LocalLevel {
  public:
+  // Collective (with --local-redundancy, an allgather of the hosts: rank 0 warns of what it
+  // cannot protect).
   LocalLevel(std::string job, const Communicator& comm, const CheckpointOptions& options);
 
   // Whether saves go through node-local copies: --local-dir given and its file system has not
@@ -67,8 +69,9 @@ class LocalLevel {
   // commits the epoch. The seam of the cross-host redundancy (--local-redundancy partner|xor,
   // local_redundancy.hpp): each rank's copy, local_copy_file(options_.local_dir, epoch, rank),
   // is stored again on another host (a partner's copy, or a set's XOR parity) here, so that a
-  // lost host's copies can be rebuilt at a restart. With --local-redundancy none (today's only
-  // kind): nothing. Returns the redundancy kind the manifest records.
+  // lost host's copies can be rebuilt at a restart. With --local-redundancy none: nothing.
+  // Returns the redundancy kind the manifest records ("none" also when the protection failed:
+  // the epoch is saved, unprotected, with a warning).
   std::string store_redundancy(std::int64_t epoch);
   // Step 3: gathers every rank's part to rank 0, which writes the manifest.
   void commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,

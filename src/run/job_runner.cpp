@@ -113,6 +113,7 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            options.local_dir,
                            FlushOptions{options.flush_every, options.flush_interval_seconds},
                            options.local_keep,
+                           parse_local_redundancy(options.local_redundancy),
                            options.xdmf_file};
 }
 

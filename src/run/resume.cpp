@@ -167,6 +167,9 @@ Loaded load_node_local(const Job& job, const Communicator& comm, const RunOption
       "written on {}",
       epoch, options.local_dir.string(),
       local_manifest_file(options.checkpoint_dir, epoch).string(), hosts_of(manifest));
+  if (!loaded.recovered_parts.empty()) {
+    where += "; " + loaded.recovered_parts;
+  }
   return loaded;
 }
 
@@ -250,6 +253,9 @@ std::optional<Resumed> resume(const Job& job, const Communicator& comm, const Ru
                    file.string(), resumed.seconds);
     }
     summary.resumed_from_level = resumed.node_local ? "node-local" : "flushed";
+    if (!loaded.recovered_parts.empty()) {
+      summary.resumed_parts = loaded.recovered_parts;
+    }
     if (lost) {
       summary.resume_note =
           fmt::format("epoch {} not recoverable: {}; resuming from {} epoch {}, {} epoch{} lost",

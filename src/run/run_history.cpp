@@ -55,6 +55,7 @@ RunRecord run_record(const RunSummary& summary, std::chrono::system_clock::time_
           .resumed_from_ranks = summary.resumed_from_ranks,
           .resumed_from_level = summary.resumed_from_level,
           .resume_note = summary.resume_note,
+          .resumed_parts = summary.resumed_parts,
           .stop_kind = stop_kind_name(summary.stop_kind),
           .stop_reason = summary.stop_reason,
           .epochs_run = summary.epochs_run,
@@ -73,6 +74,7 @@ void to_json(nlohmann::json& json, const RunRecord& record) {
           {"resumed_from_ranks", optional_json(record.resumed_from_ranks)},
           {"resumed_from_level", optional_json(record.resumed_from_level)},
           {"resume_note", optional_json(record.resume_note)},
+          {"resumed_parts", optional_json(record.resumed_parts)},
           {"stop_kind", record.stop_kind},
           {"stop_reason", record.stop_reason},
           {"epochs_run", record.epochs_run},
@@ -91,6 +93,7 @@ void from_json(const nlohmann::json& json, RunRecord& record) {
   read_field(json, "resumed_from_ranks", record.resumed_from_ranks);
   read_field(json, "resumed_from_level", record.resumed_from_level);
   read_field(json, "resume_note", record.resume_note);
+  read_field(json, "resumed_parts", record.resumed_parts);
   read_field(json, "stop_kind", record.stop_kind);
   read_field(json, "stop_reason", record.stop_reason);
   read_field(json, "epochs_run", record.epochs_run);

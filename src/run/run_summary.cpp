@@ -82,6 +82,7 @@ nlohmann::json to_json(const RunSummary& summary) {
           {"checkpoint_dir", summary.checkpoint_dir.string()},
           {"resumed_from_level", optional_json(summary.resumed_from_level)},
           {"resume_note", optional_json(summary.resume_note)},
+          {"resumed_parts", optional_json(summary.resumed_parts)},
           {"committed_checkpoints", summary.committed},
           {"node_local_checkpoints", summary.saved_node_local},
           {"failed_saves", epochs_with_errors(summary.failed_saves)},

@@ -6,6 +6,7 @@
 #include <typeinfo>
 
 #include "epochrun/errors.hpp"
+#include "local_redundancy_options.hpp"
 #include "preemption_signals.hpp"
 
 namespace epochrun::cli {
@@ -18,7 +19,8 @@ void refuse_with_no_checkpoints(const po::variables_map& values) {
   for (const char* option :
        {"checkpoint-dir", "resume-from-epoch", "upload-dir", "keep-last", "keep-every",
         "checkpoint-every", "checkpoint-interval", "delete-checkpoints-on-success",
-        "no-directory-lock", "local-dir", "flush-every", "flush-interval", "local-keep", "xdmf"}) {
+        "no-directory-lock", "local-dir", "flush-every", "flush-interval", "local-keep",
+        "local-redundancy", "xdmf"}) {
     const auto found = values.find(option);
     // A switch set to false in the INI file is no contradiction.
     const bool given = found != values.end() && !found->second.defaulted() &&
@@ -147,9 +149,10 @@ void check_checkpoint_schedule(const po::variables_map& values, const GeneralOpt
   run.delete_checkpoints_on_success = general.delete_on_success;
 }
 
-// The node-local levels: --flush-every, --flush-interval, --local-keep (each needs --local-dir).
+// The node-local levels: --flush-every, --flush-interval, --local-keep, --local-redundancy (each
+// needs --local-dir).
 void check_levels(const po::variables_map& values, const GeneralOptions& general, RunOptions& run) {
-  for (const char* option : {"flush-every", "flush-interval", "local-keep"}) {
+  for (const char* option : {"flush-every", "flush-interval", "local-keep", "local-redundancy"}) {
     if (values.count(option) && !values.count("local-dir")) {
       throw UsageError(std::string("--") + option +
                        " needs --local-dir (the node-local directory the checkpoints that are "
@@ -181,6 +184,9 @@ void check_levels(const po::variables_map& values, const GeneralOptions& general
                        std::to_string(general.local_keep));
     }
     run.local_keep = general.local_keep;
+  }
+  if (values.count("local-redundancy")) {
+    run.local_redundancy = local_redundancy_name(parse_local_redundancy(general.local_redundancy));
   }
 }
 

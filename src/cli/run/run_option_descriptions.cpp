@@ -38,6 +38,11 @@ po::options_description general_options(GeneralOptions& o) {
       "local-keep", po::value(&o.local_keep),
       "with --local-dir: keep the node-local copies of the K newest saved epochs on each host "
       "(default 1)")(
+      "local-redundancy", po::value(&o.local_redundancy),
+      "with --local-dir: protect each node-local epoch's copies against the loss of a host: "
+      "none, partner (each rank's copy also stored on a rank of another host) or xor[:N] (XOR "
+      "parity over sets of N hosts, default 4, 1/(N-1) more space); a restart rebuilds a lost "
+      "host's copies from them (default none)")(
       "xdmf", po::value(&o.xdmf),
       "FILE: keep an XDMF file describing every committed epoch's global arrays as a time "
       "series that ParaView and VisIt open (pointing into the checkpoint files, no copy), "

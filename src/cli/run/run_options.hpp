@@ -25,6 +25,7 @@ struct GeneralOptions {
   std::int64_t flush_every = 1;
   double flush_interval = 0;
   std::int64_t local_keep = 1;
+  std::string local_redundancy = "none";
   std::string xdmf;
   std::string resume;
   std::int64_t num_epochs = 0;
