@@ -102,6 +102,32 @@ TEST_F(LocalRedundancyMpi, XorParityRebuildsOneLostHostOfTheSetNotTwo) {
   EXPECT_EQ(lost.host_lines[2], "host3: 1 part lost");
 }
 
+// Two ranks a host (ranks 0 and 1 on hostA, 2 and 3 on hostB): each rank of hostA is protected
+// by a rank of hostB (partner), or forms an XOR set of two with one (xor:2, a mirror); hostA
+// lost, both its parts come back on the fresh hostC.
+class TwoRanksAHost : public LocalRedundancyMpi,
+                      public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(TwoRanksAHost, LoseOneHostAndRebuildBothItsParts) {
+  const auto host_of = [&](bool restarted) {
+    return comm.rank() < 2 ? (restarted ? "hostC" : "hostA") : "hostB";
+  };
+  write_part(dir_of(host_of(false)), kEpoch, comm.rank(), comm.size(), kSeed, kKib);
+  const auto stats = protect_local_copies(dir_of(host_of(false)), kEpoch, comm,
+                                          parse_local_redundancy(GetParam()), as(host_of(false)));
+  EXPECT_TRUE(stats.unprotected.empty());
+  wipe("hostA");
+  const auto report = recover_local_copies(dir_of(host_of(true)), kEpoch, comm, as(host_of(true)));
+  EXPECT_TRUE(report.complete()) << report.summary();
+  EXPECT_EQ(report.host_lines.size(), 2u) << report.summary();
+  EXPECT_EQ(part_problem(dir_of(host_of(true)), kEpoch, comm.rank(), kSeed, kKib), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(PartnerAndMirror, TwoRanksAHost, ::testing::Values("partner", "xor:2"),
+                         [](const auto& info) {
+                           return std::string(info.param) == "partner" ? "partner" : "xor2";
+                         });
+
 // A damaged byte in a partner copy or a parity block (`file`, on `host`): rank 1's host lost, its
 // part is not rebuilt from it, and the report names the damaged file.
 class DamagedRedundancy

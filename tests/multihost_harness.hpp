@@ -7,9 +7,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -217,6 +219,34 @@ inline std::vector<std::string> epochrun_on_hosts(const std::string& hosts, int 
                                                   const std::vector<std::string>& args,
                                                   bool with_fault = false) {
   return program_on_hosts(EPOCHRUN_BINARY, hosts, ranks, directory, args, with_fault);
+}
+
+// The PIDs of the processes running `binary` on `host` (one PID space for all hosts: a process
+// is on a host when its network namespace is the host's).
+inline std::vector<int> processes_on_host(const std::string& host,
+                                          const std::filesystem::path& binary) {
+  std::vector<int> pids;
+  struct stat host_namespace {};
+  if (::stat(("/run/netns/" + host).c_str(), &host_namespace) != 0) {
+    return pids;
+  }
+  std::error_code error;
+  const auto wanted = std::filesystem::canonical(binary, error);
+  for (const auto& entry : list_directory("/proc")) {
+    if (entry.empty() || !std::isdigit(static_cast<unsigned char>(entry[0]))) {
+      continue;
+    }
+    const auto proc = std::filesystem::path("/proc") / entry;
+    struct stat net {};
+    if (::stat((proc / "ns/net").c_str(), &net) != 0 || net.st_ino != host_namespace.st_ino ||
+        net.st_dev != host_namespace.st_dev) {
+      continue;
+    }
+    if (std::filesystem::read_symlink(proc / "exe", error) == wanted) {
+      pids.push_back(std::stoi(entry));
+    }
+  }
+  return pids;
 }
 
 }  // namespace epochrun::testing

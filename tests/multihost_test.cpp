@@ -88,33 +88,6 @@ std::vector<std::string> run_args(const std::vector<std::string>& options,
   return args;
 }
 
-// The PIDs of the processes running `binary` on `host` (one PID space for all hosts: a process
-// is on a host when its network namespace is the host's).
-std::vector<int> processes_on_host(const std::string& host, const std::filesystem::path& binary) {
-  std::vector<int> pids;
-  struct stat host_namespace {};
-  if (::stat(("/run/netns/" + host).c_str(), &host_namespace) != 0) {
-    return pids;
-  }
-  std::error_code error;
-  const auto wanted = std::filesystem::canonical(binary, error);
-  for (const auto& entry : list_directory("/proc")) {
-    if (entry.empty() || !std::isdigit(static_cast<unsigned char>(entry[0]))) {
-      continue;
-    }
-    const auto proc = std::filesystem::path("/proc") / entry;
-    struct stat net {};
-    if (::stat((proc / "ns/net").c_str(), &net) != 0 || net.st_ino != host_namespace.st_ino ||
-        net.st_dev != host_namespace.st_dev) {
-      continue;
-    }
-    if (std::filesystem::read_symlink(proc / "exe", error) == wanted) {
-      pids.push_back(std::stoi(entry));
-    }
-  }
-  return pids;
-}
-
 std::vector<int> ranks_on_host(const std::string& host) {
   return processes_on_host(host, EPOCHRUN_BINARY);
 }
