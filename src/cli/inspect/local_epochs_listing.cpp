@@ -37,8 +37,15 @@ nlohmann::json describe_local_epochs(const std::filesystem::path& dir) {
       entry["why"] = manifest.redundancy == "none"
                          ? "while every listed host keeps its copies in its node-local directory, "
                            "on as many ranks (no redundancy: a lost host loses the epoch)"
-                         : "while every listed host keeps its copies, or what the '" +
-                               manifest.redundancy + "' redundancy rebuilds";
+                     : manifest.redundancy == "partner"
+                         ? "while every listed host keeps its copies, or all but one of them "
+                           "(partner redundancy: the next host's partner copies rebuild a lost "
+                           "host's parts), on as many ranks"
+                         : "while every listed host keeps its copies, or all but one of each "
+                           "set of hosts (" +
+                               manifest.redundancy +
+                               " redundancy: the set's XOR parity rebuilds a lost host's parts), "
+                               "on as many ranks";
     } catch (const std::exception& error) {
       entry["valid"] = false;
       entry["recoverable"] = is_flushed;
