@@ -268,6 +268,50 @@ TEST_F(Multihost, LocalStagingResumesExactlyFromTheNodeLocalCopiesOrTheSharedFil
   }
 }
 
+// --flush-every 5 with each host's own /local and no redundancy: heat_diffusion on 3 hosts,
+// host2's rank SIGKILLed after epoch 7 ran (epochs 0 and 5 flushed, 1 to 4 and 6 node-local)
+// and host2's node-local directory wiped (created anew by the restart): the restart on the same
+// hosts cannot recover node-local epoch 6, says so and what it costs, resumes from flushed epoch
+// 5, and every flushed epoch and the output are the same job's on one host.
+TEST_F(Multihost, ALostHostsNodeLocalEpochsFallBackToTheNewestFlushedEpoch) {
+  const auto& job = job_cases().at(2);
+  const std::string local = "/local/epochrun-multihost-test-levels";
+  for (const auto& host : kHosts) {
+    on_host(host, "rm -rf '" + local + "'");
+  }
+  const auto args = run_args(job.options, {"--local-dir", local, "--flush-every", "5"});
+  const auto killed =
+      run_within(epochrun_on_hosts("host1,host2,host3", 3, shared_, args, true), "/",
+                 kJobEndsWithinSeconds, launcher_environment("epoch@7:1:KILL"));
+  EXPECT_NE(killed.exit_code, 0) << killed.out << killed.err;
+  const auto wiped = on_host("host2", "test -d '" + local + "' && rm -rf '" + local + "'");
+  ASSERT_EQ(wiped.exit_code, 0) << "host2 had no node-local copies: " << wiped.err;
+  auto resume = args;
+  resume.insert(resume.end(), {"--resume-from-epoch", "latest"});
+  const auto resumed = run_within(epochrun_on_hosts("host1,host2,host3", 3, shared_, resume), "/",
+                                  kJobEndsWithinSeconds, launcher_environment());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("epoch 6 not recoverable: rank 1: the node-local copy written on host2"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("resuming from flushed epoch 5, 1 epoch lost"), std::string::npos) << all;
+  expect_verified();
+  const auto across_hosts = results_of(fetch("run"), job.output_file);
+  const auto& on_one_host = single_host_run(job, 3);
+  EXPECT_EQ(CheckpointDirectory(local_ / "run" / "ck").committed_epochs(),
+            (std::vector<std::int64_t>{0, 5, 8}));
+  for (const auto& [epoch, contents] : across_hosts.epochs) {
+    EXPECT_TRUE(on_one_host.epochs.count(epoch) == 1 && on_one_host.epochs.at(epoch) == contents)
+        << "epoch " << epoch << " differs from the single-host run's";
+  }
+  EXPECT_TRUE(across_hosts.output == on_one_host.output)
+      << job.output_file << " differs from the single-host run's";
+  for (const auto& host : kHosts) {
+    on_host(host, "rm -rf '" + local + "'");
+  }
+}
+
 // heat_diffusion (every rank writes its rows and their checksum) with rank 0 on host3, then at
 // once `inspect --verify` on host3 and a resume on the same placement. Rank 0's host read parts
 // of each file back while laying it out, before the other ranks wrote there; without the
