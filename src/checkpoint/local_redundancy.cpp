@@ -154,8 +154,8 @@ void encode_parity(const std::filesystem::path& dir, std::int64_t epoch, const C
     const auto sent = out.first(size), got = in.first(size);
     my_segment_for((me + n - 1) % n, sent);
     for (int step = 1; step < n; ++step) {
-      const BufferSend send{right, step, sent};
-      const BufferReceive receive{left, step, got};
+      const BufferSend send{right, kRedundancyTag + step, sent};
+      const BufferReceive receive{left, kRedundancyTag + step, got};
       exchange_within(comm, std::span(&send, 1), std::span(&receive, 1), call.timeout, context);
       stats.bytes_sent += size;
       stats.bytes_received += size;

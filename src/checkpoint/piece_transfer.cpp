@@ -79,12 +79,12 @@ PieceTransfer transfer_pieces(
         if (transfer.failure) {
           std::fill(bytes.begin(), bytes.end(), std::byte{0});
         }
-        sends.push_back(BufferSend{piece->to, 0, bytes});
+        sends.push_back(BufferSend{piece->to, kRedundancyTag, bytes});
         transfer.bytes_sent += size;
       }
       if (piece->to == me) {
         const auto bytes = next_buffer(size);
-        receives.push_back(BufferReceive{piece->from, 0, bytes});
+        receives.push_back(BufferReceive{piece->from, kRedundancyTag, bytes});
         received.emplace_back(piece, bytes);
         transfer.bytes_received += size;
       }

@@ -18,6 +18,11 @@
 
 namespace epochrun {
 
+// The tags of the redundancy's point-to-point messages: kRedundancyTag and up (a set's ring
+// step adds its number, at most kMaxSetSize), apart from the roll call's (roll_call.cpp) and any
+// small tag a job's own messages use.
+inline constexpr int kRedundancyTag = 7400;
+
 // What a chunk is at most: the memory a transfer holds is a chunk per piece of a round.
 inline constexpr std::size_t kRedundancyChunk = std::size_t{4} << 20;
 
