@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <thread>
 
 #include "epochrun/communicator.hpp"
 #include "local_recovery.hpp"
 #include "local_redundancy.hpp"
 #include "local_redundancy_file.hpp"
 #include "local_redundancy_parts.hpp"
+#include "mpi_thread_level.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
@@ -154,6 +156,34 @@ INSTANTIATE_TEST_SUITE_P(
     PartnerCopyAndParityBlock, DamagedRedundancy,
     ::testing::Values(std::tuple("partner", "host3", "epoch-000007.rank-1.partner"),
                       std::tuple("xor:4", "host4", "epoch-000007.rank-3.xor")));
+
+// An asynchronous save's flush runs on a background thread: the protection runs there on a
+// communicator of its own while the job's thread makes collective calls on the job's.
+TEST_F(LocalRedundancyMpi, ProtectsFromABackgroundThreadOnItsOwnCommunicator) {
+  if (!mpi_calls_from_any_thread()) {
+    GTEST_SKIP() << "MPI does not run at MPI_THREAD_MULTIPLE here";
+  }
+  const auto own = comm.duplicate();
+  const auto host = "host" + std::to_string(comm.rank() + 1);
+  write_part(dir_of(host), kEpoch, comm.rank(), comm.size(), kSeed, kKib);
+  std::exception_ptr failure;
+  std::thread background([&] {
+    try {
+      protect_local_copies(dir_of(host), kEpoch, own, parse_local_redundancy("xor:4"), as(host));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  });
+  std::int64_t sum = 0;
+  for (int i = 0; i < 50; ++i) {
+    sum += comm.allreduce(std::int64_t{1}, Reduction::kSum);
+  }
+  background.join();
+  EXPECT_EQ(sum, 50 * comm.size());
+  ASSERT_FALSE(failure);
+  wipe("host2");
+  EXPECT_TRUE(recover().complete());
+}
 
 TEST_F(LocalRedundancyMpi, OneHostProtectsNothingAndSaysSo) {
   const auto warning = redundancy_warning(comm, parse_local_redundancy("partner"), as("alone"));
