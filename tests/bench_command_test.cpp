@@ -413,6 +413,33 @@ TEST(BenchCommand, TheNodeLocalLevelIsMeasuredAgainstItsRawWriteAndFlushingEvery
   EXPECT_NE(result.out.find("left in the checkpoint directory"), std::string::npos) << result.out;
 }
 
+TEST(BenchCommand, TheRedundancyIsMeasuredAgainstItsTransfersAndAMemoryPass) {
+  ScratchDir cwd;
+  auto result = bench({"--redundancy", "--mib-per-rank", "0.25", "--rounds", "5", "--max-rounds",
+                       "5", "--json", "F", "--dir", "work"},
+                      cwd.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(cwd / "work")) << "the working directory is left behind";
+  const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& row : rows) {
+    by_name[row.at("name").get<std::string>()] = row;
+  }
+  for (const auto& [name, limit] : std::map<std::string, std::string>{
+           {"partner_exchange", "partner_mpi_limit"},
+           {"partner_exchange_with_write", "partner_mpi_write_limit"},
+           {"xor_exchange", "xor_mpi_limit"},
+           {"xor_encode", "memory_pass_limit"}}) {
+    ASSERT_TRUE(by_name.count(name)) << name << " missing from " << rows.dump();
+    const auto& row = by_name[name];
+    EXPECT_EQ(row.at("limit"), limit) << name;
+    expect_ratio_figures(row, 5, 5);
+    EXPECT_TRUE(std::isfinite(row.at("ratio").get<double>())) << row;
+    EXPECT_GT(row.at("ratio").get<double>(), 0) << row;
+  }
+  EXPECT_EQ(by_name["xor_exchange"].at("target"), 1.25);
+}
+
 // A ratio is only as good as its limit: a target row whose limit's rounds spread more than twice,
 // or a load under 0.8 times its limit, is flagged and not met, whatever its ratio.
 TEST(BenchCommand, ARatioWhoseLimitMetTwoMediaIsFlaggedNotMet) {

@@ -20,9 +20,10 @@ inline constexpr double kRedundancyTarget = 1.25;
 //   partner_exchange  protect_local_copies with partner: each copy read, hashed, sent to the
 //                     next rank and written there as its partner copy; against
 //                     partner_mpi_limit, MPI_Sendrecv of the same bytes between the same ranks
-//                     (the target's), and against partner_mpi_write_limit, the same with the
-//                     received bytes written into a new file (a partner copy's floor where
-//                     fresh page-cache pages are dear, as on a virtual machine)
+//                     (the target's); and as partner_exchange_with_write against
+//                     partner_mpi_write_limit, the same with the received bytes written into a
+//                     new file (a partner copy's floor where fresh page-cache pages are dear, as
+//                     on a virtual machine)
 //   xor_exchange      protect_local_copies with xor:RANKS (one set): the parity blocks reduced
 //                     around the ring from the copy files into the parity files; against
 //                     xor_mpi_limit, the same ring's sendrecv steps of the same bytes
