@@ -64,6 +64,11 @@ struct RunOptions {
   std::vector<std::string> allowed_config_changes;
   RetentionPolicy retention;           // applied after every commit
   CheckpointPolicy checkpoint_policy;  // which epochs between init and the last are saved
+  // The mean time between failures of the whole allocation (--mtbf; unset: none given): after
+  // its first save the run prints the Young/Daly checkpoint interval for it, and with
+  // checkpoint_every_auto checkpoints by that interval from then on (every epoch until then).
+  std::optional<double> mtbf_seconds;
+  bool checkpoint_every_auto = false;
   // Keras' backup-and-restore: the checkpoints are deleted once the exit group has succeeded.
   bool delete_checkpoints_on_success = false;
   // How long a rank whose task threw waits for the other ranks to learn of it. They may be

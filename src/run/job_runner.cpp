@@ -11,6 +11,7 @@
 #include <map>
 
 #include "blob_plans.hpp"
+#include "checkpoint_interval_choice.hpp"
 #include "checkpoint_saver.hpp"
 #include "collective_errors.hpp"
 #include "directory_lock.hpp"
@@ -190,6 +191,9 @@ struct JobRunner::Impl {
   // The next epoch: its group, the stop decision after it and its checkpoint (when due).
   StopDecision run_epoch(const StopDecider& decider, Steps& steps, TaskContext& context,
                          RunSummary& summary);
+  // After a save: the first one measures what a checkpoint costs and, with --mtbf, chooses the
+  // Young/Daly interval (applied with --checkpoint-every auto).
+  void choose_interval(const SaveOutcome& save);
   // Saves the epoch that just ran when the checkpoint policy or a stop says so.
   std::optional<SaveOutcome> checkpoint_epoch(const StopDecision& decision, Steps& steps,
                                               const TaskContext& context, RunSummary& summary);
@@ -212,6 +216,7 @@ struct JobRunner::Impl {
   std::string node_name;
   std::vector<std::string> node_names;
   std::unique_ptr<TimeBudget> time_budget;  // rank 0's; measured on every rank
+  CheckpointIntervalChoice interval_choice{options.mtbf_seconds};
 };
 
 ResumeRequest ResumeRequest::parse(const std::string& text) {
@@ -385,6 +390,7 @@ std::optional<std::int64_t> JobRunner::Impl::start(Steps& steps, TaskContext& co
   const auto save = steps.saver.save(0, context.workspace, true);
   record_save(save, summary);
   spdlog::info("epoch 0 (init) {}", save.log);
+  choose_interval(save);
   if (!save.in_background) {
     time_budget->record_save(save.seconds);
   }
@@ -458,11 +464,14 @@ StopDecision JobRunner::Impl::run_epoch(const StopDecider& decider, Steps& steps
   ++summary.epochs_run;
   steps.metrics.epoch(context.epoch, save ? epoch_figures(epoch_seconds, *save)
                                           : EpochFigures{epoch_seconds, {}, {}, {}, {}, {}, {}});
-  spdlog::info(
-      "epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds,
-      save ? save->log
-           : std::string("checkpoint skipped (") + options.checkpoint_policy.skip_reason() + ")",
-      decision.stops() ? "; stopping: " + decision.reason : "");
+  spdlog::info("epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds,
+               save
+                   ? save->log
+                   : std::string("checkpoint skipped (") +
+                         (options.checkpoint_every_auto ? "--checkpoint-every auto"
+                                                        : options.checkpoint_policy.skip_reason()) +
+                         ")",
+               decision.stops() ? "; stopping: " + decision.reason : "");
   return decision;
 }
 
@@ -480,7 +489,16 @@ std::optional<SaveOutcome> JobRunner::Impl::checkpoint_epoch(const StopDecision&
   if (!save.in_background) {
     time_budget->record_save(save.seconds);
   }
+  choose_interval(save);
   return save;
+}
+
+void JobRunner::Impl::choose_interval(const SaveOutcome& save) {
+  const auto interval = interval_choice.after_save(save, comm);
+  if (interval && options.checkpoint_every_auto) {
+    options.checkpoint_policy.every.reset();
+    options.checkpoint_policy.interval_seconds = *interval;
+  }
 }
 
 void JobRunner::Impl::complete_save(Steps& steps, RunSummary& summary) {

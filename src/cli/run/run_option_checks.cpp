@@ -18,7 +18,7 @@ namespace po = boost::program_options;
 void refuse_with_no_checkpoints(const po::variables_map& values) {
   for (const char* option :
        {"checkpoint-dir", "resume-from-epoch", "upload-dir", "keep-last", "keep-every",
-        "checkpoint-every", "checkpoint-interval", "delete-checkpoints-on-success",
+        "checkpoint-every", "checkpoint-interval", "mtbf", "delete-checkpoints-on-success",
         "no-directory-lock", "local-dir", "flush-every", "flush-interval", "local-keep",
         "local-redundancy", "xdmf"}) {
     const auto found = values.find(option);
@@ -139,8 +139,31 @@ void check_checkpoint_schedule(const po::variables_map& values, const GeneralOpt
     run.retention.keep_every = general.keep_every;
   }
   validate(run.retention);
+  if (values.count("mtbf")) {
+    if (!(std::isfinite(general.mtbf) && general.mtbf > 0 && general.mtbf <= 1e9)) {
+      throw UsageError("--mtbf must be a number of hours more than 0, got " + shown(general.mtbf));
+    }
+    run.mtbf_seconds = general.mtbf * 3600;
+  }
   if (values.count("checkpoint-every")) {
-    run.checkpoint_policy.every = general.checkpoint_every;
+    const auto& every = general.checkpoint_every;
+    if (every == "auto") {
+      if (!run.mtbf_seconds) {
+        throw UsageError(
+            "--checkpoint-every auto needs --mtbf HOURS (the failure rate it chooses for)");
+      }
+      run.checkpoint_every_auto = true;
+    } else {
+      const bool whole =
+          !every.empty() && every.size() <= 18 &&
+          every.find_first_not_of("0123456789", every[0] == '-' ? 1 : 0) == std::string::npos &&
+          every != "-";
+      if (!whole) {
+        throw UsageError("--checkpoint-every must be a whole number of at least 1 or auto, got '" +
+                         every + "'");
+      }
+      run.checkpoint_policy.every = std::stoll(every);
+    }
   }
   if (values.count("checkpoint-interval") && general.checkpoint_interval != 0) {
     run.checkpoint_policy.interval_seconds = general.checkpoint_interval;

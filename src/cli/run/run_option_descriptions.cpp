@@ -63,7 +63,12 @@ po::options_description general_options(GeneralOptions& o) {
       "keep-every", po::value(&o.keep_every), "also keep every epoch divisible by N as a snapshot")(
       "checkpoint-every", po::value(&o.checkpoint_every),
       "checkpoint every Nth epoch (default 1; with only --checkpoint-interval: by time alone); "
-      "init, the last epoch and a preemption or time-limit stop are always checkpointed")(
+      "auto (with --mtbf): by the Young/Daly interval from the checkpoint cost measured in the "
+      "run; init, the last epoch and a preemption or time-limit stop are always checkpointed")(
+      "mtbf", po::value(&o.mtbf),
+      "HOURS: the mean time between failures of the whole allocation; the run prints, after its "
+      "first checkpoint, the Young/Daly checkpoint interval that minimises the expected lost "
+      "work from that checkpoint's measured cost")(
       "checkpoint-interval", po::value(&o.checkpoint_interval),
       "also checkpoint an epoch ending S seconds or more after the last committed checkpoint "
       "(0: off)")("delete-checkpoints-on-success", po::bool_switch(&o.delete_on_success),

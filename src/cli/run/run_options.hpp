@@ -37,7 +37,8 @@ struct GeneralOptions {
   bool delete_on_success = false;
   double task_failure_timeout = 60;
   std::string preempt_signals = kDefaultPreemptSignals;
-  std::int64_t checkpoint_every = 1;
+  std::string checkpoint_every = "1";  // N, or auto (with mtbf)
+  double mtbf = 0;                     // hours
   double checkpoint_interval = 0;
   std::vector<std::string> allow_config_change;
   double time_budget = 0;
