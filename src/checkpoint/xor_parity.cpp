@@ -19,7 +19,18 @@ void xor_into(std::span<std::byte> target, std::span<const std::byte> source) {
   const auto count = std::min(target.size(), source.size());
   auto* __restrict out = reinterpret_cast<unsigned char*>(target.data());
   const auto* __restrict in = reinterpret_cast<const unsigned char*>(source.data());
-  for (std::size_t i = 0; i < count; ++i) {
+  // Four 8-byte words at a time (the compiler keeps them in vector registers), then the rest.
+  std::size_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    std::uint64_t a[4], b[4];
+    std::memcpy(a, out + i, 32);
+    std::memcpy(b, in + i, 32);
+    for (int k = 0; k < 4; ++k) {
+      a[k] ^= b[k];
+    }
+    std::memcpy(out + i, a, 32);
+  }
+  for (; i < count; ++i) {
     out[i] ^= in[i];
   }
 }
