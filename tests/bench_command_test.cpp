@@ -365,7 +365,7 @@ TEST(BenchCommand, AJobIsMeasuredWithItsSavesCostItsLimitsAndOneSavesPhases) {
     ASSERT_EQ(phases.at(kind).size(), 3u) << phases;
     for (const auto& rank : phases.at(kind)) {
       EXPECT_EQ(rank.at("saves"), saves * rounds) << kind << " " << rank;
-      EXPECT_EQ(rank.at("phases").size(), 10u) << rank;
+      EXPECT_EQ(rank.at("phases").size(), 11u) << rank;
       for (const auto& [phase, seconds] : rank.at("phases").items()) {
         EXPECT_GE(seconds.get<double>(), 0) << phase;
       }
@@ -375,6 +375,68 @@ TEST(BenchCommand, AJobIsMeasuredWithItsSavesCostItsLimitsAndOneSavesPhases) {
   EXPECT_NE(result.out.find("one synchronous save of heat_diffusion by phase"), std::string::npos)
       << result.out;
   EXPECT_NE(result.out.find("targets (ratio <= limit):"), std::string::npos) << result.out;
+}
+
+// The rows of the JSON file `file` by name, each of `against` (name: limit) checked there with
+// its limit, five rounds' figures and a finite positive ratio.
+std::map<std::string, nlohmann::json> rows_against_limits(
+    const std::filesystem::path& file, const std::map<std::string, std::string>& against) {
+  const auto rows = nlohmann::json::parse(read_file(file));
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& row : rows) {
+    by_name[row.at("name").get<std::string>()] = row;
+  }
+  for (const auto& [name, limit] : against) {
+    EXPECT_TRUE(by_name.count(name)) << name << " missing from " << rows.dump();
+    const auto& row = by_name[name];
+    if (row.is_null()) {
+      continue;
+    }
+    EXPECT_EQ(row.at("limit"), limit) << name;
+    expect_ratio_figures(row, 5, 5);
+    EXPECT_TRUE(std::isfinite(row.at("ratio").get<double>())) << row;
+    EXPECT_GT(row.at("ratio").get<double>(), 0) << row;
+  }
+  return by_name;
+}
+
+// --local-dir: the node-local save against the raw write of the same bytes there, and with --job
+// the run flushing every 10th checkpoint against the one flushing every checkpoint, with the
+// bytes each left in the checkpoint directory (fewer); nothing is left behind.
+TEST(BenchCommand, TheNodeLocalLevelIsMeasuredAgainstItsRawWriteAndFlushingEveryCheckpoint) {
+  ScratchDir cwd;
+  auto result = bench(
+      {"--local-dir", "L", "--mib-per-rank", "0.25", "--job", "sgd_regression", "--num-epochs",
+       "12", "--rounds", "5", "--max-rounds", "5", "--json", "F", "--dir", "work"},
+      cwd.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(cwd / "work")) << "the working directory is left behind";
+  EXPECT_FALSE(std::filesystem::exists(cwd / "L")) << "the node-local directory is left behind";
+  auto by_name =
+      rows_against_limits(cwd / "F", {{"local_save", "local_write_limit"},
+                                      {"local_write_limit", "local_write_limit"},
+                                      {"job_flush_every_10_run", "job_flush_every_1_run"}});
+  EXPECT_EQ(by_name["local_save"].at("target"), 1.15);
+  const auto& job = by_name["job_flush_every_10_run"];
+  EXPECT_GT(job.at("shared_bytes").get<double>(), 0) << job;
+  EXPECT_LT(job.at("shared_bytes").get<double>(), job.at("limit_shared_bytes").get<double>())
+      << job;
+  EXPECT_NE(result.out.find("left in the checkpoint directory"), std::string::npos) << result.out;
+}
+
+TEST(BenchCommand, TheRedundancyIsMeasuredAgainstItsTransfersAndAMemoryPass) {
+  ScratchDir cwd;
+  auto result = bench({"--redundancy", "--mib-per-rank", "0.25", "--rounds", "5", "--max-rounds",
+                       "5", "--json", "F", "--dir", "work"},
+                      cwd.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(cwd / "work")) << "the working directory is left behind";
+  auto by_name =
+      rows_against_limits(cwd / "F", {{"partner_exchange", "partner_mpi_limit"},
+                                      {"partner_exchange_with_write", "partner_mpi_write_limit"},
+                                      {"xor_exchange", "xor_mpi_limit"},
+                                      {"xor_encode", "memory_pass_limit"}});
+  EXPECT_EQ(by_name["xor_exchange"].at("target"), 1.25);
 }
 
 // A ratio is only as good as its limit: a target row whose limit's rounds spread more than twice,

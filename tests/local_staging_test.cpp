@@ -20,30 +20,12 @@
 #include "epochrun/blob_file.hpp"
 #include "file_descriptor.hpp"
 #include "integrity_header.hpp"
+#include "local_copy_files.hpp"
 #include "small_sgd_run.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
 namespace {
-
-// Rank `rank`'s node-local copy of `epoch` under `cwd`/L.
-std::filesystem::path copy_of(const std::filesystem::path& cwd, std::int64_t epoch, int rank) {
-  char name[64];
-  std::snprintf(name, sizeof name, "epoch-%06lld.rank-%d.local", static_cast<long long>(epoch),
-                rank);
-  return cwd / "L" / name;
-}
-
-// Flips every bit of the first byte of `file` (a copy's first value starts there).
-void damage_first_byte(const std::filesystem::path& file) {
-  std::fstream stream(file, std::ios::in | std::ios::out | std::ios::binary);
-  ASSERT_TRUE(stream.good()) << file;
-  char byte = 0;
-  stream.read(&byte, 1);
-  byte = static_cast<char>(~byte);
-  stream.seekp(0);
-  stream.write(&byte, 1);
-}
 
 class LocalStaging : public ComparedWithSynchronousRun {
  protected:
@@ -312,12 +294,15 @@ TEST_F(LocalStaging, AResumeOnAnotherRankCountLoadsTheSharedFile) {
   EXPECT_NE(all.find("written by 3 ranks, now 2"), std::string::npos) << all;
 }
 
-// A --local-dir that cannot be used: one line on stderr, exit code 2, nothing committed.
+// A --local-dir that cannot be used (one that is missing is created): one line on stderr, exit
+// code 2, nothing committed.
 TEST_F(LocalStaging, AnUnusableLocalDirectoryIsRefusedWithOneLine) {
   write_file(cwd_ / "a-file", "");
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"missing", "cannot hold node-local copies"}, {"a-file", "cannot hold node-local copies"},
-      {"D", "is the checkpoint directory itself"},  {"./D/", "is the checkpoint directory itself"},
+      {"a-file/below", "cannot hold node-local copies"},
+      {"a-file", "cannot hold node-local copies"},
+      {"D", "is the checkpoint directory itself"},
+      {"./D/", "is the checkpoint directory itself"},
       {"/proc", "cannot hold node-local copies"},
   };
   for (const auto& [local, why] : cases) {

@@ -83,12 +83,12 @@ TEST(Metrics, EveryEpochAndLoadHasEveryRanksFiguresAndATornLineIsEnded) {
         // Where that time went, phase by phase: within the save, none left out.
         double phases = 0;
         for (const char* phase : {"snapshot", "describe", "lay_out", "write", "hash", "fsync",
-                                  "checksums", "commit", "post_commit", "waiting"}) {
+                                  "checksums", "commit", "post_commit", "waiting", "redundancy"}) {
           ASSERT_TRUE(figures["save_phases"][phase].is_number()) << phase << " in " << record;
           EXPECT_GE(figures["save_phases"][phase].get<double>(), 0) << phase << " in " << record;
           phases += figures["save_phases"][phase].get<double>();
         }
-        EXPECT_EQ(figures["save_phases"].size(), 10u) << record;
+        EXPECT_EQ(figures["save_phases"].size(), 11u) << record;
         EXPECT_LE(phases, figures["save_seconds"].get<double>() + 1e-3) << record;
         EXPECT_GT(phases, 0) << record;
         EXPECT_TRUE(figures["save_minor_faults"].is_number_unsigned()) << record;

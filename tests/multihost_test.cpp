@@ -29,6 +29,7 @@
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "launch.hpp"
+#include "multihost_harness.hpp"
 #include "slurm_job_state.hpp"
 #include "test_support.hpp"
 
@@ -36,179 +37,6 @@ namespace epochrun::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The harness, as the SLURM tests find ../shared/slurm; EPOCHRUN_MULTIHOST_HARNESS overrides it
-// (a git worktree lies elsewhere).
-std::filesystem::path harness_directory() {
-  if (const char* path = std::getenv("EPOCHRUN_MULTIHOST_HARNESS"); path != nullptr && *path) {
-    return path;
-  }
-  return std::filesystem::path(EPOCHRUN_SOURCE_DIR) / ".." / "shared" / "multihost";
-}
-const std::filesystem::path kHarness = harness_directory();
-// Always the default instance: another one (MULTIHOST_STATE=...) may run beside it and must
-// never be stopped by this test, whatever the caller's environment says.
-const std::map<std::string, std::string> kHarnessEnvironment = {
-    {"MULTIHOST_STATE", "/run/multihost"}};
-const std::vector<std::string> kHosts = {"host1", "host2", "host3"};
-// Where every run works: on the volume.
-const std::filesystem::path kSharedBase = "/shared/epochrun-multihost-test";
-// A job (start-up over host-exec included) that runs longer is hung.
-constexpr double kJobEndsWithinSeconds = 120;
-// A harness script or a command through host-exec that runs longer is hung.
-constexpr double kCommandEndsWithinSeconds = 120;
-
-// Stops the harness when this process ends in any way, SIGKILL included (ctest's timeout): a
-// process of its own (a grandchild, so that nothing killing this process's children reaches it)
-// waits on a pipe whose only writer is this process and runs stop-hosts.sh at its end of file,
-// unless it was told that the harness has been stopped already.
-class StopHarnessOnExit {
- public:
-  StopHarnessOnExit() {
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-      return;
-    }
-    const std::string stop = (kHarness / "stop-hosts.sh").string();
-    const pid_t child = ::fork();
-    if (child == 0) {
-      ::setsid();
-      if (::fork() != 0) {
-        ::_exit(0);
-      }
-      ::dup2(pipe_fds[0], 0);
-      const int log =
-          ::open("/tmp/epochrun-multihost-guard.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(log, 1);
-      ::dup2(log, 2);
-      ::execl("/bin/bash", "bash", "-c",
-              "read -r word; [ \"$word\" = stopped ] && exit 0; date; "
-              "MULTIHOST_STATE=/run/multihost exec timeout -k 10 120 \"$0\"",
-              stop.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(pipe_fds[0]);
-    ::waitpid(child, nullptr, 0);
-    write_end_ = pipe_fds[1];
-  }
-  ~StopHarnessOnExit() { dismiss(); }
-  StopHarnessOnExit(const StopHarnessOnExit&) = delete;
-  StopHarnessOnExit& operator=(const StopHarnessOnExit&) = delete;
-
-  // The harness was stopped: the guard ends without doing anything.
-  void dismiss() {
-    if (write_end_ >= 0) {
-      [[maybe_unused]] const auto written = ::write(write_end_, "stopped\n", 8);
-      ::close(write_end_);
-      write_end_ = -1;
-    }
-  }
-
- private:
-  int write_end_ = -1;
-};
-
-// Runs a harness script or a host-exec command, failing the test when it does not end in time.
-ProcessResult run_harness(const std::vector<std::string>& argv,
-                          double seconds = kCommandEndsWithinSeconds) {
-  return run_within(argv, "/", seconds, kHarnessEnvironment);
-}
-
-// `command` run by the login shell of `host` (host-exec is ssh-like: one shell line).
-ProcessResult on_host(const std::string& host, const std::string& command) {
-  return run_harness({(kHarness / "host-exec").string(), host, command});
-}
-
-// Starts the harness once for the whole test program and stops it at the end.
-class Harness : public ::testing::Environment {
- public:
-  void SetUp() override {
-    if (!std::filesystem::is_directory(kHarness)) {
-      return;
-    }
-    guard_ = std::make_unique<StopHarnessOnExit>();
-    // About 5 to 20 s; more when it installs GlusterFS first.
-    const auto started = run_harness({(kHarness / "start-hosts.sh").string()}, 300);
-    up_ = started.exit_code == 0;
-    ASSERT_TRUE(up_) << started.out << started.err;
-    std::ifstream config("/run/multihost/config");
-    for (std::string line; std::getline(config, line);) {
-      if (line.rfind("SUBNET=", 0) == 0) {
-        subnet_ = line.substr(7) + ".0/24";
-      } else if (line.rfind("BRIDGE=", 0) == 0) {
-        bridge_ = line.substr(7);
-      }
-    }
-    ASSERT_FALSE(subnet_.empty() || bridge_.empty())
-        << "no SUBNET or BRIDGE in /run/multihost/config";
-  }
-  void TearDown() override {
-    if (guard_) {
-      const auto stopped = run_harness({(kHarness / "stop-hosts.sh").string()});
-      EXPECT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
-      guard_->dismiss();
-    }
-  }
-
-  static inline bool up_ = false;
-  static inline std::string subnet_;  // the bridge's, e.g. 10.77.7.0/24
-  static inline std::string bridge_;  // its name, e.g. mhbr0: hostK's port is <bridge>pK
-
- private:
-  std::unique_ptr<StopHarnessOnExit> guard_;
-};
-
-[[maybe_unused]] const auto* const kHarnessEnvironmentRegistered =
-    ::testing::AddGlobalTestEnvironment(new Harness);
-
-// The environment of a launcher: what Open MPI needs as root, and yielding ranks (3 hosts share
-// 2 cores here; spinning ranks starve each other).
-std::map<std::string, std::string> launcher_environment(const std::string& fault = "") {
-  auto environment = kMpiEnvironment;
-  environment["OMPI_MCA_mpi_yield_when_idle"] = "1";
-  if (!fault.empty()) {
-    environment["EPOCHRUN_FAULT"] = fault;
-  }
-  return environment;
-}
-
-// mpirun across the hosts (../shared/multihost/README.md, "MPI across the hosts"): `hosts` as
-// Open MPI's --host ("host1,host2:2,host3": ranks fill each host's slots in turn), TCP only,
-// restricted to the bridge, the ranks working in `directory` on the volume. EPOCHRUN_FAULT
-// reaches the ranks only through -x (host-exec clears the environment).
-std::vector<std::string> epochrun_on_hosts(const std::string& hosts, int ranks,
-                                           const std::filesystem::path& directory,
-                                           const std::vector<std::string>& args,
-                                           bool with_fault = false) {
-  std::vector<std::string> argv = {MPIEXEC_BINARY,
-                                   "--mca",
-                                   "plm_rsh_agent",
-                                   (kHarness / "host-exec").string(),
-                                   "--mca",
-                                   "plm_rsh_no_tree_spawn",
-                                   "1",
-                                   "--host",
-                                   hosts,
-                                   "-np",
-                                   std::to_string(ranks),
-                                   "--mca",
-                                   "btl",
-                                   "tcp,self",
-                                   "--mca",
-                                   "oob_tcp_if_include",
-                                   Harness::subnet_,
-                                   "--mca",
-                                   "btl_tcp_if_include",
-                                   Harness::subnet_,
-                                   "--wdir",
-                                   directory.string()};
-  if (with_fault) {
-    argv.insert(argv.end(), {"-x", "EPOCHRUN_FAULT"});
-  }
-  argv.push_back(EPOCHRUN_BINARY);
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
-}
 
 // What a run leaves that must be bit-identical between runs: every committed epoch's contents,
 // and the job's own output file (none: empty name): an HDF5 file's datasets (its bytes hold
@@ -258,33 +86,6 @@ std::vector<std::string> run_args(const std::vector<std::string>& options,
   args.insert(args.end(), options.begin(), options.end());
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
-}
-
-// The PIDs of the processes running `binary` on `host` (one PID space for all hosts: a process
-// is on a host when its network namespace is the host's).
-std::vector<int> processes_on_host(const std::string& host, const std::filesystem::path& binary) {
-  std::vector<int> pids;
-  struct stat host_namespace {};
-  if (::stat(("/run/netns/" + host).c_str(), &host_namespace) != 0) {
-    return pids;
-  }
-  std::error_code error;
-  const auto wanted = std::filesystem::canonical(binary, error);
-  for (const auto& entry : list_directory("/proc")) {
-    if (entry.empty() || !std::isdigit(static_cast<unsigned char>(entry[0]))) {
-      continue;
-    }
-    const auto proc = std::filesystem::path("/proc") / entry;
-    struct stat net {};
-    if (::stat((proc / "ns/net").c_str(), &net) != 0 || net.st_ino != host_namespace.st_ino ||
-        net.st_dev != host_namespace.st_dev) {
-      continue;
-    }
-    if (std::filesystem::read_symlink(proc / "exe", error) == wanted) {
-      pids.push_back(std::stoi(entry));
-    }
-  }
-  return pids;
 }
 
 std::vector<int> ranks_on_host(const std::string& host) {
@@ -460,6 +261,50 @@ TEST_F(Multihost, LocalStagingResumesExactlyFromTheNodeLocalCopiesOrTheSharedFil
   const auto& on_one_host = single_host_run(job, 3);
   EXPECT_TRUE(across_hosts.epochs == on_one_host.epochs)
       << "the committed epochs differ from the single-host run's";
+  EXPECT_TRUE(across_hosts.output == on_one_host.output)
+      << job.output_file << " differs from the single-host run's";
+  for (const auto& host : kHosts) {
+    on_host(host, "rm -rf '" + local + "'");
+  }
+}
+
+// --flush-every 5 with each host's own /local and no redundancy: heat_diffusion on 3 hosts,
+// host2's rank SIGKILLed after epoch 7 ran (epochs 0 and 5 flushed, 1 to 4 and 6 node-local)
+// and host2's node-local directory wiped (created anew by the restart): the restart on the same
+// hosts cannot recover node-local epoch 6, says so and what it costs, resumes from flushed epoch
+// 5, and every flushed epoch and the output are the same job's on one host.
+TEST_F(Multihost, ALostHostsNodeLocalEpochsFallBackToTheNewestFlushedEpoch) {
+  const auto& job = job_cases().at(2);
+  const std::string local = "/local/epochrun-multihost-test-levels";
+  for (const auto& host : kHosts) {
+    on_host(host, "rm -rf '" + local + "'");
+  }
+  const auto args = run_args(job.options, {"--local-dir", local, "--flush-every", "5"});
+  const auto killed =
+      run_within(epochrun_on_hosts("host1,host2,host3", 3, shared_, args, true), "/",
+                 kJobEndsWithinSeconds, launcher_environment("epoch@7:1:KILL"));
+  EXPECT_NE(killed.exit_code, 0) << killed.out << killed.err;
+  const auto wiped = on_host("host2", "test -d '" + local + "' && rm -rf '" + local + "'");
+  ASSERT_EQ(wiped.exit_code, 0) << "host2 had no node-local copies: " << wiped.err;
+  auto resume = args;
+  resume.insert(resume.end(), {"--resume-from-epoch", "latest"});
+  const auto resumed = run_within(epochrun_on_hosts("host1,host2,host3", 3, shared_, resume), "/",
+                                  kJobEndsWithinSeconds, launcher_environment());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("epoch 6 not recoverable: rank 1: the node-local copy written on host2"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("resuming from flushed epoch 5, 1 epoch lost"), std::string::npos) << all;
+  expect_verified();
+  const auto across_hosts = results_of(fetch("run"), job.output_file);
+  const auto& on_one_host = single_host_run(job, 3);
+  EXPECT_EQ(CheckpointDirectory(local_ / "run" / "ck").committed_epochs(),
+            (std::vector<std::int64_t>{0, 5, 8}));
+  for (const auto& [epoch, contents] : across_hosts.epochs) {
+    EXPECT_TRUE(on_one_host.epochs.count(epoch) == 1 && on_one_host.epochs.at(epoch) == contents)
+        << "epoch " << epoch << " differs from the single-host run's";
+  }
   EXPECT_TRUE(across_hosts.output == on_one_host.output)
       << job.output_file << " differs from the single-host run's";
   for (const auto& host : kHosts) {

@@ -64,6 +64,11 @@ struct RunOptions {
   std::vector<std::string> allowed_config_changes;
   RetentionPolicy retention;           // applied after every commit
   CheckpointPolicy checkpoint_policy;  // which epochs between init and the last are saved
+  // The mean time between failures of the whole allocation (--mtbf; unset: none given): after
+  // its first save the run prints the Young/Daly checkpoint interval for it, and with
+  // checkpoint_every_auto checkpoints by that interval from then on (every epoch until then).
+  std::optional<double> mtbf_seconds;
+  bool checkpoint_every_auto = false;
   // Keras' backup-and-restore: the checkpoints are deleted once the exit group has succeeded.
   bool delete_checkpoints_on_success = false;
   // How long a rank whose task threw waits for the other ranks to learn of it. They may be
@@ -108,6 +113,19 @@ struct RunOptions {
   // verified; a resume on the same ranks and hosts loads the node-local copies when every rank
   // has a complete one that verifies. Needs MPI_THREAD_FUNNELED, as async_checkpoint does.
   std::filesystem::path local_dir;
+  // Levels, with local_dir: a checkpoint is flushed to checkpoint_dir when it is the run's first
+  // (unless it resumed), the flush_every-th after the last flushed one (0: by time alone), the
+  // first one flush_interval_seconds or more after the last flush, the last one of the run or
+  // the one a stop takes; every other is saved node-local only and committed by a small
+  // manifest in checkpoint_dir. The default flushes every checkpoint.
+  std::int64_t flush_every = 1;
+  std::optional<double> flush_interval_seconds;
+  // With local_dir: each rank keeps the node-local copies of the newest local_keep epochs.
+  std::int64_t local_keep = 1;
+  // With local_dir: how the node-local epochs' copies are protected against the loss of a host
+  // (--local-redundancy): "none", "partner" (each copy also on a rank of another host) or
+  // "xor:N" (XOR parity over sets of N hosts); a restart rebuilds a lost host's copies from them.
+  std::string local_redundancy = "none";
   // An XDMF file (empty: none) describing every committed epoch's global arrays as a time
   // series for ParaView and VisIt, rewritten by rank 0 after every commit, off the job's path.
   std::filesystem::path xdmf_file;

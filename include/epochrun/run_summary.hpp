@@ -36,7 +36,19 @@ struct RunSummary {
   std::int64_t epochs_run = 0;  // epochs executed by this run
   StopKind stop_kind = StopKind::kContinue;
   std::string stop_reason;
-  std::vector<std::int64_t> committed;  // epochs this run committed, in order
+  // Where the resumed epoch came from: "flushed" (a checkpoint file) or "node-local" (the
+  // ranks' node-local copies of an epoch that was never flushed, --local-dir).
+  std::optional<std::string> resumed_from_level;
+  // When a newer node-local epoch could not be recovered: which, why, and what it cost
+  // ("epoch 17 not recoverable: ...; resuming from flushed epoch 15, 2 epochs lost").
+  std::optional<std::string> resume_note;
+  // When a node-local epoch was resumed with some parts rebuilt or moved across hosts
+  // (--local-redundancy): where each host's parts came from ("host1: 2 parts node-local; host2:
+  // 2 parts from the partner copy on host3").
+  std::optional<std::string> resumed_parts;
+  std::vector<std::int64_t> committed;  // epochs this run committed (flushed), in order
+  // Epochs this run saved node-local only (--flush-every, --flush-interval), in order.
+  std::vector<std::int64_t> saved_node_local;
   std::vector<FailedSave> failed_saves;
   std::vector<FailedSave> skipped_corrupt;  // `latest` passed over these damaged epochs
   std::vector<std::int64_t> deleted;        // by the retention policy or on success

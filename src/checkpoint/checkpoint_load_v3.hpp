@@ -55,6 +55,9 @@ struct Loaded {
   std::vector<std::string> recreated;  // per-node blobs the job creates anew
   std::string config_json;             // the configuration the checkpoint records (rank 0)
   bool from_local_copies = false;      // the values came from the node-local copies
+  // A node-local epoch some of whose parts were rebuilt or moved across hosts first
+  // (--local-redundancy): where each host's parts came from (RecoveryReport::host_lines).
+  std::string recovered_parts;
 };
 
 // Collective: loads the version 3 `file` into `workspace`. Rank 0 verifies the file's

@@ -13,6 +13,8 @@
 #include "epochrun/checkpoint_file.hpp"
 #include "epochrun/retention.hpp"
 #include "epochrun/uploader.hpp"
+#include "flush_schedule.hpp"
+#include "local_redundancy_options.hpp"
 
 namespace epochrun {
 
@@ -37,6 +39,14 @@ struct CheckpointOptions {
   // Node-local staging (--local-dir; empty: none): each save writes every rank's part there
   // first, and the shared checkpoint file is written from it in the background.
   std::filesystem::path local_dir;
+  // With local_dir: which checkpoints are flushed to checkpoint_dir (FlushSchedule; default:
+  // every one); the others are node-local epochs, committed by a manifest (LocalLevel).
+  FlushOptions flush;
+  // With local_dir: how many epochs' node-local copies each rank keeps (the newest ones).
+  std::int64_t local_keep = 1;
+  // With local_dir: how each node-local epoch's copies are protected across hosts
+  // (local_redundancy.hpp; default none).
+  LocalRedundancy local_redundancy;
   // An XDMF file (empty: none) that rank 0 rewrites after every commit and deletion, describing
   // every committed epoch's global arrays for ParaView and VisIt (BackgroundXdmf).
   std::filesystem::path xdmf_file;

@@ -31,7 +31,9 @@ CheckpointSaver::CheckpointSaver(std::string job, const Communicator& comm,
       comm_(comm),
       options_(options),
       node_names_(std::move(node_names)),
-      post_commit_(post_commit) {
+      post_commit_(post_commit),
+      level_(job_, comm, options),
+      schedule_(options.flush) {
   const bool in_background = !options_.checkpoint_dir.empty() &&
                              (options_.async_checkpoint || !options_.local_dir.empty());
   // Agreed: every rank seals where the others do.
@@ -46,9 +48,13 @@ CheckpointSaver::~CheckpointSaver() {
   }
 }
 
-void CheckpointSaver::resumed_from(std::int64_t epoch) {
-  last_committed_ = epoch;
+void CheckpointSaver::resumed_from(std::int64_t epoch, bool node_local) {
+  if (!node_local) {
+    last_committed_ = epoch;
+  }
   last_commit_time_ = Clock::now();
+  schedule_.resumed(last_commit_time_);
+  level_.resumed(epoch, node_local);
 }
 
 void CheckpointSaver::set_blobs(std::vector<BlobPlan> blobs) {
@@ -117,7 +123,11 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
   for (const auto& plan : blobs_) {
     outcome.bytes += workspace.get(plan.name).byte_size();
   }
-  const bool staged = !options_.local_dir.empty();
+  if (level_.active() && may_run_in_background && !flush_due(started)) {
+    return save_node_local(epoch, workspace, std::move(outcome), started);
+  }
+  schedule_.saved(true, started);
+  const bool staged = level_.active();
   const bool background = (options_.async_checkpoint || staged) && may_run_in_background;
   if (background && !staged && !staging_fits(outcome.bytes)) {
     if (comm_.is_root()) {
@@ -129,14 +139,19 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
   } else if (background || staged) {
     try {
       std::optional<PhaseTimer> copying(std::in_place, outcome.phases, SavePhase::kSnapshot);
-      auto copies = staged ? local_copy(epoch, workspace) : snapshot(workspace);
+      auto copied = staged ? local_copy(epoch, workspace) : std::optional(snapshot(workspace));
+      if (!copied) {
+        // The node-local file system failed: this checkpoint is flushed without a copy.
+        return save(epoch, workspace, may_run_in_background);
+      }
+      auto copies = std::move(*copied);
       copying.reset();
       in_flight_.emplace(begin_save(epoch, std::move(copies),
                                     background && background_comm_ ? *background_comm_ : comm_));
       note_array_paths(*in_flight_, outcome);
     } catch (const std::exception& error) {
       commit_failed(epoch, error, outcome);
-      keep_newest_local_copy();
+      local_copy_done(false);
       outcome.seconds = outcome.blocked_seconds = seconds_since(started);
       return outcome;
     }
@@ -200,40 +215,62 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
   return outcome;
 }
 
-std::vector<SavedBlob> CheckpointSaver::local_copy(std::int64_t epoch, const Workspace& workspace) {
+bool CheckpointSaver::flush_due(Clock::time_point now) const {
+  const bool due = schedule_.due(now);
+  // By count every rank decides alike; by time, each rank's clock: any rank's says so.
+  return schedule_.options().interval_seconds ? comm_.any_true(due) : due;
+}
+
+SaveOutcome CheckpointSaver::save_node_local(std::int64_t epoch, const Workspace& workspace,
+                                             SaveOutcome outcome, Clock::time_point started) {
+  const auto faults_before = PageFaults::now();
+  try {
+    if (!level_.save(epoch, saved_blobs(workspace), outcome.phases)) {
+      return save(epoch, workspace, true);  // the level is off: flushed
+    }
+    outcome.node_local = true;
+    schedule_.saved(false, started);
+    last_commit_time_ = Clock::now();
+    outcome.log = fmt::format("checkpoint saved node-local in {} ({} in {:.3f} s, not flushed)",
+                              options_.local_dir.string(), human_bytes(double(outcome.bytes)),
+                              seconds_since(started));
+  } catch (const std::exception& error) {
+    commit_failed(epoch, error, outcome);
+  }
+  level_.retain();
+  outcome.seconds = outcome.blocked_seconds = seconds_since(started);
+  outcome.phases.faults = PageFaults::now() - faults_before;
+  return outcome;
+}
+
+std::optional<std::vector<SavedBlob>> CheckpointSaver::local_copy(std::int64_t epoch,
+                                                                  const Workspace& workspace) {
   // Agreed, so that no rank lays out a shared file the others will not write; one bounded
   // agreement whatever the rank count.
+  auto blobs = saved_blobs(workspace);
   std::vector<SavedBlob> flushed;
-  run_then_agree_within(
-      comm_, "save epoch " + std::to_string(epoch) + ": node-local copy", options_.save_timeout,
-      [&] {
-        auto blobs = saved_blobs(workspace);
-        write_local_copy(options_.local_dir, job_, epoch, comm_.rank(), comm_.size(), blobs);
-        mapped_.emplace(
-            MappedLocalCopy::open(local_copy_file(options_.local_dir, epoch, comm_.rank())));
-        flushed = mapped_->flushed(std::move(blobs));
-      });
+  const auto written = level_.write_copies(epoch, blobs, [&] {
+    mapped_.emplace(
+        MappedLocalCopy::open(local_copy_file(options_.local_dir, epoch, comm_.rank())));
+    flushed = mapped_->flushed(blobs);
+  });
+  if (!written) {
+    mapped_.reset();
+    return std::nullopt;
+  }
   return flushed;
 }
 
-void CheckpointSaver::keep_newest_local_copy() {
+void CheckpointSaver::local_copy_done(bool committed) {
+  if (mapped_ && committed) {
+    level_.kept(mapped_->record().epoch);
+  }
   mapped_.reset();
-  // The newest committed epoch's copy stays (a resume may load it); a flush that failed leaves
-  // a copy of an epoch the shared directory does not have, which no resume would load.
-  keep_only_local_copy_of(last_committed_);
+  level_.retain();
 }
 
 void CheckpointSaver::delete_local_copies() {
-  keep_only_local_copy_of(std::nullopt);
-}
-
-void CheckpointSaver::keep_only_local_copy_of(std::optional<std::int64_t> epoch) {
-  if (options_.local_dir.empty()) {
-    return;
-  }
-  if (remove_local_copies(options_.local_dir, comm_.rank(), epoch) > 0) {
-    spdlog::warn("some node-local copies in {} could not be deleted", options_.local_dir.string());
-  }
+  level_.delete_all();
 }
 
 std::optional<SaveOutcome> CheckpointSaver::complete() {
@@ -255,7 +292,7 @@ std::optional<SaveOutcome> CheckpointSaver::complete() {
     commit_failed(outcome.epoch, error, outcome);
   }
   in_flight_.reset();
-  keep_newest_local_copy();
+  local_copy_done(outcome.committed);
   outcome.blocked_seconds = seconds_since(waiting);
   outcome.seconds = seconds_since(in_flight_started_);
   outcome.phases.faults += PageFaults::now() - faults_before;

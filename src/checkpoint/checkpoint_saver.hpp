@@ -18,6 +18,12 @@
 // copy, hashing what it reads against what the copy was made from; complete() commits it only
 // when every rank's part was written and verified. The last save and one at a stop write the
 // copy and flush it at once.
+//
+// Levels (--flush-every, --flush-interval): with --local-dir, a checkpoint the flush schedule
+// does not pick (FlushSchedule) is saved node-local only, committed by its manifest in the
+// checkpoint directory (LocalLevel); the run's first, the Nth after each flush, the last and
+// one at a stop are flushed as above. A node-local file system that fails switches the level
+// off for the rest of the run: every checkpoint is then flushed, without node-local copies.
 #pragma once
 
 #include <chrono>
@@ -33,7 +39,9 @@
 #include "directory_save.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/workspace.hpp"
+#include "flush_schedule.hpp"
 #include "local_copy.hpp"
+#include "local_level.hpp"
 #include "post_commit_steps.hpp"
 #include "save_phases.hpp"
 #include "staging_buffer.hpp"
@@ -48,7 +56,8 @@ struct SaveOutcome {
   double seconds = 0;          // the whole save (begin to the end of its post-commit steps)
   double blocked_seconds = 0;  // of those, the job's thread was stopped for this step
   std::uint64_t bytes = 0;     // this rank's blob bytes
-  bool committed = false;
+  bool committed = false;      // flushed and committed to the checkpoint directory
+  bool node_local = false;     // saved node-local only, committed by its manifest (not flushed)
   std::optional<std::string> failure;  // the agreed error of a save that failed
   std::vector<std::int64_t> deleted;   // epochs the post-commit steps deleted after it
   // Where the save's time went on this rank (the whole save, once it completed) and the page
@@ -71,8 +80,9 @@ class CheckpointSaver {
   // What every checkpoint of this run holds: the loaded blobs, or what init created, each with
   // its kind of storage.
   void set_blobs(std::vector<BlobPlan> blobs);
-  // The epoch the run resumed from counts as committed (for the checkpoint policy).
-  void resumed_from(std::int64_t epoch);
+  // The epoch the run resumed from counts as committed (for the checkpoint policy); as flushed
+  // unless `node_local` (it was loaded from its node-local copies and manifest).
+  void resumed_from(std::int64_t epoch, bool node_local = false);
 
   // Collective, with no save in flight: saves `epoch` from `workspace`. Synchronously (commit
   // and post-commit steps done) unless the run saves
@@ -103,14 +113,18 @@ class CheckpointSaver {
   // Copies the blobs into staging_, hashing them as they are copied, and returns views of the
   // copies (their xxh64 set, direct I/O allowed).
   std::vector<SavedBlob> snapshot(const Workspace& workspace);
-  // Writes this rank's node-local copy of `epoch` (agreed: a failure on any rank fails the save
-  // on every rank), maps it, and returns views of the copy for the flush.
-  std::vector<SavedBlob> local_copy(std::int64_t epoch, const Workspace& workspace);
-  // After a staged save committed or failed: unmaps its copy and deletes this rank's other
-  // copies than the newest committed epoch's.
-  void keep_newest_local_copy();
-  // Deletes this rank's node-local copies but the one of `epoch` (of none when unset).
-  void keep_only_local_copy_of(std::optional<std::int64_t> epoch);
+  // Agreed on every rank: whether this checkpoint is flushed (FlushSchedule).
+  bool flush_due(std::chrono::steady_clock::time_point now) const;
+  // A checkpoint that is not flushed: saved node-local only (LocalLevel::save). When the
+  // node-local file system fails, the level goes off and the checkpoint is flushed instead.
+  SaveOutcome save_node_local(std::int64_t epoch, const Workspace& workspace, SaveOutcome outcome,
+                              std::chrono::steady_clock::time_point started);
+  // Writes this rank's node-local copy of `epoch` and maps it (agreed: a failure on any rank
+  // switches the level off on every rank: nullopt), and returns views of the copy for the flush.
+  std::optional<std::vector<SavedBlob>> local_copy(std::int64_t epoch, const Workspace& workspace);
+  // After a staged save committed (`committed`) or failed: unmaps its copy, counts it as kept
+  // when it committed, and applies --local-keep.
+  void local_copy_done(bool committed);
   // Records the commit `stats` describe and runs the post-commit steps; fills outcome.
   void committed(const SaveStats& stats, SaveOutcome& outcome);
   // Records in `outcome` the paths `save` writes the global arrays by; rank 0 logs them when
@@ -135,6 +149,8 @@ class CheckpointSaver {
   std::optional<DirectorySave> in_flight_;
   SaveOutcome in_flight_outcome_;
   std::chrono::steady_clock::time_point in_flight_started_;
+  LocalLevel level_;
+  FlushSchedule schedule_;
   std::optional<MappedLocalCopy> mapped_;  // the node-local copy the save in flight is flushed from
   std::thread writer_;                     // runs in_flight_->write_data()
   std::vector<std::pair<std::string, ArrayPath>> logged_array_paths_;

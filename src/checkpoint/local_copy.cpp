@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <xxhash.h>
+
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -33,9 +36,11 @@ std::uint64_t aligned_up(std::uint64_t offset) {
   return (offset + kDirectIoAlignment - 1) / kDirectIoAlignment * kDirectIoAlignment;
 }
 
-// The epoch and rank of a copy's name as local_copy_file makes it; nullopt for any other name.
-std::optional<std::pair<std::int64_t, int>> parse_local_copy_name(std::string_view name) {
-  constexpr std::string_view prefix = "epoch-", middle = ".rank-", suffix = ".local";
+}  // namespace
+
+std::optional<std::pair<std::int64_t, int>> parse_epoch_rank_name(std::string_view name,
+                                                                  std::string_view suffix) {
+  constexpr std::string_view prefix = "epoch-", middle = ".rank-";
   if (!name.starts_with(prefix) || !name.ends_with(suffix)) {
     return std::nullopt;
   }
@@ -56,6 +61,8 @@ std::optional<std::pair<std::int64_t, int>> parse_local_copy_name(std::string_vi
   }
   return std::pair(epoch, rank);
 }
+
+namespace {
 
 nlohmann::json record_json(const LocalCopyRecord& record) {
   auto blobs = nlohmann::json::array();
@@ -141,6 +148,11 @@ LocalCopyRecord write_local_copy(const std::filesystem::path& dir, const std::st
   return record;
 }
 
+std::uint64_t local_copy_record_xxh64(const LocalCopyRecord& record) {
+  const auto text = record_json(record).dump();
+  return XXH64(text.data(), text.size(), 0);
+}
+
 LocalCopyRecord read_local_copy_record(int fd, const std::string& what) {
   try {
     const auto size = file_size(fd);
@@ -213,7 +225,7 @@ std::vector<SavedBlob> MappedLocalCopy::flushed(std::vector<SavedBlob> saved) co
 }
 
 int remove_local_copies(const std::filesystem::path& dir, int rank,
-                        std::optional<std::int64_t> keep) {
+                        const std::vector<std::int64_t>& keep) {
   const auto close = [](DIR* open) { ::closedir(open); };
   const std::unique_ptr<DIR, decltype(close)> listing(::opendir(dir.c_str()), close);
   if (!listing) {
@@ -224,8 +236,9 @@ int remove_local_copies(const std::filesystem::path& dir, int rank,
     const std::string name = entry->d_name;
     // Leftovers of an interrupted write are this rank's when their target name is.
     const auto target = temporary_target(name);
-    const auto parsed = parse_local_copy_name(target ? *target : name);
-    if (parsed && parsed->second == rank && (target || parsed->first != keep)) {
+    const auto parsed = parse_epoch_rank_name(target ? *target : name, ".local");
+    if (parsed && parsed->second == rank &&
+        (target || std::find(keep.begin(), keep.end(), parsed->first) == keep.end())) {
       doomed.push_back(name);
     }
   }
@@ -244,6 +257,13 @@ void check_local_directory(const std::filesystem::path& dir,
     throw UsageError("--local-dir '" + dir.string() + "' cannot hold node-local copies: " + why);
   };
   std::error_code error;
+  if (!std::filesystem::exists(dir, error) && !error) {
+    try {
+      create_private_directories(dir);
+    } catch (const std::exception& failure) {
+      refuse(failure.what());
+    }
+  }
   if (!std::filesystem::is_directory(dir, error)) {
     refuse(error ? error.message() : "it is not a directory");
   }

@@ -19,6 +19,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "epochrun/blob.hpp"
@@ -49,6 +51,10 @@ struct LocalCopyRecord {
 // DIR/epoch-NNNNNN.rank-R.local
 std::filesystem::path local_copy_file(const std::filesystem::path& dir, std::int64_t epoch,
                                       int rank);
+// The epoch and rank of a name DIR/epoch-NNNNNN.rank-R`suffix` (".local" for a copy, the
+// redundancy files' suffixes in local_redundancy_file.hpp); nullopt for any other name.
+std::optional<std::pair<std::int64_t, int>> parse_epoch_rank_name(std::string_view name,
+                                                                  std::string_view suffix);
 
 // Writes this rank's `blobs` (views of the job's memory) as its copy of `epoch`, hashing each
 // value as it streams, and returns what it wrote. Throws Error (no file left behind).
@@ -85,14 +91,19 @@ class MappedLocalCopy {
 // is not a whole copy.
 LocalCopyRecord read_local_copy_record(int fd, const std::string& what);
 
-// Deletes this rank's copies of every epoch but `keep` (and of none when unset), and what an
-// interrupted write of its copies left. Only this rank's names, regular files or not, never
-// through a symlink (unlink). Returns how many failed to go (a warning, never an error).
-int remove_local_copies(const std::filesystem::path& dir, int rank,
-                        std::optional<std::int64_t> keep);
+// The xxh64 of `record` as a copy stores it (the JSON text before the copy's tail): what a
+// node-local epoch's manifest records of each rank's copy (local_manifest.hpp).
+std::uint64_t local_copy_record_xxh64(const LocalCopyRecord& record);
 
-// UsageError with one line unless `dir` is a directory this process can create a file in, and
-// not the checkpoint directory itself.
+// Deletes this rank's copies of every epoch but those in `keep`, and what an interrupted write
+// of its copies left. Only this rank's names, regular files or not, never through a symlink
+// (unlink). Returns how many failed to go (a warning, never an error).
+int remove_local_copies(const std::filesystem::path& dir, int rank,
+                        const std::vector<std::int64_t>& keep);
+
+// Creates `dir` when it is missing (as --checkpoint-dir is created), then UsageError with one
+// line unless it is a directory this process can create a file in, and not the checkpoint
+// directory itself.
 void check_local_directory(const std::filesystem::path& dir,
                            const std::filesystem::path& checkpoint_dir);
 

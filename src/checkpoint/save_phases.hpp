@@ -23,12 +23,13 @@ enum class SavePhase : std::size_t {
   kCommit,      // rank 0 renames the file to its final name and fsyncs the directory
   kPostCommit,  // the index, retention, the upload's turn
   kWaiting,     // in the agreements after each step: waiting for the slowest rank
+  kRedundancy,  // node-local epochs: the copies protected across hosts (--local-redundancy)
   kCount
 };
 
 inline constexpr std::array<const char*, static_cast<std::size_t>(SavePhase::kCount)>
-    kSavePhaseNames = {"snapshot", "describe",  "lay_out", "write",       "hash",
-                       "fsync",    "checksums", "commit",  "post_commit", "waiting"};
+    kSavePhaseNames = {"snapshot",  "describe", "lay_out",     "write",   "hash",      "fsync",
+                       "checksums", "commit",   "post_commit", "waiting", "redundancy"};
 
 // The process's minor and major page faults so far (getrusage).
 struct PageFaults {

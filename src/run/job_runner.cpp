@@ -11,6 +11,7 @@
 #include <map>
 
 #include "blob_plans.hpp"
+#include "checkpoint_interval_choice.hpp"
 #include "checkpoint_saver.hpp"
 #include "collective_errors.hpp"
 #include "directory_lock.hpp"
@@ -60,10 +61,10 @@ void tell_the_launcher_that_the_ranks_catch_signals(const Communicator& comm) {
 // in the background (its end is a "save" line).
 EpochFigures epoch_figures(double epoch_seconds, const SaveOutcome& save) {
   if (save.in_background) {
-    return {epoch_seconds, save.blocked_seconds, {}, {}, {}, {}};
+    return {epoch_seconds, save.blocked_seconds, {}, {}, {}, {}, {}};
   }
-  return {epoch_seconds, save.blocked_seconds, save.seconds,
-          save.bytes,    save.phases,          save.array_paths};
+  return {epoch_seconds, save.blocked_seconds, save.seconds,         save.bytes,
+          save.phases,   save.array_paths,     save_level_name(save)};
 }
 
 // Runs `step`, a task group or the stop conditions, which agree on a failure across the ranks.
@@ -89,6 +90,9 @@ void record_save(const SaveOutcome& save, RunSummary& summary) {
   if (save.committed) {
     summary.committed.push_back(save.epoch);
   }
+  if (save.node_local) {
+    summary.saved_node_local.push_back(save.epoch);
+  }
   if (save.failure) {
     summary.failed_saves.push_back(FailedSave{save.epoch, *save.failure});
   }
@@ -108,6 +112,9 @@ CheckpointOptions checkpoint_options(const RunOptions& options) {
                            options.check_replicated,
                            options.directory_lock,
                            options.local_dir,
+                           FlushOptions{options.flush_every, options.flush_interval_seconds},
+                           options.local_keep,
+                           parse_local_redundancy(options.local_redundancy),
                            options.xdmf_file};
 }
 
@@ -137,8 +144,9 @@ std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const Ru
   return lock;
 }
 
-// Every rank can keep its node-local copies in --local-dir, on its own host (UsageError on
-// every rank naming the lowest failing rank, its host and why, otherwise).
+// Every rank can keep its node-local copies in --local-dir, on its own host, created there when
+// missing (UsageError on every rank naming the lowest failing rank, its host and why,
+// otherwise).
 void check_local_directories(const Communicator& comm, const RunOptions& options) {
   if (options.local_dir.empty()) {
     return;
@@ -183,6 +191,9 @@ struct JobRunner::Impl {
   // The next epoch: its group, the stop decision after it and its checkpoint (when due).
   StopDecision run_epoch(const StopDecider& decider, Steps& steps, TaskContext& context,
                          RunSummary& summary);
+  // After a save: the first one measures what a checkpoint costs and, with --mtbf, chooses the
+  // Young/Daly interval (applied with --checkpoint-every auto).
+  void choose_interval(const SaveOutcome& save);
   // Saves the epoch that just ran when the checkpoint policy or a stop says so.
   std::optional<SaveOutcome> checkpoint_epoch(const StopDecision& decision, Steps& steps,
                                               const TaskContext& context, RunSummary& summary);
@@ -205,6 +216,7 @@ struct JobRunner::Impl {
   std::string node_name;
   std::vector<std::string> node_names;
   std::unique_ptr<TimeBudget> time_budget;  // rank 0's; measured on every rank
+  CheckpointIntervalChoice interval_choice{options.mtbf_seconds};
 };
 
 ResumeRequest ResumeRequest::parse(const std::string& text) {
@@ -362,7 +374,7 @@ std::optional<std::int64_t> JobRunner::Impl::start(Steps& steps, TaskContext& co
     summary.resumed_from_ranks = resumed->written_by_ranks;
     steps.metrics.load(resumed->epoch, resumed->seconds, resumed->bytes);
     steps.saver.set_blobs(blob_plans(job, comm, resumed->blobs));
-    steps.saver.resumed_from(resumed->epoch);
+    steps.saver.resumed_from(resumed->epoch, resumed->node_local);
     // Until this run has saved, a save is taken to cost what the load did.
     time_budget->record_save(resumed->seconds);
     return resumed->epoch;
@@ -378,6 +390,7 @@ std::optional<std::int64_t> JobRunner::Impl::start(Steps& steps, TaskContext& co
   const auto save = steps.saver.save(0, context.workspace, true);
   record_save(save, summary);
   spdlog::info("epoch 0 (init) {}", save.log);
+  choose_interval(save);
   if (!save.in_background) {
     time_budget->record_save(save.seconds);
   }
@@ -450,12 +463,15 @@ StopDecision JobRunner::Impl::run_epoch(const StopDecider& decider, Steps& steps
   }();
   ++summary.epochs_run;
   steps.metrics.epoch(context.epoch, save ? epoch_figures(epoch_seconds, *save)
-                                          : EpochFigures{epoch_seconds, {}, {}, {}, {}, {}});
-  spdlog::info(
-      "epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds,
-      save ? save->log
-           : std::string("checkpoint skipped (") + options.checkpoint_policy.skip_reason() + ")",
-      decision.stops() ? "; stopping: " + decision.reason : "");
+                                          : EpochFigures{epoch_seconds, {}, {}, {}, {}, {}, {}});
+  spdlog::info("epoch {} done in {:.3f} s; {}{}", context.epoch, epoch_seconds,
+               save
+                   ? save->log
+                   : std::string("checkpoint skipped (") +
+                         (options.checkpoint_every_auto ? "--checkpoint-every auto"
+                                                        : options.checkpoint_policy.skip_reason()) +
+                         ")",
+               decision.stops() ? "; stopping: " + decision.reason : "");
   return decision;
 }
 
@@ -473,7 +489,16 @@ std::optional<SaveOutcome> JobRunner::Impl::checkpoint_epoch(const StopDecision&
   if (!save.in_background) {
     time_budget->record_save(save.seconds);
   }
+  choose_interval(save);
   return save;
+}
+
+void JobRunner::Impl::choose_interval(const SaveOutcome& save) {
+  const auto interval = interval_choice.after_save(save, comm);
+  if (interval && options.checkpoint_every_auto) {
+    options.checkpoint_policy.every.reset();
+    options.checkpoint_policy.interval_seconds = *interval;
+  }
 }
 
 void JobRunner::Impl::complete_save(Steps& steps, RunSummary& summary) {

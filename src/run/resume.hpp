@@ -1,6 +1,10 @@
 // The resume decision and the load: which committed epoch a run starts from (rank 0 decides,
 // every rank follows), loading it, falling back past corrupt ones for `latest`, and refusing a
-// checkpoint that does not fit the job as it is now configured.
+// checkpoint that does not fit the job as it is now configured. With --local-dir the node-local
+// epochs (their manifests) are candidates too: one that is not recoverable (a rank's copy
+// missing or damaged, another rank count) is passed over for the next, and the fallback is said
+// in one line ("epoch 17 not recoverable: ...; resuming from flushed epoch 15, 2 epochs lost"),
+// kept in the summary and the run history.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,7 @@ struct Resumed {
   double seconds = 0;              // the load's
   std::uint64_t bytes = 0;         // this rank's loaded bytes
   std::int64_t written_by_ranks = 0;
+  bool node_local = false;  // from a node-local epoch's copies (its manifest), not a flushed file
 };
 
 // Collective. `index` is rank 0's view of the directory (null elsewhere, and without a

@@ -53,6 +53,9 @@ RunRecord run_record(const RunSummary& summary, std::chrono::system_clock::time_
           .restart_count = summary.restart_count,
           .resumed_from = summary.resumed_from,
           .resumed_from_ranks = summary.resumed_from_ranks,
+          .resumed_from_level = summary.resumed_from_level,
+          .resume_note = summary.resume_note,
+          .resumed_parts = summary.resumed_parts,
           .stop_kind = stop_kind_name(summary.stop_kind),
           .stop_reason = summary.stop_reason,
           .epochs_run = summary.epochs_run,
@@ -69,6 +72,9 @@ void to_json(nlohmann::json& json, const RunRecord& record) {
           {"restart_count", record.restart_count},
           {"resumed_from", optional_json(record.resumed_from)},
           {"resumed_from_ranks", optional_json(record.resumed_from_ranks)},
+          {"resumed_from_level", optional_json(record.resumed_from_level)},
+          {"resume_note", optional_json(record.resume_note)},
+          {"resumed_parts", optional_json(record.resumed_parts)},
           {"stop_kind", record.stop_kind},
           {"stop_reason", record.stop_reason},
           {"epochs_run", record.epochs_run},
@@ -85,6 +91,9 @@ void from_json(const nlohmann::json& json, RunRecord& record) {
   read_field(json, "restart_count", record.restart_count);
   read_field(json, "resumed_from", record.resumed_from);
   read_field(json, "resumed_from_ranks", record.resumed_from_ranks);
+  read_field(json, "resumed_from_level", record.resumed_from_level);
+  read_field(json, "resume_note", record.resume_note);
+  read_field(json, "resumed_parts", record.resumed_parts);
   read_field(json, "stop_kind", record.stop_kind);
   read_field(json, "stop_reason", record.stop_reason);
   read_field(json, "epochs_run", record.epochs_run);

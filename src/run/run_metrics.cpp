@@ -76,6 +76,10 @@ void put(nlohmann::json& object, const char* key, double value, bool integral = 
 
 }  // namespace
 
+const char* save_level_name(const SaveOutcome& save) {
+  return save.node_local ? "node-local" : "flushed";
+}
+
 RunMetrics::RunMetrics(const Communicator& comm, std::filesystem::path checkpoint_dir,
                        std::chrono::system_clock::time_point run_started)
     : comm_(comm),
@@ -109,7 +113,7 @@ void RunMetrics::epoch(std::int64_t epoch, const EpochFigures& figures) const {
     mine.set_phases(*figures.save_phases);
   }
   mine.peak_rss_bytes = peak_rss_bytes();
-  append("epoch", epoch, mine, std::nullopt, figures.array_paths);
+  append("epoch", epoch, mine, std::nullopt, figures.array_paths, figures.save_level);
 }
 
 void RunMetrics::load(std::int64_t epoch, double seconds, std::uint64_t bytes) const {
@@ -127,12 +131,13 @@ void RunMetrics::save(const SaveOutcome& save) const {
   mine.save_bytes = double(save.bytes);
   mine.set_phases(save.phases);
   mine.peak_rss_bytes = peak_rss_bytes();
-  append("save", save.epoch, mine, save.committed, save.array_paths);
+  append("save", save.epoch, mine, save.committed, save.array_paths, save_level_name(save));
 }
 
 void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figures& mine,
                         const std::optional<bool>& committed,
-                        const std::vector<std::pair<std::string, ArrayPath>>& array_paths) const {
+                        const std::vector<std::pair<std::string, ArrayPath>>& array_paths,
+                        const std::string& level) const {
   if (file_.empty()) {
     return;
   }
@@ -166,6 +171,9 @@ void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figu
   nlohmann::json line = {{"run_started", run_started_}, {"event", event}, {"epoch", epoch}};
   if (committed) {
     line["committed"] = *committed;
+  }
+  if (!level.empty()) {
+    line["level"] = level;
   }
   if (!array_paths.empty()) {
     nlohmann::json paths = nlohmann::json::object();

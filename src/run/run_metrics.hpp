@@ -30,7 +30,13 @@ struct EpochFigures {
   std::optional<SavePhases> save_phases;    // where that save's time went
   // The path each global array of that save took (the same on every rank).
   std::vector<std::pair<std::string, ArrayPath>> array_paths;
+  // Where that save went (the same on every rank): "flushed" to the checkpoint directory,
+  // "node-local" only (--flush-every), or empty when this line has no save that ended.
+  std::string save_level;
 };
+
+// The level a save reached, as the metrics lines name it.
+const char* save_level_name(const SaveOutcome& save);
 
 class RunMetrics {
  public:
@@ -49,7 +55,8 @@ class RunMetrics {
   struct Figures;
   void append(const std::string& event, std::int64_t epoch, const Figures& mine,
               const std::optional<bool>& committed,
-              const std::vector<std::pair<std::string, ArrayPath>>& array_paths = {}) const;
+              const std::vector<std::pair<std::string, ArrayPath>>& array_paths = {},
+              const std::string& level = {}) const;
 
   const Communicator& comm_;
   std::filesystem::path file_;  // empty: no metrics

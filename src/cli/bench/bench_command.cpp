@@ -24,7 +24,9 @@
 #include "bench/bench_measures.hpp"
 #include "bench/global_array_bench.hpp"
 #include "bench/job_bench.hpp"
+#include "bench/local_level_bench.hpp"
 #include "bench/machine_figures.hpp"
+#include "bench/redundancy_bench.hpp"
 #include "bench/scale_bench.hpp"
 #include "collective_errors.hpp"
 #include "command_line.hpp"
@@ -46,6 +48,7 @@ struct BenchOptions {
   std::string json_file;
   bool targets = false;
   bool global_arrays = false;
+  bool redundancy = false;
   bool scale = false;
   std::string layout_ranks = "1000,10000,100000";
   std::int64_t layout_blobs = 10;
@@ -55,7 +58,8 @@ struct BenchOptions {
   std::string history_directory;  // empty: inside --dir
   std::int64_t max_rounds = 15;
   double machine_mib = 256;
-  JobBenchOptions job;  // --job: empty job name when not given
+  JobBenchOptions job;    // --job: empty job name when not given
+  std::string local_dir;  // --local-dir: the node-local level measured instead
 };
 
 // --targets' help: what each target compares and its limit, taken from the limits the
@@ -107,7 +111,11 @@ po::options_description bench_options_description(BenchOptions& o) {
                          "also write the results to this JSON file")(
       "targets", po::bool_switch(&o.targets), targets.c_str())(
       "global-arrays", po::bool_switch(&o.global_arrays), global_arrays.c_str())(
-      "scale", po::bool_switch(&o.scale), scale_help().c_str())(
+      "redundancy", po::bool_switch(&o.redundancy),
+      "measure --local-redundancy instead, each rank a host of its own with a node-local copy of "
+      "--mib-per-rank: the partner exchange and the XOR exchange against MPI_Sendrecv of the "
+      "same bytes between the same ranks, the XOR arithmetic against a memcpy of the same bytes "
+      "(1.25 each; 2 ranks at least)")("scale", po::bool_switch(&o.scale), scale_help().c_str())(
       "layout-ranks", po::value(&o.layout_ranks)->default_value(o.layout_ranks),
       "--scale: the rank counts of the one-process lay-out, comma-separated, or none")(
       "layout-blobs", po::value(&o.layout_blobs)->default_value(o.layout_blobs),
@@ -127,6 +135,11 @@ po::options_description bench_options_description(BenchOptions& o) {
       "machine-mib", po::value(&o.machine_mib)->default_value(o.machine_mib),
       "MiB per rank of the machine's figures printed first (fresh memory, page-cache copy, "
       "plain and hinted disk writes)")(
+      "local-dir", po::value(&o.local_dir),
+      "DIR on node-local storage: measure the node-local level instead: its save of "
+      "--mib-per-rank against the raw write of the same bytes there (1.15); with --job, the "
+      "job run with --flush-every 10 against flushing every checkpoint, and the bytes each "
+      "leaves in --dir")(
       "job", po::value(&o.job.job),
       "measure inside this registered job instead (epochrun list-jobs), its options after it "
       "(--<job>.<key> VALUE): the job run with synchronous checkpoints, asynchronous ones and "
@@ -167,6 +180,11 @@ void check_bench_options(const BenchOptions& o) {
         "--scale measures one tiny blob per rank; --targets, --global-arrays and --blobs do not "
         "go with it");
   }
+  if (o.redundancy && (o.targets || o.global_arrays || o.scale || o.blobs != 1)) {
+    throw UsageError(
+        "--redundancy measures one node-local copy per rank; --targets, --global-arrays, --scale "
+        "and --blobs do not go with it");
+  }
   if (o.scale) {
     parse_layout_ranks(o.layout_ranks);
   }
@@ -179,7 +197,13 @@ void check_bench_options(const BenchOptions& o) {
   if (!std::isfinite(o.machine_mib) || o.machine_mib < 1.0 / 256 || o.machine_mib > 1 << 20) {
     throw UsageError("--machine-mib must be in [1/256, 1048576]");
   }
-  if (!o.job.job.empty() && (o.targets || o.global_arrays || o.scale || o.blobs != 1)) {
+  if (!o.local_dir.empty() && (o.targets || o.global_arrays || o.scale || o.redundancy)) {
+    throw UsageError(
+        "--local-dir measures the node-local level; --targets, --global-arrays, --scale and "
+        "--redundancy do not go with it");
+  }
+  if (o.local_dir.empty() && !o.job.job.empty() &&
+      (o.targets || o.global_arrays || o.scale || o.redundancy || o.blobs != 1)) {
     throw UsageError(
         "--job measures inside a job; --targets, --global-arrays, --scale and --blobs do not go "
         "with it");
@@ -229,6 +253,19 @@ bool is_timing(const nlohmann::json& row) {
 // The first line of the table: what was measured, how and where.
 void print_heading(const nlohmann::json& rows, const BenchOptions& options, int ranks, bool cold,
                    const fs::path& directory) {
+  if (!options.local_dir.empty()) {
+    const auto job = options.job.job.empty()
+                         ? std::string()
+                         : "; job " + options.job.job + ", " + std::to_string(options.job.epochs) +
+                               " epochs a run";
+    std::printf(
+        "epochrun bench --local-dir %s: %d ranks, %g MiB per rank in %lld blobs%s, at least "
+        "%lld rounds (alternated), the checkpoint directory in %s\n",
+        options.local_dir.c_str(), ranks, options.mib_per_rank,
+        static_cast<long long>(options.blobs), job.c_str(), static_cast<long long>(options.rounds),
+        directory.c_str());
+    return;
+  }
   if (!options.job.job.empty()) {
     std::printf(
         "epochrun bench --job %s: %d ranks, %lld epochs a run, %s, at least %lld rounds "
@@ -327,10 +364,19 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
           row["peak_added_bytes"].get<double>() / kMiB, row["state_bytes"].get<double>() / kMiB);
     }
   }
+  for (const auto& row : rows) {
+    if (row.contains("shared_bytes")) {
+      std::printf("%s: %.3f MiB left in the checkpoint directory, against %.3f MiB (ratio %.3f)\n",
+                  row["name"].get<std::string>().c_str(), row["shared_bytes"].get<double>() / kMiB,
+                  row["limit_shared_bytes"].get<double>() / kMiB,
+                  row["shared_bytes_ratio"].get<double>());
+    }
+  }
   if (options.scale) {
     print_scale(rows);
   }
-  if (options.targets || options.global_arrays || options.scale || !options.job.job.empty()) {
+  if (options.targets || options.global_arrays || options.scale || options.redundancy ||
+      !options.job.job.empty() || !options.local_dir.empty()) {
     std::printf("targets (ratio <= limit):\n");
     for (const auto& row : rows) {
       if (row.contains("met") && row.contains("ratio")) {
@@ -376,12 +422,16 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
         measure_machine(comm, directory,
                         static_cast<std::uint64_t>(std::llround(options.machine_mib * (1 << 20)))));
   }
-  for (auto& row : options.scale ? measure_scale(comm, directory, bytes_per_rank, settings)
-                   : !options.job.job.empty() ? measure_job(comm, directory, options.job, settings)
-                   : options.global_arrays
-                       ? measure_global_arrays(comm, directory, bytes_per_rank, settings)
-                       : measure_disk(comm, directory, bytes_per_rank, options.blobs, settings,
-                                      options.targets)) {
+  for (auto& row :
+       options.scale ? measure_scale(comm, directory, bytes_per_rank, settings)
+       : !options.local_dir.empty()
+           ? measure_local_levels(comm, directory, options.local_dir, bytes_per_rank, options.blobs,
+                                  options.job, settings)
+       : !options.job.job.empty() ? measure_job(comm, directory, options.job, settings)
+       : options.global_arrays    ? measure_global_arrays(comm, directory, bytes_per_rank, settings)
+       : options.redundancy       ? measure_redundancy(comm, directory, bytes_per_rank, settings)
+                            : measure_disk(comm, directory, bytes_per_rank, options.blobs, settings,
+                                           options.targets)) {
     rows.push_back(std::move(row));
   }
   if (options.scale) {

@@ -11,7 +11,6 @@
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/job_runner.hpp"
-#include "run/run_options.hpp"
 #include "run_metrics.hpp"
 
 namespace epochrun::cli {
@@ -26,31 +25,19 @@ enum class Mode { kSync, kSyncMpiIo, kAsync, kNone };
 // What `epochrun run` would run for `mode`: the same parser, so that a job option the program
 // refuses is refused here too, before any round.
 Invocation invocation_for(const JobBenchOptions& options, Mode mode) {
-  std::vector<std::string> args = {
-      "run",         "--job", options.job,         "--num-epochs", std::to_string(options.epochs),
-      "--log-level", "warn",  "--preempt-signals", "none"};
+  std::vector<std::string> extra;
   if (mode == Mode::kNone) {
-    args.push_back("--no-checkpoints");
+    extra.push_back("--no-checkpoints");
   } else {
-    args.insert(args.end(), {"--checkpoint-dir", "set-per-run"});
+    extra.insert(extra.end(), {"--checkpoint-dir", "set-per-run"});
   }
   if (mode == Mode::kAsync) {
-    args.push_back("--async-checkpoint");
+    extra.push_back("--async-checkpoint");
   }
   if (mode == Mode::kSyncMpiIo) {
-    args.insert(args.end(), {"--array-io", "mpiio"});
+    extra.insert(extra.end(), {"--array-io", "mpiio"});
   }
-  args.insert(args.end(), options.job_arguments.begin(), options.job_arguments.end());
-  std::vector<char*> argv;
-  for (auto& arg : args) {
-    argv.push_back(arg.data());
-  }
-  argv.push_back(nullptr);
-  auto invocation = parse_run_options(static_cast<int>(args.size()), argv.data());
-  if (!invocation) {
-    throw UsageError("bench --job: no --help among the job's options");
-  }
-  return std::move(*invocation);
+  return job_invocation(options, std::move(extra));
 }
 
 // One phase breakdown per save, by rank, read from a run's metrics.jsonl (rank 0).
@@ -306,6 +293,24 @@ nlohmann::json job_rows(const Communicator& comm, const JobBenchOptions& options
 }
 
 }  // namespace
+
+Invocation job_invocation(const JobBenchOptions& options, std::vector<std::string> extra) {
+  std::vector<std::string> args = {
+      "run",         "--job", options.job,         "--num-epochs", std::to_string(options.epochs),
+      "--log-level", "warn",  "--preempt-signals", "none"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), options.job_arguments.begin(), options.job_arguments.end());
+  std::vector<char*> argv;
+  for (auto& arg : args) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+  auto invocation = parse_run_options(static_cast<int>(args.size()), argv.data());
+  if (!invocation) {
+    throw UsageError("bench --job: no --help among the job's options");
+  }
+  return std::move(*invocation);
+}
 
 void check_job_options(const JobBenchOptions& options) {
   for (const auto mode : {Mode::kSync, Mode::kSyncMpiIo, Mode::kAsync, Mode::kNone}) {

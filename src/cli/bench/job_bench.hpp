@@ -14,6 +14,7 @@
 
 #include "bench/bench_measures.hpp"
 #include "epochrun/communicator.hpp"
+#include "run/run_options.hpp"
 
 namespace epochrun::cli {
 
@@ -27,6 +28,11 @@ struct JobBenchOptions {
   std::int64_t epochs = 3;
   std::vector<std::string> job_arguments;  // passed on to `run`: --<job>.<key> VALUE ...
 };
+
+// What `epochrun run --job NAME --num-epochs E --log-level warn --preempt-signals none`, then
+// `extra`, then the job's options, would run: the program's own parser. UsageError for what it
+// refuses.
+Invocation job_invocation(const JobBenchOptions& options, std::vector<std::string> extra);
 
 // UsageError for a job or job option `run` would refuse; needs no MPI and writes nothing.
 void check_job_options(const JobBenchOptions& options);

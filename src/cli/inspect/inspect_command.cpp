@@ -19,6 +19,7 @@
 #include "inspect/checkpoint_export.hpp"
 #include "inspect/inspect_listing.hpp"
 #include "inspect/inspect_source.hpp"
+#include "inspect/local_epochs_listing.hpp"
 #include "inspect/xdmf_export.hpp"
 #include "json_text.hpp"
 #include "report/run_history_report.hpp"
@@ -124,9 +125,13 @@ int list(const InspectSource& source, const InspectOptions& options) {
   }
   const auto history =
       source.is_file() ? std::vector<RunRecord>{} : read_run_history(source.path());
+  const auto node_local = source.is_file() || !options.epoch.empty()
+                              ? nlohmann::json::array()
+                              : describe_local_epochs(source.path());
   if (options.json) {
     print({{source.is_file() ? "file" : "directory", source.path().string()},
            {"checkpoints", entries},
+           {"node_local_epochs", node_local},
            {"history", history}});
   } else {
     if (!source.is_file()) {
@@ -134,6 +139,7 @@ int list(const InspectSource& source, const InspectOptions& options) {
                 << "\n";
     }
     print_checkpoints(std::cout, entries, options.listing);
+    print_local_epochs(std::cout, source.path(), node_local);
     if (!source.is_file()) {
       print_run_history(std::cout, history);
     }

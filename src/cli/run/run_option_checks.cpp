@@ -6,6 +6,7 @@
 #include <typeinfo>
 
 #include "epochrun/errors.hpp"
+#include "local_redundancy_options.hpp"
 #include "preemption_signals.hpp"
 
 namespace epochrun::cli {
@@ -17,8 +18,9 @@ namespace po = boost::program_options;
 void refuse_with_no_checkpoints(const po::variables_map& values) {
   for (const char* option :
        {"checkpoint-dir", "resume-from-epoch", "upload-dir", "keep-last", "keep-every",
-        "checkpoint-every", "checkpoint-interval", "delete-checkpoints-on-success",
-        "no-directory-lock", "local-dir", "xdmf"}) {
+        "checkpoint-every", "checkpoint-interval", "mtbf", "delete-checkpoints-on-success",
+        "no-directory-lock", "local-dir", "flush-every", "flush-interval", "local-keep",
+        "local-redundancy", "xdmf"}) {
     const auto found = values.find(option);
     // A switch set to false in the INI file is no contradiction.
     const bool given = found != values.end() && !found->second.defaulted() &&
@@ -137,14 +139,78 @@ void check_checkpoint_schedule(const po::variables_map& values, const GeneralOpt
     run.retention.keep_every = general.keep_every;
   }
   validate(run.retention);
+  if (values.count("mtbf")) {
+    if (!(std::isfinite(general.mtbf) && general.mtbf > 0 && general.mtbf <= 1e9)) {
+      throw UsageError("--mtbf must be a number of hours more than 0, got " + shown(general.mtbf));
+    }
+    run.mtbf_seconds = general.mtbf * 3600;
+  }
   if (values.count("checkpoint-every")) {
-    run.checkpoint_policy.every = general.checkpoint_every;
+    const auto& every = general.checkpoint_every;
+    if (every == "auto") {
+      if (!run.mtbf_seconds) {
+        throw UsageError(
+            "--checkpoint-every auto needs --mtbf HOURS (the failure rate it chooses for)");
+      }
+      run.checkpoint_every_auto = true;
+    } else {
+      const bool whole =
+          !every.empty() && every.size() <= 18 &&
+          every.find_first_not_of("0123456789", every[0] == '-' ? 1 : 0) == std::string::npos &&
+          every != "-";
+      if (!whole) {
+        throw UsageError("--checkpoint-every must be a whole number of at least 1 or auto, got '" +
+                         every + "'");
+      }
+      run.checkpoint_policy.every = std::stoll(every);
+    }
   }
   if (values.count("checkpoint-interval") && general.checkpoint_interval != 0) {
     run.checkpoint_policy.interval_seconds = general.checkpoint_interval;
   }
   validate(run.checkpoint_policy);
   run.delete_checkpoints_on_success = general.delete_on_success;
+}
+
+// The node-local levels: --flush-every, --flush-interval, --local-keep, --local-redundancy (each
+// needs --local-dir).
+void check_levels(const po::variables_map& values, const GeneralOptions& general, RunOptions& run) {
+  for (const char* option : {"flush-every", "flush-interval", "local-keep", "local-redundancy"}) {
+    if (values.count(option) && !values.count("local-dir")) {
+      throw UsageError(std::string("--") + option +
+                       " needs --local-dir (the node-local directory the checkpoints that are "
+                       "not flushed are kept in)");
+    }
+  }
+  constexpr std::int64_t kMost = 1'000'000'000;
+  if (values.count("flush-every")) {
+    if (general.flush_every < 1 || general.flush_every > kMost) {
+      throw UsageError("--flush-every must be a whole number from 1 to 1000000000, got " +
+                       std::to_string(general.flush_every));
+    }
+    run.flush_every = general.flush_every;
+  }
+  if (values.count("flush-interval")) {
+    if (!(std::isfinite(general.flush_interval) && general.flush_interval > 0 &&
+          general.flush_interval <= 1e9)) {
+      throw UsageError("--flush-interval must be a number of seconds more than 0, got " +
+                       shown(general.flush_interval));
+    }
+    run.flush_interval_seconds = general.flush_interval;
+    if (!values.count("flush-every")) {
+      run.flush_every = 0;  // by time alone
+    }
+  }
+  if (values.count("local-keep")) {
+    if (general.local_keep < 1 || general.local_keep > kMost) {
+      throw UsageError("--local-keep must be a whole number from 1 to 1000000000, got " +
+                       std::to_string(general.local_keep));
+    }
+    run.local_keep = general.local_keep;
+  }
+  if (values.count("local-redundancy")) {
+    run.local_redundancy = local_redundancy_name(parse_local_redundancy(general.local_redundancy));
+  }
 }
 
 // How checkpoints are written: --async-checkpoint, --async-max-staging-mib, --local-dir,
@@ -176,6 +242,7 @@ void check_checkpoint_writing(const po::variables_map& values, const GeneralOpti
     }
     run.local_dir = local;
   }
+  check_levels(values, general, run);
   if (values.count("xdmf")) {
     if (general.xdmf.empty()) {
       throw UsageError("--xdmf needs a file name");

@@ -27,6 +27,22 @@ po::options_description general_options(GeneralOptions& o) {
       "and the checkpoint is written to --checkpoint-dir in the background and committed once "
       "every rank's part is written and verified; a resume on the same hosts loads the "
       "node-local copies when every rank's is complete and verified")(
+      "flush-every", po::value(&o.flush_every),
+      "with --local-dir: every checkpoint is saved node-local, and only the run's first, every "
+      "Nth after it, the last and one at a stop are flushed to --checkpoint-dir; the others are "
+      "committed by a small manifest there and lost with their host (default 1: flush every "
+      "checkpoint)")(
+      "flush-interval", po::value(&o.flush_interval),
+      "with --local-dir: also flush the first checkpoint S seconds or more after the last flush "
+      "(alone: flush by time only)")(
+      "local-keep", po::value(&o.local_keep),
+      "with --local-dir: keep the node-local copies of the K newest saved epochs on each host "
+      "(default 1)")(
+      "local-redundancy", po::value(&o.local_redundancy),
+      "with --local-dir: protect each node-local epoch's copies against the loss of a host: "
+      "none, partner (each rank's copy also stored on a rank of another host) or xor[:N] (XOR "
+      "parity over sets of N hosts, default 4, 1/(N-1) more space); a restart rebuilds a lost "
+      "host's copies from them (default none)")(
       "xdmf", po::value(&o.xdmf),
       "FILE: keep an XDMF file describing every committed epoch's global arrays as a time "
       "series that ParaView and VisIt open (pointing into the checkpoint files, no copy), "
@@ -47,7 +63,12 @@ po::options_description general_options(GeneralOptions& o) {
       "keep-every", po::value(&o.keep_every), "also keep every epoch divisible by N as a snapshot")(
       "checkpoint-every", po::value(&o.checkpoint_every),
       "checkpoint every Nth epoch (default 1; with only --checkpoint-interval: by time alone); "
-      "init, the last epoch and a preemption or time-limit stop are always checkpointed")(
+      "auto (with --mtbf): by the Young/Daly interval from the checkpoint cost measured in the "
+      "run; init, the last epoch and a preemption or time-limit stop are always checkpointed")(
+      "mtbf", po::value(&o.mtbf),
+      "HOURS: the mean time between failures of the whole allocation; the run prints, after its "
+      "first checkpoint, the Young/Daly checkpoint interval that minimises the expected lost "
+      "work from that checkpoint's measured cost")(
       "checkpoint-interval", po::value(&o.checkpoint_interval),
       "also checkpoint an epoch ending S seconds or more after the last committed checkpoint "
       "(0: off)")("delete-checkpoints-on-success", po::bool_switch(&o.delete_on_success),

@@ -22,6 +22,10 @@ struct GeneralOptions {
   bool async_checkpoint = false;
   std::uint64_t async_max_staging_mib = 0;
   std::string local_dir;
+  std::int64_t flush_every = 1;
+  double flush_interval = 0;
+  std::int64_t local_keep = 1;
+  std::string local_redundancy = "none";
   std::string xdmf;
   std::string resume;
   std::int64_t num_epochs = 0;
@@ -33,7 +37,8 @@ struct GeneralOptions {
   bool delete_on_success = false;
   double task_failure_timeout = 60;
   std::string preempt_signals = kDefaultPreemptSignals;
-  std::int64_t checkpoint_every = 1;
+  std::string checkpoint_every = "1";  // N, or auto (with mtbf)
+  double mtbf = 0;                     // hours
   double checkpoint_interval = 0;
   std::vector<std::string> allow_config_change;
   double time_budget = 0;

@@ -1,0 +1,200 @@
+#include "local_level.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "collective_errors.hpp"
+#include "epochrun/errors.hpp"
+#include "host_name.hpp"
+#include "local_manifest.hpp"
+#include "local_redundancy.hpp"
+#include "local_redundancy_file.hpp"
+
+namespace epochrun {
+
+LocalLevel::LocalLevel(std::string job, const Communicator& comm, const CheckpointOptions& options)
+    : job_(std::move(job)), comm_(comm), options_(options) {
+  // What --local-redundancy cannot protect on these hosts, said once at the start (one host:
+  // nothing).
+  if (!options_.local_dir.empty() && !options_.local_redundancy.none()) {
+    const auto warning = redundancy_warning(comm_, options_.local_redundancy);
+    if (!warning.empty() && comm_.is_root()) {
+      spdlog::warn("{}", warning);
+    }
+  }
+}
+
+std::optional<LocalCopyRecord> LocalLevel::write_copies(std::int64_t epoch,
+                                                        const std::vector<SavedBlob>& blobs,
+                                                        const std::function<void()>& then) {
+  std::optional<LocalCopyRecord> record;
+  try {
+    run_then_agree_within(comm_, "save epoch " + std::to_string(epoch) + ": node-local copy",
+                          options_.save_timeout, [&] {
+                            try {
+                              record = write_local_copy(options_.local_dir, job_, epoch,
+                                                        comm_.rank(), comm_.size(), blobs);
+                              if (then) {
+                                then();
+                              }
+                            } catch (const std::exception& error) {
+                              throw Error("rank " + std::to_string(comm_.rank()) + " on " +
+                                          host_name() + ": " + error.what());
+                            }
+                          });
+    return record;
+  } catch (const std::exception& error) {
+    failed_ = true;
+    if (comm_.is_root()) {
+      spdlog::warn(
+          "the node-local file system of --local-dir {} failed ({}): every checkpoint is flushed "
+          "to the checkpoint directory from now on, without node-local copies; the job goes on",
+          options_.local_dir.string(), error.what());
+    }
+    remove_local_copies(options_.local_dir, comm_.rank(), {kept_.begin(), kept_.end()});
+    return std::nullopt;
+  }
+}
+
+bool LocalLevel::save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, SavePhases& phases) {
+  std::optional<LocalCopyRecord> record;
+  {
+    const PhaseTimer timer(phases, SavePhase::kSnapshot);
+    record = write_copies(epoch, blobs);
+    if (!record) {
+      return false;
+    }
+  }
+  std::string redundancy;
+  {
+    const PhaseTimer timer(phases, SavePhase::kRedundancy);
+    redundancy = store_redundancy(epoch);
+  }
+  const PhaseTimer timer(phases, SavePhase::kCommit);
+  commit_manifest(epoch, *record, redundancy);
+  kept(epoch);
+  manifested_.push_back(epoch);
+  return true;
+}
+
+std::string LocalLevel::store_redundancy(std::int64_t epoch) {
+  // --local-redundancy none: the copies are on their own hosts alone; a lost host loses the
+  // epoch, and a restart falls back to the newest flushed checkpoint.
+  if (options_.local_redundancy.none()) {
+    return "none";
+  }
+  try {
+    const auto stats =
+        protect_local_copies(options_.local_dir, epoch, comm_, options_.local_redundancy,
+                             RedundancyCall{options_.save_timeout, ""});
+    if (comm_.is_root()) {
+      spdlog::debug("node-local epoch {} protected ({}) in {:.3f} s, {} sent by rank 0", epoch,
+                    local_redundancy_name(options_.local_redundancy), stats.seconds,
+                    stats.bytes_sent);
+    }
+    return local_redundancy_name(options_.local_redundancy);
+  } catch (const AgreementTimeout&) {
+    throw;
+  } catch (const std::exception& error) {
+    // The same on every rank: the copies are there, unprotected; the epoch is still saved.
+    if (comm_.is_root()) {
+      spdlog::warn(
+          "node-local epoch {} is not protected across hosts ({}): the loss of a host costs it",
+          epoch, error.what());
+    }
+    remove_redundancy_files(options_.local_dir, [&](std::int64_t other) { return other != epoch; });
+    return "none";
+  }
+}
+
+void LocalLevel::commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
+                                 const std::string& redundancy) {
+  const auto file_bytes =
+      std::filesystem::file_size(local_copy_file(options_.local_dir, epoch, comm_.rank()));
+  std::ostringstream part;
+  part << local_copy_record_xxh64(record) << ' ' << file_bytes << ' ' << record.host;
+  const auto text = part.str();
+  const auto gathered = comm_.gather(std::as_bytes(std::span(text.data(), text.size())));
+  run_on_root_then_agree_within(
+      comm_, "save epoch " + std::to_string(epoch) + ": node-local manifest", options_.save_timeout,
+      [&] {
+        LocalManifest manifest{job_, epoch, comm_.size(), redundancy, options_.config_json, {}};
+        for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+          std::istringstream in(std::string(reinterpret_cast<const char*>(gathered[rank].data()),
+                                            gathered[rank].size()));
+          LocalPart described{static_cast<int>(rank), {}, 0, 0};
+          in >> described.record_xxh64 >> described.file_bytes >> std::ws;
+          std::getline(in, described.host);
+          manifest.parts.push_back(std::move(described));
+        }
+        write_local_manifest(options_.checkpoint_dir, manifest);
+      });
+}
+
+void LocalLevel::kept(std::int64_t epoch) {
+  kept_.erase(std::remove(kept_.begin(), kept_.end(), epoch), kept_.end());
+  // A flushed epoch's copies stand for the flushed file, not for a manifest of another run's.
+  manifested_.erase(std::remove(manifested_.begin(), manifested_.end(), epoch), manifested_.end());
+  kept_.push_back(epoch);
+  std::sort(kept_.begin(), kept_.end());
+  while (kept_.size() > static_cast<std::size_t>(std::max<std::int64_t>(options_.local_keep, 1))) {
+    kept_.pop_front();
+  }
+  std::erase_if(manifested_, [&](std::int64_t manifested) {
+    return std::find(kept_.begin(), kept_.end(), manifested) == kept_.end();
+  });
+}
+
+void LocalLevel::retain(std::optional<std::int64_t> flushing) {
+  if (options_.local_dir.empty()) {
+    return;
+  }
+  std::vector<std::int64_t> keep(kept_.begin(), kept_.end());
+  if (flushing) {
+    keep.push_back(*flushing);
+  }
+  remove(keep);
+}
+
+void LocalLevel::resumed(std::int64_t epoch, bool node_local) {
+  kept_.assign(1, epoch);
+  manifested_.clear();
+  if (node_local) {
+    manifested_.push_back(epoch);
+  }
+}
+
+void LocalLevel::delete_all() {
+  if (options_.local_dir.empty()) {
+    return;
+  }
+  kept_.clear();
+  manifested_.clear();
+  remove({});
+}
+
+void LocalLevel::remove(const std::vector<std::int64_t>& keep) {
+  std::vector<std::int64_t> manifests;
+  for (const auto epoch : keep) {
+    if (std::find(manifested_.begin(), manifested_.end(), epoch) != manifested_.end()) {
+      manifests.push_back(epoch);
+    }
+  }
+  if (comm_.is_root() && !options_.checkpoint_dir.empty() &&
+      remove_local_manifests(options_.checkpoint_dir, manifests) > 0) {
+    spdlog::warn("some node-local epochs' manifests in {} could not be deleted",
+                 options_.checkpoint_dir.string());
+  }
+  // Whoever wrote them: the ranks of a restart on other hosts inherit the redundancy files
+  // of the ranks before them.
+  remove_redundancy_files(options_.local_dir, [&](std::int64_t epoch) {
+    return std::find(keep.begin(), keep.end(), epoch) != keep.end();
+  });
+  if (remove_local_copies(options_.local_dir, comm_.rank(), keep) > 0) {
+    spdlog::warn("some node-local copies in {} could not be deleted", options_.local_dir.string());
+  }
+}
+
+}  // namespace epochrun

@@ -1,0 +1,89 @@
+// The node-local level of a run's checkpoints (--local-dir): every rank's node-local copy of an
+// epoch, and, for an epoch that is not flushed (--flush-every, --flush-interval), its commit
+// by a manifest in the checkpoint directory (local_manifest.hpp); which copies and manifests
+// are kept (--local-keep); and the level switched off for the rest of the run when the
+// node-local file system fails (the saver then flushes every checkpoint). The saver asks it;
+// it never sees the shared checkpoint file. Internal to the library.
+//
+// A node-local epoch E is saved in these steps, each agreed:
+//   1. every rank writes its copy (write_copies);
+//   2. the copies are protected across hosts (store_redundancy: the seam of --local-redundancy;
+//      with none, nothing);
+//   3. rank 0 gathers each rank's host and copy record and commits the manifest.
+// Only then does E count as saved.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checkpoint_options.hpp"
+#include "epochrun/communicator.hpp"
+#include "local_copy.hpp"
+#include "save_phases.hpp"
+
+namespace epochrun {
+
+class LocalLevel {
+ public:
+  // Collective (with --local-redundancy, an allgather of the hosts: rank 0 warns of what it
+  // cannot protect).
+  LocalLevel(std::string job, const Communicator& comm, const CheckpointOptions& options);
+
+  // Whether saves go through node-local copies: --local-dir given and its file system has not
+  // failed in this run.
+  bool active() const { return !options_.local_dir.empty() && !failed_; }
+
+  // Collective, step 1: every rank writes its copy of `epoch` from `blobs`, then runs `then`
+  // (the flush maps the copy), in one bounded agreement. Returns this rank's copy record;
+  // nullopt on every rank when any rank's failed: the level is then off for the rest of the run
+  // (rank 0 says so in one line), and nothing of the copy is left.
+  std::optional<LocalCopyRecord> write_copies(std::int64_t epoch,
+                                              const std::vector<SavedBlob>& blobs,
+                                              const std::function<void()>& then = {});
+
+  // Collective: steps 1 to 3 for an epoch that is not flushed. False as write_copies; throws
+  // (the same on every rank) when the manifest could not be committed (a failed save). Each
+  // step's time goes to `phases`.
+  bool save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, SavePhases& phases);
+
+  // Every rank's copy of `epoch` is complete and committed (by its manifest or by the flushed
+  // checkpoint): a resume may load it, and retention counts it.
+  void kept(std::int64_t epoch);
+  // Deletes this rank's copies (and, rank 0, the manifests) of every epoch but the newest
+  // --local-keep kept ones and `flushing`, whose copy a flush in flight still reads.
+  void retain(std::optional<std::int64_t> flushing = std::nullopt);
+  // The run resumed from `epoch` (`node_local`: from its node-local copies and manifest): its
+  // copies are the only kept ones; those of any later epoch (another timeline's) go at the
+  // next retain.
+  void resumed(std::int64_t epoch, bool node_local);
+  // Deletes this rank's copies and (rank 0) the manifests of every epoch.
+  void delete_all();
+
+ private:
+  // Step 2, after every rank's copy of `epoch` is written and agreed, before the manifest
+  // commits the epoch. The seam of the cross-host redundancy (--local-redundancy partner|xor,
+  // local_redundancy.hpp): each rank's copy, local_copy_file(options_.local_dir, epoch, rank),
+  // is stored again on another host (a partner's copy, or a set's XOR parity) here, so that a
+  // lost host's copies can be rebuilt at a restart. With --local-redundancy none: nothing.
+  // Returns the redundancy kind the manifest records ("none" also when the protection failed:
+  // the epoch is saved, unprotected, with a warning).
+  std::string store_redundancy(std::int64_t epoch);
+  // Step 3: gathers every rank's part to rank 0, which writes the manifest.
+  void commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
+                       const std::string& redundancy);
+  void remove(const std::vector<std::int64_t>& keep);
+
+  std::string job_;
+  const Communicator& comm_;
+  const CheckpointOptions& options_;
+  bool failed_ = false;
+  std::deque<std::int64_t> kept_;         // ascending, at most --local-keep
+  std::vector<std::int64_t> manifested_;  // of kept_, those committed by a manifest
+};
+
+}  // namespace epochrun

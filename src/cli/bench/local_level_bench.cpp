@@ -1,0 +1,191 @@
+#include "bench/local_level_bench.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/bench_rounds.hpp"
+#include "blob_view.hpp"
+#include "collective_errors.hpp"
+#include "durable_file.hpp"
+#include "epochrun/errors.hpp"
+#include "epochrun/job_runner.hpp"
+#include "file_descriptor.hpp"
+#include "local_level.hpp"
+#include "regular_file.hpp"
+
+namespace epochrun::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The raw write a node-local copy is measured against: the same bytes, one value after another,
+// into a new file (not fsynced, as the copy is not).
+void raw_write(const fs::path& file, const Workspace& workspace) {
+  auto fd = create_new_file(file);
+  std::uint64_t offset = 0;
+  for (const auto& name : workspace.names()) {
+    const auto bytes = workspace.get(name).raw();
+    write_at(fd.get(), offset, bytes, file.string());
+    offset += bytes.size();
+  }
+  fd.close(file.string());
+}
+
+// The bytes of every regular file below `directory` (rank 0's view, on every rank).
+double bytes_below(const Communicator& comm, const fs::path& directory) {
+  double bytes = 0;
+  if (comm.is_root()) {
+    std::error_code error;
+    for (const auto& entry : fs::recursive_directory_iterator(directory, error)) {
+      if (entry.is_regular_file(error)) {
+        bytes += double(entry.file_size(error));
+      }
+    }
+  }
+  comm.broadcast(bytes);
+  return bytes;
+}
+
+nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
+                         const fs::path& local_dir, std::uint64_t bytes_per_rank,
+                         std::int64_t blobs, MeasureSettings& settings) {
+  const auto workspace = random_workspace(bytes_per_rank, blobs, comm.rank());
+  CheckpointOptions options;
+  options.checkpoint_dir = directory / "levels";
+  options.local_dir = local_dir;
+  run_then_agree(comm, "bench --local-dir", [&] {
+    create_private_directories(local_dir);
+    if (comm.is_root()) {
+      create_private_directories(options.checkpoint_dir);
+    }
+  });
+  LocalLevel level("bench", comm, options);
+  std::vector<SavedBlob> saved;
+  for (auto& view : blob_views(workspace, workspace.names())) {
+    saved.push_back(SavedBlob{std::move(view), StorageKind::kPerNode, {}, nullptr});
+  }
+  Series save{"local_save",
+              "the node-local save: every rank's copy into --local-dir, agreed, and rank 0's "
+              "manifest in --dir",
+              {}};
+  Series limit{"local_write_limit", "pwrite of the same bytes into a new file per rank there", {}};
+  const auto limit_file = local_dir / ("raw-rank-" + std::to_string(comm.rank()));
+  for (std::int64_t round = 0;; ++round) {
+    alternate(
+        round,
+        [&] {
+          SavePhases phases;
+          save.seconds.push_back(timed(comm, save.name, [&] {
+            if (!level.save(round, saved, phases)) {
+              throw Error("the node-local save failed (see the warning)");
+            }
+          }));
+          level.retain();
+        },
+        [&] {
+          limit.seconds.push_back(
+              timed(comm, limit.name, [&] { raw_write(limit_file, workspace); }));
+          fs::remove(limit_file);
+        });
+    if (last_round(settings, round, {ratios(save, limit)})) {
+      break;
+    }
+  }
+  level.delete_all();
+  const double bytes = comm.allreduce(double(workspace.byte_size()), Reduction::kSum);
+  auto rows = nlohmann::json::array();
+  rows.push_back(with_target(compare(save, limit, bytes), kLocalSaveTarget));
+  rows.push_back(compare(limit, limit, bytes));
+  return rows;
+}
+
+// The job run with `flush_every`, into fresh directories; returns its seconds and sets
+// `shared_bytes` to what it left in the checkpoint directory.
+double job_run(const Communicator& comm, const fs::path& directory, const fs::path& local_dir,
+               const JobBenchOptions& job, std::int64_t flush_every, const std::string& label,
+               double& shared_bytes) {
+  auto invocation =
+      job_invocation(job, {"--checkpoint-dir", (directory / label).string(), "--local-dir",
+                           (local_dir / label).string(), "--flush-every",
+                           std::to_string(flush_every), "--local-keep", "1000000000"});
+  Workspace workspace;
+  RunSummary summary;
+  const double seconds = timed(comm, label, [&] {
+    JobRunner runner(invocation.make_job(), comm, invocation.run_options);
+    summary = runner.run(workspace);
+  });
+  if (!summary.failed_saves.empty()) {
+    throw Error("bench --local-dir: the save of epoch " +
+                std::to_string(summary.failed_saves.front().epoch) +
+                " failed: " + summary.failed_saves.front().error);
+  }
+  shared_bytes = bytes_below(comm, directory / label);
+  run_then_agree(comm, "remove " + label, [&] {
+    std::error_code ignored;
+    fs::remove_all(local_dir / label, ignored);
+    if (comm.is_root()) {
+      fs::remove_all(directory / label, ignored);
+    }
+  });
+  return seconds;
+}
+
+nlohmann::json job_rows(const Communicator& comm, const fs::path& directory,
+                        const fs::path& local_dir, const JobBenchOptions& job,
+                        MeasureSettings& settings) {
+  Series levels{"job_flush_every_10_run",
+                "the job with --local-dir --flush-every 10: every checkpoint node-local, every "
+                "10th flushed",
+                {}};
+  Series every{"job_flush_every_1_run", "the job with --local-dir, every checkpoint flushed", {}};
+  double levels_bytes = 0;
+  double every_bytes = 0;
+  for (std::int64_t round = 0;; ++round) {
+    const auto suffix = "-" + std::to_string(round);
+    alternate(
+        round,
+        [&] {
+          levels.seconds.push_back(
+              job_run(comm, directory, local_dir, job, 10, "levels" + suffix, levels_bytes));
+        },
+        [&] {
+          every.seconds.push_back(
+              job_run(comm, directory, local_dir, job, 1, "every" + suffix, every_bytes));
+        });
+    if (last_round(settings, round, {ratios(levels, every)})) {
+      break;
+    }
+  }
+  auto row = compare(levels, every, 0);
+  row.erase("mb_per_second");
+  row["job"] = job.job;
+  row["epochs"] = job.epochs;
+  row["job_options"] = job.job_arguments;
+  row["shared_bytes"] = levels_bytes;
+  row["limit_shared_bytes"] = every_bytes;
+  row["shared_bytes_ratio"] = every_bytes > 0 ? levels_bytes / every_bytes : 0.0;
+  return nlohmann::json::array({row});
+}
+
+}  // namespace
+
+nlohmann::json measure_local_levels(const Communicator& comm, const fs::path& directory,
+                                    const fs::path& local_dir, std::uint64_t bytes_per_rank,
+                                    std::int64_t blobs, const JobBenchOptions& job,
+                                    MeasureSettings& settings) {
+  auto rows = save_rows(comm, directory, local_dir, bytes_per_rank, blobs, settings);
+  if (!job.job.empty()) {
+    for (auto& row : job_rows(comm, directory, local_dir, job, settings)) {
+      rows.push_back(std::move(row));
+    }
+  }
+  comm.barrier();
+  std::error_code ignored;
+  fs::remove(local_dir, ignored);  // only when empty: what the bench made there is gone
+  return rows;
+}
+
+}  // namespace epochrun::cli

@@ -1,0 +1,303 @@
+// The node-local levels (--local-dir with --flush-every, --flush-interval, --local-keep) with
+// sgd_regression on 3 ranks, one host: the checkpoints the schedule does not pick stay
+// node-local, committed by a manifest in the checkpoint directory; the flushed ones are the
+// synchronous run's; retention keeps the newest --local-keep epochs' copies and manifests; a
+// resume loads the newest recoverable epoch (node-local, verified byte by byte, or the newest
+// flushed one, saying what that costs) and ends bit-identical; a rank change falls back to a
+// flushed epoch; a stop flushes; a full node-local file system degrades to flushing every
+// checkpoint; a missing --local-dir is created; bad values are refused with one line and exit 2.
+// No wait here depends on a timing.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "epochrun/blob_file.hpp"
+#include "local_copy_files.hpp"
+#include "small_sgd_run.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+std::string manifest_name(std::int64_t epoch) {
+  char name[64];
+  std::snprintf(name, sizeof name, "epoch-%06lld.local.json", static_cast<long long>(epoch));
+  return name;
+}
+
+// The lines of `file` as JSON objects.
+std::vector<nlohmann::json> json_lines(const std::filesystem::path& file) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) {
+      lines.push_back(nlohmann::json::parse(line));
+    }
+  }
+  return lines;
+}
+
+class LocalLevels : public ComparedWithSynchronousRun {
+ protected:
+  ProcessResult run(const std::vector<std::string>& extra,
+                    const std::map<std::string, std::string>& environment = kMpiEnvironment) {
+    std::vector<std::string> args = {"--local-dir", "L", "--log-level", "info"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_bounded(small_sgd(args), cwd_.path(), environment);
+  }
+
+  // A run killed (rank 1, SIGKILL) after epoch 4 ran, before its save: epoch 0 flushed, 1 to 3
+  // node-local.
+  void run_killed_after_epoch_3(const std::vector<std::string>& extra) {
+    auto args = std::vector<std::string>{"--flush-every", "10"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto killed = run(args, with_fault("epoch@4:1:KILL"));
+    ASSERT_NE(killed.exit_code, 0) << killed.err;
+    ASSERT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), (std::vector<std::int64_t>{0}));
+  }
+
+  std::vector<std::string> files_in(const std::string& dir, const std::string& ending) const {
+    std::vector<std::string> found;
+    for (const auto& name : list_directory(cwd_ / dir)) {
+      if (name.size() >= ending.size() &&
+          name.compare(name.size() - ending.size(), ending.size(), ending) == 0) {
+        found.push_back(name);
+      }
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+  }
+
+  // The run ended as the synchronous one: last epoch and exported model.
+  void expect_end_as_synchronous() {
+    EXPECT_EQ(epoch_of(cwd_.path(), kSmallSgdLastEpoch),
+              epoch_of(sync_->path(), kSmallSgdLastEpoch));
+    EXPECT_EQ(read_blob_file(cwd_ / "model.h5"), read_blob_file(sync_->path() / "model.h5"));
+  }
+
+  ScratchDir cwd_;
+};
+
+// --flush-every 3: epochs 0 (the first), 3 and 5 (the last) flushed, each the synchronous run's;
+// 1, 2 and 4 node-local, in the summary and metrics as such; at the end the newest epoch's copies
+// alone are kept (--local-keep 1), and no manifest is left (the newest epoch is flushed).
+TEST_F(LocalLevels, FlushEveryNthKeepsTheOthersNodeLocal) {
+  auto result = run({"--flush-every", "3", "--summary-json", "s.json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(),
+            (std::vector<std::int64_t>{0, 3, 5}));
+  for (auto epoch : {0, 3, 5}) {
+    EXPECT_EQ(epoch_of(cwd_.path(), epoch), epoch_of(sync_->path(), epoch)) << epoch;
+  }
+  expect_end_as_synchronous();
+  const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
+  EXPECT_EQ(summary["node_local_checkpoints"], nlohmann::json({1, 2, 4})) << summary;
+  EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({0, 3, 5})) << summary;
+  std::map<std::int64_t, std::string> levels;
+  for (const auto& line : json_lines(cwd_ / "D" / "metrics.jsonl")) {
+    if (line.contains("level")) {
+      levels[line["epoch"].get<std::int64_t>()] = line["level"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(levels[2], "node-local");
+  EXPECT_EQ(levels[4], "node-local");
+  EXPECT_EQ(levels[3], "flushed");
+  EXPECT_TRUE(files_in("D", ".local.json").empty());
+  EXPECT_EQ(files_in("L", ".local"),
+            (std::vector<std::string>{copy_of(cwd_.path(), 5, 0).filename().string(),
+                                      copy_of(cwd_.path(), 5, 1).filename().string(),
+                                      copy_of(cwd_.path(), 5, 2).filename().string()}));
+  EXPECT_NE((result.out + result.err).find("checkpoint saved node-local in L"), std::string::npos);
+}
+
+// --flush-interval alone, longer than the run: only the first and the last are flushed.
+TEST_F(LocalLevels, AFlushIntervalAloneFlushesByTime) {
+  auto result = run({"--flush-interval", "3600"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), (std::vector<std::int64_t>{0, 5}));
+  expect_end_as_synchronous();
+}
+
+// Killed after epoch 3 with --local-keep 2: the manifests and copies of epochs 2 and 3 are kept,
+// and inspect lists them; the resume loads node-local epoch 3 and ends bit-identical.
+TEST_F(LocalLevels, AResumeLoadsTheNewestNodeLocalEpochAndEndsExact) {
+  run_killed_after_epoch_3({"--local-keep", "2"});
+  EXPECT_EQ(files_in("D", ".local.json"),
+            (std::vector<std::string>{manifest_name(2), manifest_name(3)}));
+  EXPECT_EQ(files_in("L", ".local").size(), 6u);
+  auto listed = run_bounded({EPOCHRUN_BINARY, "inspect", "D", "--json"}, cwd_.path(), {});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto listing = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(listing["node_local_epochs"].size(), 2u) << listing;
+  EXPECT_EQ(listing["node_local_epochs"][1]["epoch"], 3);
+  EXPECT_EQ(listing["node_local_epochs"][1]["flushed"], false);
+  EXPECT_EQ(listing["node_local_epochs"][1]["hosts"].size(), 1u);
+  auto text = run_bounded({EPOCHRUN_BINARY, "inspect", "D"}, cwd_.path(), {});
+  EXPECT_NE(text.out.find("node-local epochs in D: 2"), std::string::npos) << text.out;
+
+  auto resumed =
+      run({"--flush-every", "10", "--resume-from-epoch", "latest", "--summary-json", "s.json"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("resumed job sgd_regression from node-local epoch 3"), std::string::npos)
+      << all;
+  expect_end_as_synchronous();
+  const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
+  EXPECT_EQ(summary["resumed_from"], 3);
+  EXPECT_EQ(summary["resumed_from_level"], "node-local");
+}
+
+// An explicit --resume-from-epoch of a node-local epoch loads it; of one whose copy is gone it
+// fails with exit 3 and loads nothing else.
+TEST_F(LocalLevels, AnExplicitNodeLocalEpochLoadsOrFails) {
+  run_killed_after_epoch_3({"--local-keep", "2"});
+  std::filesystem::remove(copy_of(cwd_.path(), 2, 2));
+  auto refused = run({"--flush-every", "10", "--resume-from-epoch", "2"});
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  EXPECT_NE(refused.err.find("rank 2: the node-local copy written on"), std::string::npos)
+      << refused.err;
+  auto resumed = run({"--flush-every", "10", "--resume-from-epoch", "3"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE((resumed.out + resumed.err).find("from node-local epoch 3"), std::string::npos);
+  expect_end_as_synchronous();
+}
+
+// Rank 1's copy of epoch 3 deleted, then (another run) one byte of it damaged: epoch 3 is not
+// recoverable, the resume says so with what it costs, falls back (to node-local epoch 2 with
+// --local-keep 2; to flushed epoch 0 with --local-keep 1), records it in runs.jsonl, and ends
+// bit-identical.
+TEST_F(LocalLevels, AMissingOrDamagedCopyFallsBackAndSaysWhatItCosts) {
+  struct Case {
+    bool damaged;
+    std::string keep;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {false, "1", "; resuming from flushed epoch 0, 3 epochs lost"},
+      {true, "2", "; resuming from node-local epoch 2, 1 epoch lost"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.damaged ? "damaged" : "missing");
+    std::filesystem::remove_all(cwd_ / "D");
+    std::filesystem::remove_all(cwd_ / "L");
+    run_killed_after_epoch_3({"--local-keep", c.keep});
+    if (c.damaged) {
+      damage_first_byte(copy_of(cwd_.path(), 3, 1));
+    } else {
+      std::filesystem::remove(copy_of(cwd_.path(), 3, 1));
+    }
+    auto resumed = run({"--flush-every", "10", "--local-keep", c.keep, "--resume-from-epoch",
+                        "latest", "--summary-json", "s.json"});
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const auto all = resumed.out + resumed.err;
+    EXPECT_NE(all.find("epoch 3 not recoverable: rank 1: the node-local copy written on"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find(c.damaged ? "checksum mismatch" : "No such file or directory"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find(c.expected), std::string::npos) << all;
+    expect_end_as_synchronous();
+    const auto history = json_lines(cwd_ / "D" / "runs.jsonl");
+    ASSERT_FALSE(history.empty());
+    EXPECT_NE(history.back()["resume_note"].get<std::string>().find(c.expected), std::string::npos)
+        << history.back();
+  }
+}
+
+// On 2 ranks the node-local epochs of 3 are not recoverable: the resume falls back to the
+// newest flushed epoch and says so.
+TEST_F(LocalLevels, ARankChangeFallsBackToTheNewestFlushedEpoch) {
+  run_killed_after_epoch_3({});
+  auto resumed = run_bounded(small_sgd_regression_run(2, kSmallSgdLastEpoch,
+                                                      {"--local-dir", "L", "--resume-from-epoch",
+                                                       "latest", "--log-level", "info"}),
+                             cwd_.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("epoch 3 not recoverable: it was saved node-local by 3 ranks"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("resuming from flushed epoch 0, 3 epochs lost"), std::string::npos) << all;
+  EXPECT_NE(all.find("written by 3 ranks, now 2"), std::string::npos) << all;
+}
+
+// A preemption signal after epoch 3 with --flush-every 10: the stop's checkpoint is flushed.
+TEST_F(LocalLevels, AStopFlushesItsCheckpoint) {
+  ChildProcess job(small_sgd({"--local-dir", "L", "--flush-every", "10"}), cwd_.path(),
+                   with_fault("epoch-task@3:1:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "no rank paused";
+  ::kill(*paused, SIGUSR1);
+  ::kill(*paused, SIGCONT);
+  const auto result = job.wait(kSmallSgdRunSeconds);
+  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  EXPECT_EQ(result->exit_code, 75) << result->err;
+  EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(epoch_of(cwd_.path(), 3), epoch_of(sync_->path(), 3));
+}
+
+// A --local-dir that does not exist is created (with its parents).
+TEST_F(LocalLevels, AMissingLocalDirectoryIsCreated) {
+  auto result =
+      run_bounded(small_sgd({"--local-dir", "new/local", "--flush-every", "2"}), cwd_.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(std::filesystem::is_directory(cwd_ / "new" / "local"));
+  EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(),
+            (std::vector<std::int64_t>{0, 2, 4, 5}));
+}
+
+// Bad values: one line on stderr, exit code 2, nothing saved.
+TEST_F(LocalLevels, BadValuesAreRefusedWithOneLine) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--local-dir", "L", "--flush-every", "0"}, "--flush-every must be"},
+      {{"--local-dir", "L", "--flush-every", "-2"}, "--flush-every must be"},
+      {{"--local-dir", "L", "--flush-interval", "0"}, "--flush-interval must be"},
+      {{"--local-dir", "L", "--local-keep", "0"}, "--local-keep must be"},
+      {{"--flush-every", "5"}, "--flush-every needs --local-dir"},
+      {{"--local-keep", "2"}, "--local-keep needs --local-dir"},
+  };
+  for (const auto& [args, why] : cases) {
+    SCOPED_TRACE(why);
+    auto result = run_bounded(small_sgd(args), cwd_.path());
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    const auto lines = error_lines(result);
+    ASSERT_EQ(lines.size(), 1u) << result.err;
+    EXPECT_NE(lines[0].find(why), std::string::npos) << lines[0];
+    EXPECT_FALSE(std::filesystem::exists(cwd_ / "D" / "epoch-000000.h5"));
+  }
+}
+
+// A full node-local file system (a 64 KiB tmpfs, filled): the first copy fails, one line says
+// that every checkpoint is flushed from now on, the job goes on and every epoch is committed as
+// the synchronous run's. Needs root to mount; skipped otherwise.
+TEST_F(LocalLevels, AFullNodeLocalFileSystemDegradesToFlushingEveryCheckpoint) {
+  std::filesystem::create_directory(cwd_ / "L");
+  if (::mount("tmpfs", (cwd_ / "L").c_str(), "tmpfs", 0, "size=64k") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  }
+  {
+    std::ofstream filler(cwd_ / "L" / "filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    for (int i = 0; i < 64 && filler.write(block.data(), block.size()); ++i) {
+    }
+  }
+  auto result = run({"--flush-every", "3"});
+  ::umount2((cwd_ / "L").c_str(), MNT_DETACH);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(),
+            (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5}));
+  expect_end_as_synchronous();
+  const auto all = result.out + result.err;
+  const std::string line = "every checkpoint is flushed to the checkpoint directory from now on";
+  ASSERT_NE(all.find(line), std::string::npos) << all;
+  EXPECT_EQ(all.find(line, all.find(line) + 1), std::string::npos) << "said twice: " << all;
+  EXPECT_NE(all.find("No space left on device"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace epochrun::testing
