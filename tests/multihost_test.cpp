@@ -792,6 +792,11 @@ constexpr std::int64_t kSlurmPreemptAfterEpoch = 3;
 constexpr double kTimeLimitWindowSeconds = 8;
 // Each trial's job, restarts included, ends within this.
 constexpr double kSlurmTrialSeconds = 240;
+// The time-limit case's, longer: every run of it commits at least one epoch, but on a loaded
+// machine (the test beside the others in ctest's lanes) no more than one, since the launch takes
+// half of its window, so its job may need one run per epoch: 24 runs of 12 to 13 s each here
+// (and 240 s was then too short: the job was still running after 18 runs, epoch by epoch).
+constexpr double kSlurmTimeLimitTrialSeconds = 480;
 
 std::string slurm_case_name(const std::tuple<Launcher, Preemption>& param) {
   const std::map<Preemption, std::string> preemptions = {
@@ -913,7 +918,10 @@ class MultihostSlurm : public Multihost,
     ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
     job_id_ = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
 
-    const auto deadline = Clock::now() + std::chrono::duration<double>(kSlurmTrialSeconds);
+    const auto deadline =
+        Clock::now() + std::chrono::duration<double>(preemption == Preemption::kTimeLimit
+                                                         ? kSlurmTimeLimitTrialSeconds
+                                                         : kSlurmTrialSeconds);
     const auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
     if (preemption != Preemption::kTimeLimit) {
       while (newest_epoch() < kSlurmPreemptAfterEpoch && Clock::now() < deadline) {
