@@ -45,6 +45,11 @@ class HeaderFields {
     at_ += static_cast<std::size_t>(bytes);
     return value;
   }
+  // Passes over `size` bytes (more than get() reads into one value).
+  void skip(std::size_t size) {
+    need(size);
+    at_ += size;
+  }
   std::string text(std::size_t size) {
     need(size);
     std::string value(reinterpret_cast<const char*>(bytes_.data() + at_), size);
@@ -139,7 +144,7 @@ std::pair<RedundancyHeader, std::uint64_t> read_redundancy_header(int fd, const 
       throw Error("its header's checksum does not match");
     }
     HeaderFields fields{std::span<const std::byte>(bytes).first(size - 8)};
-    fields.get(16);
+    fields.skip(16);  // the magic and the size, read above
     RedundancyHeader header;
     if (const auto version = fields.get(4); version != kRedundancyVersion) {
       throw Error("redundancy file version " + std::to_string(version));
