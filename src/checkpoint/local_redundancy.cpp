@@ -83,7 +83,7 @@ void exchange_partner_copies(const std::filesystem::path& dir, std::int64_t epoc
   stats.bytes_sent += transfer.bytes_sent;
   stats.bytes_received += transfer.bytes_received;
   for (auto& [rank, writer] : writers) {
-    keep_first_failure(failure, [&, rank = rank] {
+    keep_first_failure(failure, [&, rank = rank, writer = writer.get()] {
       if (writer->finish() != copies.members[rank].xxh64) {
         ::unlink(partner_copy_file(dir, epoch, rank).c_str());
         throw Error("the copy of rank " + std::to_string(rank) +

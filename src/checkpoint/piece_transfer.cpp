@@ -91,7 +91,8 @@ PieceTransfer transfer_pieces(
     }
     exchange_within(comm, sends, receives, timeout, context);
     for (const auto& [piece, bytes] : received) {
-      keep_first_failure(transfer.failure, [&] { receive(*piece, offset, bytes); });
+      keep_first_failure(transfer.failure,
+                         [&, piece = piece, bytes = bytes] { receive(*piece, offset, bytes); });
     }
   }
   return transfer;
