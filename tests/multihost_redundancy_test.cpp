@@ -1,5 +1,5 @@
 // --local-redundancy across real hosts: five hosts of ../shared/multihost (each its own /local
-// tmpfs), MPI over TCP between them, four ranks, one a host. The end-to-end trial of issue 31:
+// tmpfs), MPI over TCP between them, four ranks, one a host. The end-to-end trial of a lost host:
 // heat_diffusion (partner, none) and sgd_regression (xor:4) with --local-dir on /local and
 // --flush-every 5, host2's rank killed in epoch 8 (epochs 6 and 7 node-local only) and host2's
 // /local wiped; the restart on host1, host3, host4 and the fresh host5 resumes from node-local

@@ -12,7 +12,8 @@
 
 namespace epochrun::cli {
 
-// The target of every redundancy row: measure / limit at most this (issue 31).
+// The target of every redundancy row: measure / limit at most this (the exchange may cost a
+// quarter more than moving the same bytes between the same ranks, or than the memory limit).
 inline constexpr double kRedundancyTarget = 1.25;
 
 // Every rank's node-local copy of about `bytes_per_rank` (random bytes), in directories of
