@@ -638,8 +638,8 @@ void PendingCheckpointV3::write_arrays() {
     }
   });
   const auto checksum_offsets = array_checksum_offsets();
-  std::exception_ptr failed;
-  const auto keep = [&] { failed = failed ? failed : std::current_exception(); };
+  // The first failure of this rank, the data step's included, is the one finish() agrees on.
+  const auto keep = [&] { write_error_ = write_error_ ? write_error_ : std::current_exception(); };
   for (std::size_t i = 0; i < described.size(); ++i) {
     if (!written_collectively(i)) {
       continue;
@@ -666,9 +666,6 @@ void PendingCheckpointV3::write_arrays() {
     }
   }
   file.reset();
-  if (failed && !write_error_) {
-    write_error_ = failed;
-  }
 }
 
 void PendingCheckpointV3::finish() {

@@ -182,13 +182,17 @@ void check_levels(const po::variables_map& values, const GeneralOptions& general
                        "not flushed are kept in)");
     }
   }
-  constexpr std::int64_t kMost = 1'000'000'000;
-  if (values.count("flush-every")) {
-    if (general.flush_every < 1 || general.flush_every > kMost) {
-      throw UsageError("--flush-every must be a whole number from 1 to 1000000000, got " +
-                       std::to_string(general.flush_every));
+  // A count of checkpoints, from 1 to a billion.
+  const auto count = [](const char* option, std::int64_t value) {
+    if (value < 1 || value > 1'000'000'000) {
+      throw UsageError(std::string("--") + option +
+                       " must be a whole number from 1 to 1000000000, got " +
+                       std::to_string(value));
     }
-    run.flush_every = general.flush_every;
+    return value;
+  };
+  if (values.count("flush-every")) {
+    run.flush_every = count("flush-every", general.flush_every);
   }
   if (values.count("flush-interval")) {
     if (!(std::isfinite(general.flush_interval) && general.flush_interval > 0 &&
@@ -202,11 +206,7 @@ void check_levels(const po::variables_map& values, const GeneralOptions& general
     }
   }
   if (values.count("local-keep")) {
-    if (general.local_keep < 1 || general.local_keep > kMost) {
-      throw UsageError("--local-keep must be a whole number from 1 to 1000000000, got " +
-                       std::to_string(general.local_keep));
-    }
-    run.local_keep = general.local_keep;
+    run.local_keep = count("local-keep", general.local_keep);
   }
   if (values.count("local-redundancy")) {
     run.local_redundancy = local_redundancy_name(parse_local_redundancy(general.local_redundancy));
