@@ -7,9 +7,15 @@
 #   ./dev.sh build           install and build only
 #   ./dev.sh install PREFIX  build, then install epochrun into PREFIX (headers, libepochrun.so,
 #                            the program, CMake package, pkg-config file, slurm/ and config/)
-#   ./dev.sh test-sanitized  the suite but the SLURM, multihost, install and Python tests, built with
+#   ./dev.sh test-sanitized  the tests labelled `sanitized` (tests/CMakeLists.txt: the library in
+#                            process, the program on bad input and damaged files), built with
 #                            AddressSanitizer + UBSan (./build-sanitized)
-#   ./dev.sh fuzz [SECONDS]  each libFuzzer target for SECONDS (default 60), clang build (./build-fuzz)
+#   ./dev.sh fuzz [SECONDS]  the libFuzzer targets at once for SECONDS (default 60), clang build
+#                            (./build-fuzz)
+#   ./dev.sh packages        install every Debian package the commands above need, build nothing
+#   ./dev.sh build-sanitized, ./dev.sh build-fuzz
+#                            the builds of test-sanitized and fuzz alone (.ci/run starts them
+#                            beside the tests)
 #   ./dev.sh bench [ARGS]    checkpoint save/load against plain POSIX I/O on 3 ranks
 #                            (ARGS go to `epochrun bench`, e.g. --mib-per-rank 256 --cold)
 #
@@ -87,6 +93,19 @@ build_program() {
   cmake --build "$build" -j "$(nproc)" --target epochrun epochrun_program
 }
 
+# build_sanitized: ./build-sanitized, AddressSanitizer + UBSan, the tests labelled sanitized only.
+build_sanitized() {
+  build_project "$root/build-sanitized" -DEPOCHRUN_SANITIZE=ON
+}
+
+# build_fuzz: ./build-fuzz, clang with libFuzzer's instrumentation, the library and the program
+# and the fuzz targets. Without the unity build: each library file is compiled alone once in CI,
+# so a missing include cannot hide behind the file batched before it.
+build_fuzz() {
+  CC=clang CXX=clang++ build_project "$root/build-fuzz" -DEPOCHRUN_FUZZ=ON -DEPOCHRUN_BUILD_TESTS=OFF \
+    -DEPOCHRUN_UNITY_BUILD=OFF
+}
+
 # Open MPI refuses to run as root unless told twice, and 3 ranks on a 2-core laptop need
 # oversubscription: both are set here, not left in the user's way.
 mpi_environment() {
@@ -128,29 +147,32 @@ case "${1:-}" in
     # Two lanes (tests/CMakeLists.txt): the SLURM and multihost tests beside the others.
     ctest --output-on-failure --timeout 900 -j 3
     ;;
+  packages)
+    install_packages "${test_packages[@]}" "${fuzz_packages[@]}"
+    ;;
+  build-sanitized)
+    install_packages "${test_packages[@]}"
+    build_sanitized
+    ;;
+  build-fuzz)
+    install_packages "${test_packages[@]}" "${fuzz_packages[@]}"
+    build_fuzz
+    ;;
   test-sanitized)
     install_packages "${test_packages[@]}"
-    build_project "$root/build-sanitized" -DEPOCHRUN_SANITIZE=ON
+    build_sanitized
     mpi_environment
     # Open MPI and HDF5 keep global allocations until exit, which LeakSanitizer reports as
     # leaks of theirs; memory errors and undefined behaviour still fail the run.
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     cd "$root/build-sanitized"
-    # The SLURM cluster tests and the multihost tests exercise the batch script, SLURM and a
-    # network file system, not memory safety: `test` runs them, leaving them out here keeps CI
-    # within its time. The install test builds the
-    # kmeans example, uninstrumented, against this instrumented library, which ASan refuses
-    # ("ASan runtime does not come first"); it checks packaging, which `test` covers. The Python
-    # package's tests check the Python side, which `test` covers too.
-    ctest --output-on-failure --timeout 1800 -LE "slurm|multihost|install|python"
+    # Only the tests labelled sanitized are built here (tests/CMakeLists.txt says which, and why).
+    ctest --output-on-failure --timeout 1800 -L sanitized
     ;;
   fuzz)
     seconds="${2:-60}"
     install_packages "${test_packages[@]}" "${fuzz_packages[@]}"
-    # Without the unity build: each library file is compiled alone once in CI, so a missing
-    # include cannot hide behind the file batched before it.
-    CC=clang CXX=clang++ build_project "$root/build-fuzz" -DEPOCHRUN_FUZZ=ON -DEPOCHRUN_BUILD_TESTS=OFF \
-      -DEPOCHRUN_UNITY_BUILD=OFF
+    build_fuzz
     mpi_environment
     work="$(mktemp -d)"
     trap 'rm -rf "$work"' EXIT
@@ -161,15 +183,25 @@ case "${1:-}" in
     for ini in "$root"/config/*.ini; do { printf '\0'; cat "$ini"; } >"$work/config/$(basename "$ini")"; done
     printf 'epoch-000005.h5' >"$work/names/file"
     printf 'latest' >"$work/names/resume"
+    # The targets run at once, each for the whole time: libFuzzer is single-threaded, and the
+    # machine's cores share the three (each artifact prefix its own).
+    targets=(integrity_header config names)
+    pids=()
+    for target in "${targets[@]}"; do
+      mkdir -p "$work/artifacts-$target"
+      (cd "$work" && exec "$root/build-fuzz/tests/fuzz/fuzz_$target" "$target" -max_total_time="$seconds" \
+        -rss_limit_mb=2048 -artifact_prefix="$work/artifacts-$target/" >"$work/$target.log" 2>&1) &
+      pids+=($!)
+    done
     status=0
-    for target in integrity_header config names; do
-      if (cd "$work" && "$root/build-fuzz/tests/fuzz/fuzz_$target" "$target" -max_total_time="$seconds" \
-            -rss_limit_mb=2048 -artifact_prefix="$work/" >"$work/$target.log" 2>&1); then
+    for index in "${!targets[@]}"; do
+      target="${targets[$index]}"
+      if wait "${pids[$index]}"; then
         echo "fuzz_$target: $(grep -E '^#[0-9]+.*DONE' "$work/$target.log" | tail -1)"
       else
         echo "fuzz_$target: FINDING" >&2
         grep -E 'ERROR|SUMMARY|Test unit|what\(\)' "$work/$target.log" >&2 || true
-        for artifact in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
+        for artifact in "$work/artifacts-$target"/*; do
           [[ -e "$artifact" ]] && { echo "input (base64): $(base64 -w0 "$artifact")" >&2; }
         done
         status=1
@@ -187,7 +219,7 @@ case "${1:-}" in
     mpirun -np 3 "$build/epochrun" bench "$@"
     ;;
   *)
-    echo "usage: ./dev.sh run | test | build | install PREFIX | test-sanitized | fuzz [SECONDS] | bench [ARGS]" >&2
+    echo "usage: ./dev.sh run | test | build | install PREFIX | test-sanitized | fuzz [SECONDS] | bench [ARGS] | packages | build-sanitized | build-fuzz" >&2
     exit 2
     ;;
 esac
