@@ -51,13 +51,39 @@ LocalLevel::LocalLevel(std::string job, const Communicator& comm, const Checkpoi
 
 LocalLevel::~LocalLevel() {
   settle();
+  if (exchange_.joinable()) {
+    {
+      const std::lock_guard lock(exchange_mutex_);
+      exchange_stopping_ = true;
+    }
+    exchange_wake_.notify_all();
+    exchange_.join();
+  }
 }
 
 void LocalLevel::settle() {
-  if (exchange_.joinable()) {
-    exchange_.join();
+  if (!exchanging_) {
+    return;
   }
+  std::unique_lock lock(exchange_mutex_);
+  exchange_wake_.wait(lock, [&] { return !exchange_task_; });
   exchanging_.reset();
+}
+
+void LocalLevel::run_exchanges() {
+  std::unique_lock lock(exchange_mutex_);
+  while (true) {
+    exchange_wake_.wait(lock, [&] { return exchange_task_ || exchange_stopping_; });
+    if (!exchange_task_) {
+      return;
+    }
+    auto manifest = *exchange_task_;
+    lock.unlock();
+    protect_in_background(std::move(manifest));
+    lock.lock();
+    exchange_task_.reset();
+    exchange_wake_.notify_all();
+  }
 }
 
 std::optional<LocalCopyRecord> LocalLevel::write_copies(std::int64_t epoch,
@@ -113,8 +139,14 @@ bool LocalLevel::save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, S
     kept(epoch);
     manifested_.push_back(epoch);
     exchanging_ = epoch;
-    exchange_ = std::thread(
-        [this, manifest = std::move(manifest)]() mutable { protect_in_background(manifest); });
+    {
+      const std::lock_guard lock(exchange_mutex_);
+      exchange_task_ = std::move(manifest);
+    }
+    exchange_wake_.notify_all();
+    if (!exchange_.joinable()) {
+      exchange_ = std::thread([this] { run_exchanges(); });
+    }
     return true;
   }
   std::string redundancy;

@@ -24,9 +24,11 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -101,6 +103,8 @@ class LocalLevel {
                                 const std::string& redundancy);
   // Step 2 of an asynchronous run, on exchange_, after step 3 committed `manifest` unprotected.
   void protect_in_background(LocalManifest manifest);
+  // exchange_'s loop: runs each task, until the level ends.
+  void run_exchanges();
   void remove(std::vector<std::int64_t> keep);
 
   std::string job_;
@@ -113,8 +117,17 @@ class LocalLevel {
   // at MPI_THREAD_MULTIPLE): its messages can never match the job's, whatever the job's thread
   // does meanwhile. Without it, step 2 runs on the job's thread.
   std::optional<Communicator> exchange_comm_;
-  std::thread exchange_;                    // step 2 of `exchanging_`, when in flight
-  std::optional<std::int64_t> exchanging_;  // never deleted by retention while in flight
+  // The background exchanges' one thread, kept for the run: its transfer buffers
+  // (piece_transfer.hpp's chunk_buffer, one per thread) are then made resident once, not at
+  // every exchange. Started at the first.
+  std::thread exchange_;
+  std::mutex exchange_mutex_;
+  std::condition_variable exchange_wake_;
+  std::optional<LocalManifest> exchange_task_;  // step 2 of this epoch's manifest, to run
+  bool exchange_stopping_ = false;
+  // The epoch whose exchange is in flight (set and cleared by the job's thread only): never
+  // deleted by retention until it settled.
+  std::optional<std::int64_t> exchanging_;
 };
 
 }  // namespace epochrun
