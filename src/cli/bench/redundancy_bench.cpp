@@ -11,6 +11,7 @@
 #include "collective_errors.hpp"
 #include "local_copy.hpp"
 #include "local_redundancy.hpp"
+#include "local_redundancy_file.hpp"
 #include "regular_file.hpp"
 #include "step_times.hpp"
 #include "xor_parity.hpp"
@@ -67,10 +68,8 @@ void read_copy(const fs::path& file, std::vector<std::byte>& into) {
   read_at(fd.get(), 0, std::span(into).first(static_cast<std::size_t>(size)), file.string());
 }
 
-// `bytes` written into a new file `file` (a former one removed first, untimed work as small as
-// the exchange's own removal of the temporary name).
+// `bytes` written into a new file `file` (which does not exist).
 void write_new_file(const fs::path& file, std::span<const std::byte> bytes) {
-  fs::remove(file);
   auto fd = create_new_file(file);
   write_at(fd.get(), 0, bytes, file.string());
   fd.close(file.string());
@@ -140,12 +139,28 @@ nlohmann::json measure_redundancy(const Communicator& comm, const fs::path& dire
   };
   const auto own = local_copy_file(dir, kEpoch, comm.rank());
   const auto received = dir / "received";
+  // Untimed, before each measure: the files a former round wrote are deleted, as a run's
+  // retention deletes an older epoch's apart from the save. A file renamed over a former one
+  // (the same epoch's partner copy, round after round) also makes ext4 start writing it back at
+  // once (auto_da_alloc), which a run's new epoch never does, and its pages are freed in the
+  // timed rename.
+  const auto fresh = [&] {
+    remove_redundancy_files(dir, [](std::int64_t) { return false; });
+    fs::remove(received);
+  };
   // `measure` and `limit` timed in this round, in alternating order.
   const auto pair = [&](std::int64_t round, Series& measure, const std::function<void()>& step,
                         Series& limit, const std::function<void()>& limit_step) {
     alternate(
-        round, [&] { measure.seconds.push_back(timed(comm, measure.name, step)); },
-        [&] { limit.seconds.push_back(timed(comm, limit.name, limit_step)); });
+        round,
+        [&] {
+          fresh();
+          measure.seconds.push_back(timed(comm, measure.name, step));
+        },
+        [&] {
+          fresh();
+          limit.seconds.push_back(timed(comm, limit.name, limit_step));
+        });
   };
   for (std::int64_t round = 0; round < settings.rounds; ++round) {
     pair(
