@@ -432,11 +432,25 @@ TEST(BenchCommand, TheRedundancyIsMeasuredAgainstItsTransfersAndAMemoryPass) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_FALSE(std::filesystem::exists(cwd / "work")) << "the working directory is left behind";
   auto by_name =
-      rows_against_limits(cwd / "F", {{"partner_exchange", "partner_mpi_limit"},
-                                      {"partner_exchange_with_write", "partner_mpi_write_limit"},
-                                      {"xor_exchange", "xor_mpi_limit"},
+      rows_against_limits(cwd / "F", {{"partner_exchange", "partner_same_work_limit"},
+                                      {"partner_exchange_over_transfer", "partner_mpi_limit"},
+                                      {"xor_exchange", "xor_same_work_limit"},
+                                      {"xor_exchange_over_transfer", "xor_mpi_limit"},
                                       {"xor_encode", "memory_pass_limit"}});
+  EXPECT_EQ(by_name["partner_exchange"].at("target"), 1.25);
   EXPECT_EQ(by_name["xor_exchange"].at("target"), 1.25);
+  EXPECT_FALSE(by_name["partner_exchange_over_transfer"].contains("target"));
+  // Where the exchange's time goes, step by step, on rank 0.
+  for (const auto* name : {"partner_exchange", "xor_exchange"}) {
+    const auto& steps = by_name[name].at("steps");
+    for (const auto* step : {"read", "transfer", "write", "finish"}) {
+      ASSERT_TRUE(steps.contains(step)) << name << ": " << steps;
+      EXPECT_GE(steps.at(step).get<double>(), 0) << name << ": " << steps;
+    }
+  }
+  EXPECT_NE(result.out.find("partner_exchange: rank 0's median seconds per step: "),
+            std::string::npos)
+      << result.out;
 }
 
 // A ratio is only as good as its limit: a target row whose limit's rounds spread more than twice,

@@ -60,6 +60,24 @@ class LocalLevels : public ComparedWithSynchronousRun {
     ASSERT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), (std::vector<std::int64_t>{0}));
   }
 
+  // A preemption signal (SIGUSR1 to rank 1, paused in epoch 3) with --flush-every 10 and
+  // `extra`: the run stops with exit 75 and flushes epoch 3, the synchronous run's.
+  void stop_in_epoch_3(const std::vector<std::string>& extra) {
+    auto args = std::vector<std::string>{"--local-dir", "L", "--flush-every", "10"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ChildProcess job(small_sgd(args), cwd_.path(), with_fault("epoch-task@3:1:STOP"));
+    const auto paused = wait_for_a_stopped_child(job);
+    ASSERT_TRUE(paused.has_value()) << "no rank paused";
+    ::kill(*paused, SIGUSR1);
+    ::kill(*paused, SIGCONT);
+    const auto result = job.wait(kSmallSgdRunSeconds);
+    ASSERT_TRUE(result.has_value()) << "the job did not end";
+    EXPECT_EQ(result->exit_code, 75) << result->err;
+    EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(),
+              (std::vector<std::int64_t>{0, 3}));
+    EXPECT_EQ(epoch_of(cwd_.path(), 3), epoch_of(sync_->path(), 3));
+  }
+
   std::vector<std::string> files_in(const std::string& dir, const std::string& ending) const {
     std::vector<std::string> found;
     for (const auto& name : list_directory(cwd_ / dir)) {
@@ -228,17 +246,83 @@ TEST_F(LocalLevels, ARankChangeFallsBackToTheNewestFlushedEpoch) {
 
 // A preemption signal after epoch 3 with --flush-every 10: the stop's checkpoint is flushed.
 TEST_F(LocalLevels, AStopFlushesItsCheckpoint) {
-  ChildProcess job(small_sgd({"--local-dir", "L", "--flush-every", "10"}), cwd_.path(),
-                   with_fault("epoch-task@3:1:STOP"));
-  const auto paused = wait_for_a_stopped_child(job);
-  ASSERT_TRUE(paused.has_value()) << "no rank paused";
-  ::kill(*paused, SIGUSR1);
-  ::kill(*paused, SIGCONT);
-  const auto result = job.wait(kSmallSgdRunSeconds);
-  ASSERT_TRUE(result.has_value()) << "the job did not end";
-  EXPECT_EQ(result->exit_code, 75) << result->err;
-  EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), (std::vector<std::int64_t>{0, 3}));
-  EXPECT_EQ(epoch_of(cwd_.path(), 3), epoch_of(sync_->path(), 3));
+  stop_in_epoch_3({});
+}
+
+// With --async-checkpoint a node-local epoch's redundancy exchange runs in the background: every
+// rank's exchange of epoch 2 is held (save-redundancy@2:WAIT, never released) and rank 0 still
+// reaches the end of epoch 3 (epoch@3:0:STOP), where epoch 2 is committed by its manifest as
+// unprotected ("none"), not yet as partner. Killed there, the resume loads node-local epoch 2,
+// still unprotected, and ends bit-identical. An uninterrupted run's manifests all say partner
+// once their exchanges settled. (On the job's thread, the exchange held the job in epoch 2's
+// save: rank 0 never reached epoch 3 while it was held.)
+TEST_F(LocalLevels, AnAsynchronousRunExchangesRedundancyInTheBackground) {
+  const std::vector<std::string> options = {"--flush-every", "10", "--async-checkpoint",
+                                            "--local-redundancy", "partner"};
+  const auto redundancy_of = [&](std::int64_t epoch) {
+    return nlohmann::json::parse(read_file(cwd_ / "D" / manifest_name(epoch)))["redundancy"]
+        .get<std::string>();
+  };
+  {
+    auto environment = with_fault("save-redundancy@2:WAIT,epoch@3:0:STOP");
+    environment["EPOCHRUN_FAULT_RELEASE"] = (cwd_ / "release").string();
+    auto args = options;
+    args.insert(args.begin(), {"--local-dir", "L", "--log-level", "info"});
+    ChildProcess job(small_sgd(args), cwd_.path(), environment);
+    const auto paused = wait_for_a_stopped_child(job);
+    ASSERT_TRUE(paused.has_value()) << "rank 0 never reached epoch 3 while epoch 2's exchange "
+                                       "was held";
+    ASSERT_FALSE(std::filesystem::exists(cwd_ / "release"));
+    EXPECT_EQ(redundancy_of(2), "none");
+    for (const int rank : job.children()) {
+      ::kill(rank, SIGKILL);
+    }
+    ASSERT_TRUE(job.wait(kSmallSgdRunSeconds).has_value()) << "the killed job did not end";
+  }
+  EXPECT_EQ(redundancy_of(2), "none");
+  auto listed = run_bounded({EPOCHRUN_BINARY, "inspect", "D", "--json"}, cwd_.path(), {});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto listing = nlohmann::json::parse(listed.out);
+  ASSERT_FALSE(listing["node_local_epochs"].empty()) << listing;
+  EXPECT_EQ(listing["node_local_epochs"].back()["epoch"], 2) << listing;
+  EXPECT_EQ(listing["node_local_epochs"].back()["redundancy"], "none") << listing;
+
+  auto resume_args = options;
+  resume_args.insert(resume_args.end(), {"--resume-from-epoch", "latest"});
+  auto resumed = run(resume_args);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE((resumed.out + resumed.err).find("from node-local epoch 2"), std::string::npos)
+      << resumed.out + resumed.err;
+  expect_end_as_synchronous();
+
+  std::filesystem::remove_all(cwd_ / "D");
+  std::filesystem::remove_all(cwd_ / "L");
+  auto whole = options;
+  whole.insert(whole.end(), {"--local-keep", "10"});
+  auto uninterrupted = run(whole);
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
+  EXPECT_EQ(files_in("D", ".local.json"),
+            (std::vector<std::string>{manifest_name(1), manifest_name(2), manifest_name(3),
+                                      manifest_name(4)}));
+  for (const std::int64_t epoch : {1, 2, 3, 4}) {
+    EXPECT_EQ(redundancy_of(epoch), "partner") << epoch;
+  }
+  expect_end_as_synchronous();
+}
+
+// A preemption signal while epoch 2's exchange may still run in the background: the stop waits
+// for it before its own flush, so epochs 1 and 2 end committed as protected (their manifests say
+// partner, none half-written), and the stop's checkpoint, epoch 3, is flushed.
+TEST_F(LocalLevels, AStopSettlesTheExchangeInFlight) {
+  ASSERT_NO_FATAL_FAILURE(stop_in_epoch_3(
+      {"--local-keep", "10", "--async-checkpoint", "--local-redundancy", "partner"}));
+  EXPECT_EQ(files_in("D", ".local.json"),
+            (std::vector<std::string>{manifest_name(1), manifest_name(2)}));
+  for (const std::int64_t epoch : {1, 2}) {
+    EXPECT_EQ(nlohmann::json::parse(read_file(cwd_ / "D" / manifest_name(epoch)))["redundancy"],
+              "partner")
+        << epoch;
+  }
 }
 
 // A --local-dir that does not exist is created (with its parents).

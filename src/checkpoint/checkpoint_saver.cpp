@@ -274,6 +274,9 @@ void CheckpointSaver::delete_local_copies() {
 }
 
 std::optional<SaveOutcome> CheckpointSaver::complete() {
+  // A node-local epoch's redundancy exchange in the background (LocalLevel) is part of the
+  // save in flight: waited for here as the flush's write is.
+  level_.settle();
   if (!in_flight_) {
     return std::nullopt;
   }

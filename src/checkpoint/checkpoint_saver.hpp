@@ -24,6 +24,8 @@
 // checkpoint directory (LocalLevel); the run's first, the Nth after each flush, the last and
 // one at a stop are flushed as above. A node-local file system that fails switches the level
 // off for the rest of the run: every checkpoint is then flushed, without node-local copies.
+// In an asynchronous run the level stores a node-local epoch's redundancy across hosts in the
+// background (LocalLevel::save); complete() waits for it as for the flush.
 #pragma once
 
 #include <chrono>

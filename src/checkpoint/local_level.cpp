@@ -7,12 +7,30 @@
 
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
+#include "fault_injection.hpp"
 #include "host_name.hpp"
 #include "local_manifest.hpp"
 #include "local_redundancy.hpp"
 #include "local_redundancy_file.hpp"
+#include "mpi_thread_level.hpp"
 
 namespace epochrun {
+namespace {
+
+// A failed exchange: the epoch's copies are there and it is still saved, unprotected. `say`: on
+// the rank that speaks for the others (rank 0 when every rank failed alike). What the exchange
+// left of the epoch's redundancy files goes.
+void leave_unprotected(const std::filesystem::path& local_dir, std::int64_t epoch,
+                       const std::string& why, bool say) {
+  if (say) {
+    spdlog::warn(
+        "node-local epoch {} is not protected across hosts ({}): the loss of a host costs it",
+        epoch, why);
+  }
+  remove_redundancy_files(local_dir, [&](std::int64_t other) { return other != epoch; });
+}
+
+}  // namespace
 
 LocalLevel::LocalLevel(std::string job, const Communicator& comm, const CheckpointOptions& options)
     : job_(std::move(job)), comm_(comm), options_(options) {
@@ -23,12 +41,55 @@ LocalLevel::LocalLevel(std::string job, const Communicator& comm, const Checkpoi
     if (!warning.empty() && comm_.is_root()) {
       spdlog::warn("{}", warning);
     }
+    // Agreed: every rank exchanges in the background or none does.
+    if (options_.async_checkpoint && !options_.checkpoint_dir.empty() &&
+        comm_.allreduce_max(mpi_calls_from_any_thread() ? 0.0 : 1.0) == 0.0) {
+      exchange_comm_ = comm_.duplicate();
+    }
+  }
+}
+
+LocalLevel::~LocalLevel() {
+  settle();
+  if (exchange_.joinable()) {
+    {
+      const std::lock_guard lock(exchange_mutex_);
+      exchange_stopping_ = true;
+    }
+    exchange_wake_.notify_all();
+    exchange_.join();
+  }
+}
+
+void LocalLevel::settle() {
+  if (!exchanging_) {
+    return;
+  }
+  std::unique_lock lock(exchange_mutex_);
+  exchange_wake_.wait(lock, [&] { return !exchange_task_; });
+  exchanging_.reset();
+}
+
+void LocalLevel::run_exchanges() {
+  std::unique_lock lock(exchange_mutex_);
+  while (true) {
+    exchange_wake_.wait(lock, [&] { return exchange_task_ || exchange_stopping_; });
+    if (!exchange_task_) {
+      return;
+    }
+    auto manifest = *exchange_task_;
+    lock.unlock();
+    protect_in_background(std::move(manifest));
+    lock.lock();
+    exchange_task_.reset();
+    exchange_wake_.notify_all();
   }
 }
 
 std::optional<LocalCopyRecord> LocalLevel::write_copies(std::int64_t epoch,
                                                         const std::vector<SavedBlob>& blobs,
                                                         const std::function<void()>& then) {
+  settle();
   std::optional<LocalCopyRecord> record;
   try {
     run_then_agree_within(comm_, "save epoch " + std::to_string(epoch) + ": node-local copy",
@@ -67,10 +128,31 @@ bool LocalLevel::save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, S
       return false;
     }
   }
+  if (exchange_comm_) {
+    // The copies are complete and agreed: the epoch is saved now, unprotected, and protected
+    // in the background while the job goes on.
+    LocalManifest manifest;
+    {
+      const PhaseTimer timer(phases, SavePhase::kCommit);
+      manifest = commit_manifest(epoch, *record, "none");
+    }
+    kept(epoch);
+    manifested_.push_back(epoch);
+    exchanging_ = epoch;
+    {
+      const std::lock_guard lock(exchange_mutex_);
+      exchange_task_ = std::move(manifest);
+    }
+    exchange_wake_.notify_all();
+    if (!exchange_.joinable()) {
+      exchange_ = std::thread([this] { run_exchanges(); });
+    }
+    return true;
+  }
   std::string redundancy;
   {
     const PhaseTimer timer(phases, SavePhase::kRedundancy);
-    redundancy = store_redundancy(epoch);
+    redundancy = store_redundancy(epoch, comm_);
   }
   const PhaseTimer timer(phases, SavePhase::kCommit);
   commit_manifest(epoch, *record, redundancy);
@@ -79,17 +161,38 @@ bool LocalLevel::save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, S
   return true;
 }
 
-std::string LocalLevel::store_redundancy(std::int64_t epoch) {
+void LocalLevel::protect_in_background(LocalManifest manifest) {
+  const auto epoch = manifest.epoch;
+  const auto& on = *exchange_comm_;
+  try {
+    const auto redundancy = store_redundancy(epoch, on);
+    // store_redundancy agreed on every rank's files, complete under their names: only now may
+    // the manifest say what protects the epoch. A manifest not rewritten keeps saying "none",
+    // which is true.
+    if (redundancy != "none" && on.is_root()) {
+      manifest.redundancy = redundancy;
+      write_local_manifest(options_.checkpoint_dir, manifest);
+    }
+  } catch (const std::exception& error) {
+    // A bounded agreement that ran out (store_redundancy rethrows it: not every rank may know),
+    // or rank 0's rewrite of the manifest: the epoch stays saved and unprotected, as its
+    // manifest says; each rank that saw it says so.
+    leave_unprotected(options_.local_dir, epoch, error.what(), true);
+  }
+}
+
+std::string LocalLevel::store_redundancy(std::int64_t epoch, const Communicator& on) {
   // --local-redundancy none: the copies are on their own hosts alone; a lost host loses the
   // epoch, and a restart falls back to the newest flushed checkpoint.
   if (options_.local_redundancy.none()) {
     return "none";
   }
   try {
+    fault_point("save-redundancy", epoch);
     const auto stats =
-        protect_local_copies(options_.local_dir, epoch, comm_, options_.local_redundancy,
+        protect_local_copies(options_.local_dir, epoch, on, options_.local_redundancy,
                              RedundancyCall{options_.save_timeout, ""});
-    if (comm_.is_root()) {
+    if (on.is_root()) {
       spdlog::debug("node-local epoch {} protected ({}) in {:.3f} s, {} sent by rank 0", epoch,
                     local_redundancy_name(options_.local_redundancy), stats.seconds,
                     stats.bytes_sent);
@@ -98,29 +201,24 @@ std::string LocalLevel::store_redundancy(std::int64_t epoch) {
   } catch (const AgreementTimeout&) {
     throw;
   } catch (const std::exception& error) {
-    // The same on every rank: the copies are there, unprotected; the epoch is still saved.
-    if (comm_.is_root()) {
-      spdlog::warn(
-          "node-local epoch {} is not protected across hosts ({}): the loss of a host costs it",
-          epoch, error.what());
-    }
-    remove_redundancy_files(options_.local_dir, [&](std::int64_t other) { return other != epoch; });
+    // The same on every rank.
+    leave_unprotected(options_.local_dir, epoch, error.what(), on.is_root());
     return "none";
   }
 }
 
-void LocalLevel::commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
-                                 const std::string& redundancy) {
+LocalManifest LocalLevel::commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
+                                          const std::string& redundancy) {
   const auto file_bytes =
       std::filesystem::file_size(local_copy_file(options_.local_dir, epoch, comm_.rank()));
   std::ostringstream part;
   part << local_copy_record_xxh64(record) << ' ' << file_bytes << ' ' << record.host;
   const auto text = part.str();
   const auto gathered = comm_.gather(std::as_bytes(std::span(text.data(), text.size())));
+  LocalManifest manifest{job_, epoch, comm_.size(), redundancy, options_.config_json, {}};
   run_on_root_then_agree_within(
       comm_, "save epoch " + std::to_string(epoch) + ": node-local manifest", options_.save_timeout,
       [&] {
-        LocalManifest manifest{job_, epoch, comm_.size(), redundancy, options_.config_json, {}};
         for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
           std::istringstream in(std::string(reinterpret_cast<const char*>(gathered[rank].data()),
                                             gathered[rank].size()));
@@ -131,6 +229,7 @@ void LocalLevel::commit_manifest(std::int64_t epoch, const LocalCopyRecord& reco
         }
         write_local_manifest(options_.checkpoint_dir, manifest);
       });
+  return manifest;
 }
 
 void LocalLevel::kept(std::int64_t epoch) {
@@ -159,6 +258,7 @@ void LocalLevel::retain(std::optional<std::int64_t> flushing) {
 }
 
 void LocalLevel::resumed(std::int64_t epoch, bool node_local) {
+  settle();
   kept_.assign(1, epoch);
   manifested_.clear();
   if (node_local) {
@@ -170,12 +270,18 @@ void LocalLevel::delete_all() {
   if (options_.local_dir.empty()) {
     return;
   }
+  settle();
   kept_.clear();
   manifested_.clear();
   remove({});
 }
 
-void LocalLevel::remove(const std::vector<std::int64_t>& keep) {
+void LocalLevel::remove(std::vector<std::int64_t> keep) {
+  // The epoch whose exchange is in flight: its files and manifest are the background's until
+  // it settles.
+  if (exchanging_) {
+    keep.push_back(*exchanging_);
+  }
   std::vector<std::int64_t> manifests;
   for (const auto epoch : keep) {
     if (std::find(manifested_.begin(), manifested_.end(), epoch) != manifested_.end()) {
@@ -183,7 +289,7 @@ void LocalLevel::remove(const std::vector<std::int64_t>& keep) {
     }
   }
   if (comm_.is_root() && !options_.checkpoint_dir.empty() &&
-      remove_local_manifests(options_.checkpoint_dir, manifests) > 0) {
+      remove_local_manifests(options_.checkpoint_dir, manifests, exchanging_) > 0) {
     spdlog::warn("some node-local epochs' manifests in {} could not be deleted",
                  options_.checkpoint_dir.string());
   }

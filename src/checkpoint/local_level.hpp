@@ -11,19 +11,33 @@
 //      with none, nothing);
 //   3. rank 0 gathers each rank's host and copy record and commits the manifest.
 // Only then does E count as saved.
+//
+// An asynchronous run (--async-checkpoint, MPI at MPI_THREAD_MULTIPLE on every rank) does step 2
+// in the background instead: the manifest commits E at once as unprotected ("none": its copies
+// are complete and agreed, so a resume on the same hosts may load it), and a thread of the level
+// stores the redundancy on a communicator of its own while the job runs its next epoch; only
+// once every rank's redundancy files are complete (renamed, agreed) does rank 0 rewrite the
+// manifest to say partner|xor. A kill in between leaves a manifest that claims nothing it does
+// not have. The exchange in flight is settled (waited for) before the level's next save, by
+// the saver's complete(), and when the level ends; a failure leaves E unprotected with the same
+// warning as a synchronous save's.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "checkpoint_options.hpp"
 #include "epochrun/communicator.hpp"
 #include "local_copy.hpp"
+#include "local_manifest.hpp"
 #include "save_phases.hpp"
 
 namespace epochrun {
@@ -33,6 +47,10 @@ class LocalLevel {
   // Collective (with --local-redundancy, an allgather of the hosts: rank 0 warns of what it
   // cannot protect).
   LocalLevel(std::string job, const Communicator& comm, const CheckpointOptions& options);
+  // Settles the exchange in flight (settle()).
+  ~LocalLevel();
+  LocalLevel(const LocalLevel&) = delete;
+  LocalLevel& operator=(const LocalLevel&) = delete;
 
   // Whether saves go through node-local copies: --local-dir given and its file system has not
   // failed in this run.
@@ -49,7 +67,12 @@ class LocalLevel {
   // Collective: steps 1 to 3 for an epoch that is not flushed. False as write_copies; throws
   // (the same on every rank) when the manifest could not be committed (a failed save). Each
   // step's time goes to `phases`.
+  // In an asynchronous run, step 2 goes on in the background after it returns (see above).
   bool save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, SavePhases& phases);
+  // Waits for the background redundancy exchange in flight, if any: on return its epoch's
+  // manifest says what protects it. Collective in effect (the exchange is); bounded by
+  // --save-timeout as the exchange is. Every other step of the level settles first.
+  void settle();
 
   // Every rank's copy of `epoch` is complete and committed (by its manifest or by the flushed
   // checkpoint): a resume may load it, and retention counts it.
@@ -72,11 +95,17 @@ class LocalLevel {
   // lost host's copies can be rebuilt at a restart. With --local-redundancy none: nothing.
   // Returns the redundancy kind the manifest records ("none" also when the protection failed:
   // the epoch is saved, unprotected, with a warning).
-  std::string store_redundancy(std::int64_t epoch);
-  // Step 3: gathers every rank's part to rank 0, which writes the manifest.
-  void commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
-                       const std::string& redundancy);
-  void remove(const std::vector<std::int64_t>& keep);
+  // Its MPI calls are on `on` alone.
+  std::string store_redundancy(std::int64_t epoch, const Communicator& on);
+  // Step 3: gathers every rank's part to rank 0, which writes the manifest. Returns it (rank
+  // 0; the others an empty one).
+  LocalManifest commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
+                                const std::string& redundancy);
+  // Step 2 of an asynchronous run, on exchange_, after step 3 committed `manifest` unprotected.
+  void protect_in_background(LocalManifest manifest);
+  // exchange_'s loop: runs each task, until the level ends.
+  void run_exchanges();
+  void remove(std::vector<std::int64_t> keep);
 
   std::string job_;
   const Communicator& comm_;
@@ -84,6 +113,21 @@ class LocalLevel {
   bool failed_ = false;
   std::deque<std::int64_t> kept_;         // ascending, at most --local-keep
   std::vector<std::int64_t> manifested_;  // of kept_, those committed by a manifest
+  // The background exchange's own duplicate of comm_ (an asynchronous run with redundancy, MPI
+  // at MPI_THREAD_MULTIPLE): its messages can never match the job's, whatever the job's thread
+  // does meanwhile. Without it, step 2 runs on the job's thread.
+  std::optional<Communicator> exchange_comm_;
+  // The background exchanges' one thread, kept for the run: its transfer buffers
+  // (piece_transfer.hpp's chunk_buffer, one per thread) are then made resident once, not at
+  // every exchange. Started at the first.
+  std::thread exchange_;
+  std::mutex exchange_mutex_;
+  std::condition_variable exchange_wake_;
+  std::optional<LocalManifest> exchange_task_;  // step 2 of this epoch's manifest, to run
+  bool exchange_stopping_ = false;
+  // The epoch whose exchange is in flight (set and cleared by the job's thread only): never
+  // deleted by retention until it settled.
+  std::optional<std::int64_t> exchanging_;
 };
 
 }  // namespace epochrun

@@ -124,11 +124,13 @@ std::vector<std::int64_t> local_manifest_epochs(const std::filesystem::path& che
 }
 
 int remove_local_manifests(const std::filesystem::path& checkpoint_dir,
-                           const std::vector<std::int64_t>& keep) {
+                           const std::vector<std::int64_t>& keep,
+                           std::optional<std::int64_t> writing) {
   const auto doomed = [&](const std::string& name) {
     const auto target = temporary_target(name);
     const auto epoch = parse_manifest_name(target ? *target : name);
-    return epoch && (target || std::find(keep.begin(), keep.end(), *epoch) == keep.end());
+    return epoch &&
+           (target ? epoch != writing : std::find(keep.begin(), keep.end(), *epoch) == keep.end());
   };
   int failed = 0;
   std::error_code error;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,10 @@ LocalManifest read_local_manifest(const std::filesystem::path& checkpoint_dir, s
 std::vector<std::int64_t> local_manifest_epochs(const std::filesystem::path& checkpoint_dir);
 
 // Deletes the manifests of every epoch but those in `keep`, and what an interrupted write of
-// one left. Returns how many failed to go.
+// one left, except the write of `writing`'s, which another thread may be making right now (a
+// background exchange's rewrite). Returns how many failed to go.
 int remove_local_manifests(const std::filesystem::path& checkpoint_dir,
-                           const std::vector<std::int64_t>& keep);
+                           const std::vector<std::int64_t>& keep,
+                           std::optional<std::int64_t> writing = std::nullopt);
 
 }  // namespace epochrun

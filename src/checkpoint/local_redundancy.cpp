@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <xxhash.h>
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "redundancy_sets.hpp"
 #include "regular_file.hpp"
 #include "seconds_since.hpp"
+#include "step_times.hpp"
 #include "xor_parity.hpp"
 
 namespace epochrun {
@@ -47,11 +49,14 @@ Copies gather_copies(const Communicator& comm, const std::string& host, std::uin
   return copies;
 }
 
-// Partner: each rank's copy file, byte for byte, into a partner copy on its partner's host.
+// Partner: each rank's copy file, byte for byte, into a partner copy on its partner's host. Each
+// copy is hashed as it is read for its partner, not in a pass of its own before (which cost a
+// read of every copy more, bench --redundancy's steps): the copies' xxh64s are gathered after
+// the transfer, before any partner copy is finished with them in its header.
 void exchange_partner_copies(const std::filesystem::path& dir, std::int64_t epoch,
-                             const Communicator& comm, const Copies& copies,
-                             const RedundancyCall& call, const std::string& context,
-                             RedundancyStats& stats, std::exception_ptr& failure) {
+                             const Communicator& comm, Copies& copies, const RedundancyCall& call,
+                             const std::string& context, RedundancyStats& stats,
+                             std::exception_ptr& failure) {
   std::vector<Piece> pieces;
   for (const auto& member : copies.members) {
     if (const auto partner = partner_rank(copies.placement, member.rank)) {
@@ -61,6 +66,7 @@ void exchange_partner_copies(const std::filesystem::path& dir, std::int64_t epoc
     }
   }
   std::map<int, std::unique_ptr<RedundancyFileWriter>> writers;
+  const auto creating = step_times::Clock::now();
   for (const auto& piece : pieces) {
     if (piece.to == comm.rank()) {
       const auto& member = copies.members[piece.from];
@@ -72,18 +78,46 @@ void exchange_partner_copies(const std::filesystem::path& dir, std::int64_t epoc
       });
     }
   }
-  auto transfer =
-      transfer_pieces(comm, dir, pieces, call.timeout, context,
-                      [&](const Piece& piece, std::uint64_t, std::span<const std::byte> bytes) {
-                        writers.at(piece.from)->append(bytes);
-                      });
+  step_times::add_since("create", creating);
+  const std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> sent_hash(XXH64_createState(),
+                                                                             XXH64_freeState);
+  XXH64_reset(sent_hash.get(), 0);
+  auto transfer = transfer_pieces(
+      comm, dir, pieces, call.timeout, context,
+      [&](const Piece& piece, std::uint64_t, std::span<const std::byte> bytes) {
+        writers.at(piece.from)->append(bytes);
+      },
+      [&](const Piece&, std::uint64_t, std::span<const std::byte> bytes) {
+        XXH64_update(sent_hash.get(), bytes.data(), bytes.size());
+      },
+      kProtectionChunk);
   if (!failure) {
     failure = transfer.failure;
   }
   stats.bytes_sent += transfer.bytes_sent;
   stats.bytes_received += transfer.bytes_received;
+  // A rank with no partner sent nothing: its copy is hashed for the record alone.
+  const auto own = local_copy_file(dir, epoch, comm.rank());
+  const bool sent_own = std::any_of(pieces.begin(), pieces.end(),
+                                    [&](const Piece& piece) { return piece.from == comm.rank(); });
+  std::uint64_t xxh64 = XXH64_digest(sent_hash.get());
+  if (!sent_own) {
+    keep_first_failure(failure, [&] {
+      const auto fd = open_regular_file_for_reading(own);
+      xxh64 = file_xxh64(fd.get(), 0, copies.members[comm.rank()].size, own.string());
+    });
+  }
+  const auto agreeing = step_times::Clock::now();
+  const auto hashes =
+      allgather_within(comm, std::to_string(xxh64), failure, call.timeout, context + ": xxh64");
+  step_times::add_since("agree", agreeing);
+  for (std::size_t rank = 0; rank < hashes.size(); ++rank) {
+    copies.members[rank].xxh64 = std::stoull(hashes[rank]);
+  }
+  const auto finishing = step_times::Clock::now();
   for (auto& [rank, writer] : writers) {
     keep_first_failure(failure, [&, rank = rank, writer = writer.get()] {
+      writer->set_members({copies.members[rank]});
       if (writer->finish() != copies.members[rank].xxh64) {
         ::unlink(partner_copy_file(dir, epoch, rank).c_str());
         throw Error("the copy of rank " + std::to_string(rank) +
@@ -91,6 +125,7 @@ void exchange_partner_copies(const std::filesystem::path& dir, std::int64_t epoc
       }
     });
   }
+  step_times::add_since("finish", finishing);
 }
 
 // `bytes` of the copy open as `fd` (`size` bytes long) at `offset`, zeros past its end.
@@ -139,7 +174,7 @@ void encode_parity(const std::filesystem::path& dir, std::int64_t epoch, const C
   });
   const int right = set[(me + 1) % n], left = set[(me + n - 1) % n];
   const auto chunk =
-      static_cast<std::size_t>(std::min<std::uint64_t>(kRedundancyChunk, layout.segment));
+      static_cast<std::size_t>(std::min<std::uint64_t>(kProtectionChunk, layout.segment));
   const auto out = chunk_buffer(0, chunk), in = chunk_buffer(1, chunk);
   for (std::uint64_t offset = 0; offset < layout.segment; offset += chunk) {
     const auto size =
@@ -152,22 +187,32 @@ void encode_parity(const std::filesystem::path& dir, std::int64_t epoch, const C
       });
     };
     const auto sent = out.first(size), got = in.first(size);
+    auto reading = step_times::Clock::now();
     my_segment_for((me + n - 1) % n, sent);
+    step_times::add_since("read", reading);
     for (int step = 1; step < n; ++step) {
       const BufferSend send{right, kRedundancyTag + step, sent};
       const BufferReceive receive{left, kRedundancyTag + step, got};
+      const auto transferring = step_times::Clock::now();
       exchange_within(comm, std::span(&send, 1), std::span(&receive, 1), call.timeout, context);
+      step_times::add_since("transfer", transferring);
       stats.bytes_sent += size;
       stats.bytes_received += size;
       if (step < n - 1) {
+        reading = step_times::Clock::now();
         my_segment_for(((me - 1 - step) % n + n) % n, sent);
         xor_into(sent, got);
+        step_times::add_since("read", reading);
       } else {
+        const auto writing = step_times::Clock::now();
         keep_first_failure(failure, [&] { writer->append(got); });
+        step_times::add_since("write", writing);
       }
     }
   }
+  const auto finishing = step_times::Clock::now();
   keep_first_failure(failure, [&] { writer->finish(); });
+  step_times::add_since("finish", finishing);
 }
 
 }  // namespace
@@ -183,22 +228,32 @@ RedundancyStats protect_local_copies(const std::filesystem::path& dir, std::int6
   const auto context =
       fmt::format("protect epoch {} ({})", epoch, local_redundancy_name(redundancy));
   const auto own = local_copy_file(dir, epoch, comm.rank());
+  const bool partner = redundancy.scheme == LocalRedundancy::Scheme::kPartner;
   std::uint64_t size = 0, xxh64 = 0;
+  const auto hashing = step_times::Clock::now();
   auto failure = failure_of([&] {
     const auto fd = open_regular_file_for_reading(own);
     size = file_size(fd.get());
-    xxh64 = file_xxh64(fd.get(), 0, size, own.string());
+    // The parity blocks' headers name every member's xxh64, and the ring reads a copy out of
+    // order: xor hashes it in a pass of its own. Partner hashes it as it sends it.
+    if (!partner) {
+      xxh64 = file_xxh64(fd.get(), 0, size, own.string());
+    }
   });
-  const auto copies = gather_copies(comm, call.host.empty() ? host_name() : call.host, size, xxh64,
-                                    failure, call, context + ": the copies");
-  const bool partner = redundancy.scheme == LocalRedundancy::Scheme::kPartner;
+  step_times::add_since("hash", hashing);
+  const auto gathering = step_times::Clock::now();
+  auto copies = gather_copies(comm, call.host.empty() ? host_name() : call.host, size, xxh64,
+                              failure, call, context + ": the copies");
+  step_times::add_since("agree", gathering);
   stats.unprotected = unprotected_ranks(copies.placement, partner, redundancy.set_size);
   if (partner) {
     exchange_partner_copies(dir, epoch, comm, copies, call, context, stats, failure);
   } else {
     encode_parity(dir, epoch, comm, copies, redundancy.set_size, call, context, stats, failure);
   }
+  const auto agreeing = step_times::Clock::now();
   raise_if_any_failed_within(comm, failure, context, call.timeout);
+  step_times::add_since("agree", agreeing);
   stats.seconds = seconds_since(started);
   return stats;
 }

@@ -6,7 +6,7 @@
 // them. The files: local_redundancy_file.hpp and docs/FORMAT.md. Internal to the library.
 //
 // Collective and bounded in time: every step ends in a bounded agreement, and every transfer
-// in chunks of kRedundancyChunk waits at most `timeout` for its peer (bounded_exchange.hpp).
+// in chunks of kProtectionChunk waits at most `timeout` for its peer (bounded_exchange.hpp).
 // It makes MPI calls on `comm` only: from a background thread (an asynchronous save's flush),
 // pass a communicator that only that thread uses, and only when MPI runs at
 // MPI_THREAD_MULTIPLE (mpi_thread_level.hpp), as checkpoint_saver does for its seal.

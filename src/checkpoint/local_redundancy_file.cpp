@@ -244,6 +244,14 @@ void RedundancyFileWriter::append(std::span<const std::byte> bytes) {
   written_ += bytes.size();
 }
 
+void RedundancyFileWriter::set_members(std::vector<RedundancyMember> members) {
+  header_.members = std::move(members);
+  // The header's size depends on what it names: the data starts after it.
+  if (encode_redundancy_header(header_).size() != header_size_) {
+    throw Error(temporary_.string() + ": its header's members changed its size");
+  }
+}
+
 std::uint64_t RedundancyFileWriter::finish() {
   if (written_ != header_.data_bytes) {
     throw Error(temporary_.string() + ": " + std::to_string(written_) + " bytes written of " +

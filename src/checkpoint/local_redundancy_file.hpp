@@ -81,6 +81,9 @@ class RedundancyFileWriter {
 
   // The next bytes of the data (their total must come to header.data_bytes).
   void append(std::span<const std::byte> bytes);
+  // The members as they are known only once the data moved (a partner copy's xxh64, which its
+  // sender computes as it sends it); before finish().
+  void set_members(std::vector<RedundancyMember> members);
   // Returns the data's xxh64.
   std::uint64_t finish();
 

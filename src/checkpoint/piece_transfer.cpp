@@ -6,6 +6,7 @@
 
 #include "bounded_exchange.hpp"
 #include "regular_file.hpp"
+#include "step_times.hpp"
 
 namespace epochrun {
 namespace {
@@ -43,11 +44,11 @@ std::span<std::byte> chunk_buffer(std::size_t slot, std::size_t size) {
   return {buffers[slot].get(), size};
 }
 
-PieceTransfer transfer_pieces(
-    const Communicator& comm, const std::filesystem::path& dir, const std::vector<Piece>& pieces,
-    std::chrono::duration<double> timeout, const std::string& context,
-    const std::function<void(const Piece&, std::uint64_t, std::span<const std::byte>)>& receive,
-    std::size_t chunk) {
+PieceTransfer transfer_pieces(const Communicator& comm, const std::filesystem::path& dir,
+                              const std::vector<Piece>& pieces,
+                              std::chrono::duration<double> timeout, const std::string& context,
+                              const PieceChunk& receive, const PieceChunk& sent,
+                              std::size_t chunk) {
   const int me = comm.rank();
   std::vector<const Piece*> mine;
   std::uint64_t longest = 0;
@@ -75,10 +76,14 @@ PieceTransfer transfer_pieces(
           static_cast<std::size_t>(std::min<std::uint64_t>(chunk, piece->length - offset));
       if (piece->from == me) {
         const auto bytes = next_buffer(size);
+        const auto reading = step_times::Clock::now();
         keep_first_failure(transfer.failure, [&] { sources.read(*piece, offset, bytes); });
         if (transfer.failure) {
           std::fill(bytes.begin(), bytes.end(), std::byte{0});
+        } else if (sent) {
+          sent(*piece, offset, bytes);
         }
+        step_times::add_since("read", reading);
         sends.push_back(BufferSend{piece->to, kRedundancyTag, bytes});
         transfer.bytes_sent += size;
       }
@@ -89,11 +94,15 @@ PieceTransfer transfer_pieces(
         transfer.bytes_received += size;
       }
     }
+    const auto transferring = step_times::Clock::now();
     exchange_within(comm, sends, receives, timeout, context);
+    step_times::add_since("transfer", transferring);
+    const auto writing = step_times::Clock::now();
     for (const auto& [piece, bytes] : received) {
       keep_first_failure(transfer.failure,
                          [&, piece = piece, bytes = bytes] { receive(*piece, offset, bytes); });
     }
+    step_times::add_since("write", writing);
   }
   return transfer;
 }

@@ -23,8 +23,16 @@ namespace epochrun {
 // small tag a job's own messages use.
 inline constexpr int kRedundancyTag = 7400;
 
-// What a chunk is at most: the memory a transfer holds is a chunk per piece of a round.
+// What a chunk is at most: the memory a transfer holds is a chunk per piece of a round (a
+// restart's rebuild of an XOR part receives a piece from every other member of its set).
 inline constexpr std::size_t kRedundancyChunk = std::size_t{4} << 20;
+
+// What a chunk of the protection is at most (local_redundancy.hpp): it holds two chunks a rank
+// (one sent, one received) whatever the set size, and every round is a meeting of the ranks,
+// which in rounds of 4 MiB took most of the partner exchange's time (bench --redundancy's
+// steps: its transfer 2.5 times one MPI_Sendrecv of the same bytes; in rounds of 16 MiB about
+// as long).
+inline constexpr std::size_t kProtectionChunk = std::size_t{16} << 20;
 
 struct PieceTransfer {
   std::uint64_t bytes_sent = 0, bytes_received = 0;
@@ -55,14 +63,19 @@ void keep_first_failure(std::exception_ptr& failure, Step&& step) {
   }
 }
 
+// What a transfer hands a chunk of a piece to: (piece, offset within the piece, bytes).
+using PieceChunk = std::function<void(const Piece&, std::uint64_t, std::span<const std::byte>)>;
+
 // Collective among the ranks `pieces` names (the same list, in the same order, on each): this
 // rank reads its pieces (from == its rank) of the files in `dir` and sends them, and hands each
-// chunk of a piece sent to it to `receive(piece, offset within the piece, bytes)`. Chunk c of
-// every piece moves in round c.
-PieceTransfer transfer_pieces(
-    const Communicator& comm, const std::filesystem::path& dir, const std::vector<Piece>& pieces,
-    std::chrono::duration<double> timeout, const std::string& context,
-    const std::function<void(const Piece&, std::uint64_t, std::span<const std::byte>)>& receive,
-    std::size_t chunk = kRedundancyChunk);
+// chunk of a piece sent to it to `receive`, and, when given, each chunk it read and sent to
+// `sent` (in order within a piece: the sender hashes what it sent in the same pass that reads
+// it). Chunk c of every piece moves in round c. Where the time goes is added to the step times
+// (step_times.hpp): "read", "transfer" and "write" (`receive`'s).
+PieceTransfer transfer_pieces(const Communicator& comm, const std::filesystem::path& dir,
+                              const std::vector<Piece>& pieces,
+                              std::chrono::duration<double> timeout, const std::string& context,
+                              const PieceChunk& receive, const PieceChunk& sent = {},
+                              std::size_t chunk = kRedundancyChunk);
 
 }  // namespace epochrun

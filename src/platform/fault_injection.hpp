@@ -18,6 +18,9 @@
 // asynchronous save's background thread when MPI runs at MPI_THREAD_MULTIPLE -- the ranks then
 // agreeing; or, for a block each rank writes directly, in the data step; THROW fails the save
 // everywhere),
+// save-redundancy (a node-local epoch's copies written, agreed and, in an asynchronous run,
+// committed unprotected; before its redundancy exchange across hosts, on the thread that runs
+// it -- the main thread, or an asynchronous run's background exchange),
 // save-before-rename (the file is complete and durable under its temporary name),
 // save-after-rename (committed, the index not yet updated), remove (rank 0's deletion
 // thread: that epoch's retired checkpoint renamed away, not yet deleted), upload (the copy is

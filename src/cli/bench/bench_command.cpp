@@ -354,6 +354,18 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
       print_job_phases(row);
     }
   }
+  for (const auto& row : rows) {
+    if (row.contains("steps")) {
+      std::string steps;
+      for (const auto& [step, seconds] : row["steps"].items()) {
+        char figure[32];
+        std::snprintf(figure, sizeof figure, " %.4f", seconds.get<double>());
+        steps += (steps.empty() ? "" : ", ") + step + figure;
+      }
+      std::printf("%s: rank 0's median seconds per step: %s\n",
+                  row["name"].get<std::string>().c_str(), steps.c_str());
+    }
+  }
   constexpr double kMiB = 1 << 20;
   for (const auto& row : rows) {
     if (row.contains("peak_added_bytes")) {

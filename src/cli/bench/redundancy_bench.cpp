@@ -1,7 +1,9 @@
 #include "bench/redundancy_bench.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -9,7 +11,9 @@
 #include "collective_errors.hpp"
 #include "local_copy.hpp"
 #include "local_redundancy.hpp"
+#include "local_redundancy_file.hpp"
 #include "regular_file.hpp"
+#include "step_times.hpp"
 #include "xor_parity.hpp"
 
 namespace epochrun::cli {
@@ -26,15 +30,23 @@ struct RedundancySeries {
                  {}};
   Series partner_mpi{
       "partner_mpi_limit", "MPI_Sendrecv of the same bytes between the same ranks", {}};
-  Series partner_write{"partner_mpi_write_limit",
-                       "MPI_Sendrecv of the same bytes, the received bytes written into a new "
-                       "file of the node-local directory (no fsync, as a partner copy)",
-                       {}};
+  // The exchange's target is against the same work done the plainest way: the transfer alone
+  // leaves out reading the copy file and writing the partner copy, which the exchange cannot.
+  Series partner_work{"partner_same_work_limit",
+                      "the same work the plainest way: the copy file read whole (pread), "
+                      "MPI_Sendrecv of its bytes, the received bytes written into a new file of "
+                      "the node-local directory (no fsync, as a partner copy); no hashing",
+                      {}};
   Series xor_exchange{"xor_exchange",
                       "--local-redundancy xor:RANKS: each rank's parity block reduced around the "
                       "ring from the copy files and written",
                       {}};
   Series xor_mpi{"xor_mpi_limit", "the same ring's MPI_Sendrecv steps of the same bytes", {}};
+  Series xor_work{"xor_same_work_limit",
+                  "the same work the plainest way: the copy file read whole (pread), the ring's "
+                  "MPI_Sendrecv steps of the same bytes each XORed into the next, the block "
+                  "written into a new file (no fsync, as a parity block); no hashing",
+                  {}};
   Series encode{"xor_encode", "a copy's n - 1 segments XORed into one parity block, in memory", {}};
   Series memory{"memory_pass_limit", "memcpy of the same bytes: one read and write pass", {}};
 };
@@ -48,6 +60,39 @@ void ring_steps(const Communicator& comm, std::vector<std::byte>& out, std::vect
     comm.sendrecv(std::span<const std::byte>(out), right, std::span(in), left, step);
   }
 }
+
+// The copy file `file` read whole into `into` (its first bytes; the rest as it was).
+void read_copy(const fs::path& file, std::vector<std::byte>& into) {
+  const auto fd = open_regular_file_for_reading(file);
+  const auto size = std::min<std::uint64_t>(file_size(fd.get()), into.size());
+  read_at(fd.get(), 0, std::span(into).first(static_cast<std::size_t>(size)), file.string());
+}
+
+// `bytes` written into a new file `file` (which does not exist).
+void write_new_file(const fs::path& file, std::span<const std::byte> bytes) {
+  auto fd = create_new_file(file);
+  write_at(fd.get(), 0, bytes, file.string());
+  fd.close(file.string());
+}
+
+// Where one exchange's time went on rank 0, step by step (step_times.hpp), round by round.
+struct StepSeries {
+  std::map<std::string, std::vector<double>> seconds;
+  void add(const std::vector<std::pair<std::string, double>>& steps) {
+    for (const auto& [step, spent] : steps) {
+      seconds[step].push_back(spent);
+    }
+  }
+  // Each step's median seconds.
+  nlohmann::json medians() const {
+    auto out = nlohmann::json::object();
+    for (auto [step, spent] : seconds) {
+      std::sort(spent.begin(), spent.end());
+      out[step] = spent[spent.size() / 2];
+    }
+    return out;
+  }
+};
 
 }  // namespace
 
@@ -84,28 +129,78 @@ nlohmann::json measure_redundancy(const Communicator& comm, const fs::path& dire
   std::vector<std::byte> out(copy_bytes), in(copy_bytes), block(layout.segment);
   std::vector<std::byte> segment_out(layout.segment), segment_in(layout.segment);
   RedundancySeries series;
+  StepSeries partner_steps, xor_steps;
+  step_times::record_on_this_thread(comm.is_root());
+  // An exchange, its steps recorded apart from everything else.
+  const auto exchange = [&](const LocalRedundancy& redundancy, StepSeries& steps) {
+    step_times::take();
+    protect_local_copies(dir, kEpoch, comm, redundancy, call);
+    steps.add(step_times::take());
+  };
+  const auto own = local_copy_file(dir, kEpoch, comm.rank());
+  const auto received = dir / "received";
+  // Untimed, before each measure: the files a former round wrote are deleted, as a run's
+  // retention deletes an older epoch's apart from the save. A file renamed over a former one
+  // (the same epoch's partner copy, round after round) also makes ext4 start writing it back at
+  // once (auto_da_alloc), which a run's new epoch never does, and its pages are freed in the
+  // timed rename.
+  const auto fresh = [&] {
+    remove_redundancy_files(dir, [](std::int64_t) { return false; });
+    fs::remove(received);
+  };
   // `measure` and `limit` timed in this round, in alternating order.
   const auto pair = [&](std::int64_t round, Series& measure, const std::function<void()>& step,
                         Series& limit, const std::function<void()>& limit_step) {
     alternate(
-        round, [&] { measure.seconds.push_back(timed(comm, measure.name, step)); },
-        [&] { limit.seconds.push_back(timed(comm, limit.name, limit_step)); });
+        round,
+        [&] {
+          fresh();
+          measure.seconds.push_back(timed(comm, measure.name, step));
+        },
+        [&] {
+          fresh();
+          limit.seconds.push_back(timed(comm, limit.name, limit_step));
+        });
   };
   for (std::int64_t round = 0; round < settings.rounds; ++round) {
     pair(
-        round, series.partner, [&] { protect_local_copies(dir, kEpoch, comm, partner, call); },
-        series.partner_mpi, [&] { ring_steps(comm, out, in, 1); });
-    series.partner_write.seconds.push_back(timed(comm, series.partner_write.name, [&] {
-      ring_steps(comm, out, in, 1);
-      const auto file = dir / "received";
-      fs::remove(file);
-      auto fd = create_new_file(file);
-      write_at(fd.get(), 0, in, file.string());
-      fd.close(file.string());
-    }));
+        round, series.partner, [&] { exchange(partner, partner_steps); }, series.partner_work,
+        [&] {
+          read_copy(own, out);
+          ring_steps(comm, out, in, 1);
+          write_new_file(received, in);
+        });
+    series.partner_mpi.seconds.push_back(
+        timed(comm, series.partner_mpi.name, [&] { ring_steps(comm, out, in, 1); }));
     pair(
-        round, series.xor_exchange, [&] { protect_local_copies(dir, kEpoch, comm, xor_set, call); },
-        series.xor_mpi, [&] { ring_steps(comm, segment_out, segment_in, comm.size() - 1); });
+        round, series.xor_exchange, [&] { exchange(xor_set, xor_steps); }, series.xor_work,
+        [&] {
+          read_copy(own, out);
+          const int right = (comm.rank() + 1) % comm.size();
+          const int left = (comm.rank() + comm.size() - 1) % comm.size();
+          // As the ring does: send a segment of the copy, XOR the next one into what arrives,
+          // and keep what arrives at the last step.
+          const auto segment_of = [&](int step) {
+            const auto offset = std::min<std::size_t>(
+                static_cast<std::size_t>(step) * segment_out.size(), out.size());
+            const auto size = std::min(segment_out.size(), out.size() - offset);
+            std::copy_n(out.begin() + static_cast<std::ptrdiff_t>(offset), size,
+                        segment_out.begin());
+          };
+          segment_of(0);
+          for (int step = 1; step < comm.size(); ++step) {
+            comm.sendrecv(std::span<const std::byte>(segment_out), right, std::span(segment_in),
+                          left, step);
+            if (step + 1 < comm.size()) {
+              segment_of(step);
+              xor_into(segment_out, segment_in);
+            }
+          }
+          write_new_file(received, segment_in);
+        });
+    series.xor_mpi.seconds.push_back(timed(comm, series.xor_mpi.name, [&] {
+      ring_steps(comm, segment_out, segment_in, comm.size() - 1);
+    }));
     pair(
         round, series.encode,
         [&] {
@@ -119,20 +214,27 @@ nlohmann::json measure_redundancy(const Communicator& comm, const fs::path& dire
         },
         series.memory, [&] { std::memcpy(out.data(), state.data(), state.size()); });
   }
+  step_times::record_on_this_thread(false);
   const double bytes = double(copy_bytes) * comm.size();
-  rows.push_back(
-      with_target(compare(series.partner, series.partner_mpi, bytes), kRedundancyTarget));
-  // The same rounds of the partner exchange against the transfer and a write of its bytes.
-  auto with_write = compare(series.partner, series.partner_write, bytes);
-  with_write["name"] = "partner_exchange_with_write";
-  rows.push_back(std::move(with_write));
-  rows.push_back(
-      with_target(compare(series.xor_exchange, series.xor_mpi, bytes), kRedundancyTarget));
+  // An exchange against the same work done the plainest way (the target's), with where its time
+  // went, and against its bare transfer (no target: the transfer alone does not read or write a
+  // file).
+  const auto exchange_rows = [&](const Series& measure, const Series& same_work,
+                                 const Series& transfer, const StepSeries& steps) {
+    auto row = with_target(compare(measure, same_work, bytes), kRedundancyTarget);
+    row["steps"] = steps.medians();
+    rows.push_back(std::move(row));
+    auto over_transfer = compare(measure, transfer, bytes);
+    over_transfer["name"] = measure.name + "_over_transfer";
+    rows.push_back(std::move(over_transfer));
+  };
+  exchange_rows(series.partner, series.partner_work, series.partner_mpi, partner_steps);
+  exchange_rows(series.xor_exchange, series.xor_work, series.xor_mpi, xor_steps);
   rows.push_back(
       with_target(compare(series.encode, series.memory, double(state.size()) * comm.size()),
                   kRedundancyTarget));
-  for (const auto* limit :
-       {&series.partner_mpi, &series.partner_write, &series.xor_mpi, &series.memory}) {
+  for (const auto* limit : {&series.partner_work, &series.partner_mpi, &series.xor_work,
+                            &series.xor_mpi, &series.memory}) {
     rows.push_back(compare(*limit, *limit, bytes));
   }
   return rows;

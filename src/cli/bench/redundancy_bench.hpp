@@ -13,21 +13,26 @@
 namespace epochrun::cli {
 
 // The target of every redundancy row: measure / limit at most this (the exchange may cost a
-// quarter more than moving the same bytes between the same ranks, or than the memory limit).
+// quarter more than the same work done the plainest way, or than the memory limit).
 inline constexpr double kRedundancyTarget = 1.25;
 
 // Every rank's node-local copy of about `bytes_per_rank` (random bytes), in directories of
 // `directory`, rows (name against limit):
 //   partner_exchange  protect_local_copies with partner: each copy read, hashed, sent to the
 //                     next rank and written there as its partner copy; against
-//                     partner_mpi_limit, MPI_Sendrecv of the same bytes between the same ranks
-//                     (the target's); and as partner_exchange_with_write against
-//                     partner_mpi_write_limit, the same with the received bytes written into a
-//                     new file (a partner copy's floor where fresh page-cache pages are dear, as
-//                     on a virtual machine)
+//                     partner_same_work_limit (the target's): the copy file read whole, one
+//                     MPI_Sendrecv of its bytes between the same ranks, the received bytes
+//                     written into a new file, nothing hashed. `steps`: rank 0's median seconds
+//                     in each step of the exchange (step_times.hpp: hash, read, transfer,
+//                     write, finish, and the agreements by name), where its time goes.
+//                     partner_exchange_over_transfer: the same rounds against partner_mpi_limit,
+//                     the MPI_Sendrecv alone (no target: it neither reads nor writes a file)
 //   xor_exchange      protect_local_copies with xor:RANKS (one set): the parity blocks reduced
 //                     around the ring from the copy files into the parity files; against
-//                     xor_mpi_limit, the same ring's sendrecv steps of the same bytes
+//                     xor_same_work_limit: the copy file read whole, the ring's sendrecv steps
+//                     of the same bytes with the XOR of each step, the block written into a new
+//                     file; `steps` as above; xor_exchange_over_transfer against xor_mpi_limit,
+//                     the ring's sendrecv steps alone
 //   xor_encode        the XOR arithmetic alone, in memory: a copy's n - 1 segments XORed into
 //                     a block; against memory_pass_limit, one read and write pass (memcpy) of
 //                     the same bytes
