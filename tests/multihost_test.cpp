@@ -772,31 +772,34 @@ ProcessResult slurm_command(const std::vector<std::string>& argv) {
 // times that when loaded): long enough to be preempted in the middle, short enough for many
 // trials (slurm_test.cpp's job). `batches_per_epoch` sets an epoch's work.
 constexpr std::int64_t kSlurmLastEpoch = 24;
-JobCase slurm_job(int batches_per_epoch) {
+JobCase slurm_job(int batches_per_epoch, std::int64_t last_epoch = kSlurmLastEpoch) {
   return {"sgd_regression",
           {"--job", "sgd_regression", "--log-level", "warn", "--sgd_regression.features", "512",
            "--sgd_regression.samples", "60000", "--sgd_regression.batch_size", "24576",
            "--sgd_regression.batches_per_epoch", std::to_string(batches_per_epoch),
-           "--sgd_regression.max_epochs", std::to_string(kSlurmLastEpoch),
+           "--sgd_regression.max_epochs", std::to_string(last_epoch),
            "--sgd_regression.loss_threshold", "0", "--sgd_regression.model_file", "model.h5"},
           "model.h5"};
 }
 const JobCase kSlurmJob = slurm_job(25);
-// The time-limit case's job: 4 times the work per epoch (about 1 s an epoch with two builds
-// beside it), so that it outlasts the window the limit leaves a run (kTimeLimitWindowSeconds)
-// on a quiet machine too, where the lighter job ended unstopped in 5 of 10 srun trials.
-const JobCase kSlurmTimeLimitJob = slurm_job(100);
+// The time-limit case's job: 8 epochs of 8 times the work (about 1.6 s an epoch on a quiet
+// machine, 13 s in all), so that it outlasts the window the limit leaves a run
+// (kTimeLimitWindowSeconds) on a quiet machine too, where 24 epochs of the lighter job ended
+// unstopped in 5 of 10 srun trials; and few epochs, since a loaded machine commits only one
+// epoch a run (the launch takes half the window, and the first epoch of every run also
+// generates the ranks' data): 8 runs at most, where 24 epochs of 4 times the work took up to 24
+// runs of 12 to 13 s.
+constexpr std::int64_t kSlurmTimeLimitLastEpoch = 8;
+const JobCase kSlurmTimeLimitJob = slurm_job(200, kSlurmTimeLimitLastEpoch);
 // A preemption is sent once this epoch has committed.
 constexpr std::int64_t kSlurmPreemptAfterEpoch = 3;
 // What the time-limit case leaves each run of the job, from its start (see its margin).
 constexpr double kTimeLimitWindowSeconds = 8;
 // Each trial's job, restarts included, ends within this.
 constexpr double kSlurmTrialSeconds = 240;
-// The time-limit case's, longer: every run of it commits at least one epoch, but on a loaded
-// machine (the test beside the others in ctest's lanes) no more than one, since the launch takes
-// half of its window, so its job may need one run per epoch: 24 runs of 12 to 13 s each here
-// (and 240 s was then too short: the job was still running after 18 runs, epoch by epoch).
-constexpr double kSlurmTimeLimitTrialSeconds = 480;
+// The time-limit case's: every run of it commits at least one epoch, but on a loaded machine no
+// more than one, so its job may need one run per epoch, 8 runs of about 15 s each.
+constexpr double kSlurmTimeLimitTrialSeconds = 300;
 
 std::string slurm_case_name(const std::tuple<Launcher, Preemption>& param) {
   const std::map<Preemption, std::string> preemptions = {
@@ -874,6 +877,8 @@ class MultihostSlurm : public Multihost,
     ASSERT_EQ(made.exit_code, 0) << made.err;
     const auto output_file = local_ / ("job-" + std::to_string(trial) + ".out");
     const auto& job = preemption == Preemption::kTimeLimit ? kSlurmTimeLimitJob : kSlurmJob;
+    const auto last_epoch =
+        preemption == Preemption::kTimeLimit ? kSlurmTimeLimitLastEpoch : kSlurmLastEpoch;
     const auto& reference = single_host_run(job, 3);
     std::vector<std::string> sbatch = {"sbatch",
                                        "--parsable",
@@ -1009,7 +1014,7 @@ class MultihostSlurm : public Multihost,
       }
     }
     EXPECT_EQ(history.back()["exit_code"], 0);
-    EXPECT_EQ(epochs_run, kSlurmLastEpoch) << "an epoch was computed twice:\n" << output;
+    EXPECT_EQ(epochs_run, last_epoch) << "an epoch was computed twice:\n" << output;
   }
 
   static inline bool slurm_up_ = false;
