@@ -1152,7 +1152,10 @@ TEST_F(MultihostSlurmLevels, PreemptedThenAHostsRankKilledResumesFromTheNodeLoca
   };
 
   // Run 1, rank 1 paused after epoch 3 ran: node-local epoch 2 is the newest, epoch 0 flushed.
-  const auto paused = wait_for_a_stopped_rank("host2");
+  auto paused = wait_for_a_stopped_rank("host2");
+  while (!paused && Clock::now() < deadline) {
+    paused = wait_for_a_stopped_rank("host2");
+  }
   ASSERT_TRUE(paused.has_value()) << "rank 1 never reached epoch 3\n" << read_file(output_file_);
   EXPECT_EQ(listed([&] { return newest_node_local_epoch(); }, 2), 2);
   EXPECT_EQ(listed([&] { return newest_epoch(); }, 0), 0);
