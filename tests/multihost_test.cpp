@@ -783,10 +783,10 @@ JobCase slurm_job(int batches_per_epoch, std::int64_t last_epoch = kSlurmLastEpo
           "model.h5"};
 }
 const JobCase kSlurmJob = slurm_job(25);
-// The time-limit case's job: 8 epochs of 8 times the work (about 1.6 s an epoch on a quiet
-// machine, 13 s in all), so that it outlasts the window the limit leaves a run
-// (kTimeLimitWindowSeconds) on a quiet machine too, where 24 epochs of the lighter job ended
-// unstopped in 5 of 10 srun trials; and few epochs, since a loaded machine commits only one
+// The time-limit case's job: 8 epochs of 8 times the work (at the lighter job's 0.2 s an epoch,
+// about 1.6 s an epoch on a quiet machine, 13 s in all), so that it outlasts the window the limit
+// leaves a run (kTimeLimitWindowSeconds) on a quiet machine too, where 24 epochs of the lighter job
+// ended unstopped in 5 of 10 srun trials; and few epochs, since a loaded machine commits only one
 // epoch a run (the launch takes half the window, and the first epoch of every run also
 // generates the ranks' data): 8 runs at most, where 24 epochs of 4 times the work took up to 24
 // runs of 12 to 13 s.
@@ -799,7 +799,8 @@ constexpr double kTimeLimitWindowSeconds = 8;
 // Each trial's job, restarts included, ends within this.
 constexpr double kSlurmTrialSeconds = 240;
 // The time-limit case's: every run of it commits at least one epoch, but on a loaded machine no
-// more than one, so its job may need one run per epoch, 8 runs of about 15 s each.
+// more than one, so its job may need one run per epoch: 8 runs, 136 to 164 s in all with other
+// builds and tests beside it (load average 6 to 30).
 constexpr double kSlurmTimeLimitTrialSeconds = 300;
 
 std::string slurm_case_name(const std::tuple<Launcher, Preemption>& param) {
