@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -772,31 +773,35 @@ ProcessResult slurm_command(const std::vector<std::string>& argv) {
 // times that when loaded): long enough to be preempted in the middle, short enough for many
 // trials (slurm_test.cpp's job). `batches_per_epoch` sets an epoch's work.
 constexpr std::int64_t kSlurmLastEpoch = 24;
-JobCase slurm_job(int batches_per_epoch) {
+JobCase slurm_job(int batches_per_epoch, std::int64_t last_epoch = kSlurmLastEpoch) {
   return {"sgd_regression",
           {"--job", "sgd_regression", "--log-level", "warn", "--sgd_regression.features", "512",
            "--sgd_regression.samples", "60000", "--sgd_regression.batch_size", "24576",
            "--sgd_regression.batches_per_epoch", std::to_string(batches_per_epoch),
-           "--sgd_regression.max_epochs", std::to_string(kSlurmLastEpoch),
+           "--sgd_regression.max_epochs", std::to_string(last_epoch),
            "--sgd_regression.loss_threshold", "0", "--sgd_regression.model_file", "model.h5"},
           "model.h5"};
 }
 const JobCase kSlurmJob = slurm_job(25);
-// The time-limit case's job: 4 times the work per epoch (about 1 s an epoch with two builds
-// beside it), so that it outlasts the window the limit leaves a run (kTimeLimitWindowSeconds)
-// on a quiet machine too, where the lighter job ended unstopped in 5 of 10 srun trials.
-const JobCase kSlurmTimeLimitJob = slurm_job(100);
+// The time-limit case's job: 8 epochs of 8 times the work (at the lighter job's 0.2 s an epoch,
+// about 1.6 s an epoch on a quiet machine, 13 s in all), so that it outlasts the window the limit
+// leaves a run (kTimeLimitWindowSeconds) on a quiet machine too, where 24 epochs of the lighter job
+// ended unstopped in 5 of 10 srun trials; and few epochs, since a loaded machine commits only one
+// epoch a run (the launch takes half the window, and the first epoch of every run also
+// generates the ranks' data): 8 runs at most, where 24 epochs of 4 times the work took up to 24
+// runs of 12 to 13 s.
+constexpr std::int64_t kSlurmTimeLimitLastEpoch = 8;
+const JobCase kSlurmTimeLimitJob = slurm_job(200, kSlurmTimeLimitLastEpoch);
 // A preemption is sent once this epoch has committed.
 constexpr std::int64_t kSlurmPreemptAfterEpoch = 3;
 // What the time-limit case leaves each run of the job, from its start (see its margin).
 constexpr double kTimeLimitWindowSeconds = 8;
 // Each trial's job, restarts included, ends within this.
 constexpr double kSlurmTrialSeconds = 240;
-// The time-limit case's, longer: every run of it commits at least one epoch, but on a loaded
-// machine (the test beside the others in ctest's lanes) no more than one, since the launch takes
-// half of its window, so its job may need one run per epoch: 24 runs of 12 to 13 s each here
-// (and 240 s was then too short: the job was still running after 18 runs, epoch by epoch).
-constexpr double kSlurmTimeLimitTrialSeconds = 480;
+// The time-limit case's: every run of it commits at least one epoch, but on a loaded machine no
+// more than one, so its job may need one run per epoch: 8 runs, 136 to 164 s in all with other
+// builds and tests beside it (load average 6 to 30).
+constexpr double kSlurmTimeLimitTrialSeconds = 300;
 
 std::string slurm_case_name(const std::tuple<Launcher, Preemption>& param) {
   const std::map<Preemption, std::string> preemptions = {
@@ -811,8 +816,9 @@ SlurmJobState slurm_job_state(const std::string& id) {
   return parse_slurm_job_state(slurm_command({"scontrol", "-o", "show", "job", id}).out);
 }
 
-class MultihostSlurm : public Multihost,
-                       public ::testing::WithParamInterface<std::tuple<Launcher, Preemption>> {
+// The SLURM cluster of the hosts for a suite of trials, and what a trial does with it: submit
+// slurm/epochrun.sbatch, follow the job, read what it left.
+class MultihostSlurmCluster : public Multihost {
  protected:
   static void SetUpTestSuite() {
     if (!std::filesystem::is_directory(kHarness) || !Harness::up_) {
@@ -843,11 +849,11 @@ class MultihostSlurm : public Multihost,
     Multihost::TearDown();
   }
 
-  // The newest committed epoch of the job's run directory, as host3 sees it (-1: none).
-  std::int64_t newest_epoch() {
+  // The newest epoch of the job's checkpoint directory, as host3 sees it, whose file name
+  // `name` matches (the epoch its first group; -1: none): committed checkpoints by default.
+  std::int64_t newest_epoch(const std::regex& name = std::regex("epoch-([0-9]{6})\\.h5")) {
     const auto listed = on_host("host3", "ls '" + (trial_dir_ / "run/ck").string() + "'");
     std::int64_t newest = -1;
-    const std::regex name("epoch-([0-9]{6})\\.h5");
     std::istringstream lines(listed.out);
     for (std::string line; std::getline(lines, line);) {
       std::smatch match;
@@ -857,10 +863,18 @@ class MultihostSlurm : public Multihost,
     }
     return newest;
   }
+  // The newest node-local epoch: its manifest in the checkpoint directory.
+  std::int64_t newest_node_local_epoch() {
+    return newest_epoch(std::regex("epoch-([0-9]{6})\\.local\\.json"));
+  }
 
-  // One trial: submit, preempt, let it run to its end (skipping only SLURM's requeue delay),
-  // check the outcome.
-  void preempt_and_finish(Launcher launcher, Preemption preemption, int trial) {
+  // Submits slurm/epochrun.sbatch on the three hosts, one rank each, with the job's options and
+  // `options` after them, `sbatch_options` for sbatch and `extra` in its environment, in a new
+  // directory of the volume for trial `trial`; the job's output goes to output_file_.
+  void submit(Launcher launcher, const JobCase& job, const std::string& name, int trial,
+              const std::vector<std::string>& sbatch_options,
+              const std::vector<std::string>& options,
+              const std::map<std::string, std::string>& extra = {}) {
     // A trial that failed may have left its job queued: it would take the hosts from this one.
     if (!job_id_.empty()) {
       slurm_command({"scancel", job_id_});
@@ -872,9 +886,7 @@ class MultihostSlurm : public Multihost,
     trial_dir_ = shared_ / ("trial-" + std::to_string(trial));
     const auto made = on_host("host1", "mkdir -p '" + trial_dir_.string() + "'");
     ASSERT_EQ(made.exit_code, 0) << made.err;
-    const auto output_file = local_ / ("job-" + std::to_string(trial) + ".out");
-    const auto& job = preemption == Preemption::kTimeLimit ? kSlurmTimeLimitJob : kSlurmJob;
-    const auto& reference = single_host_run(job, 3);
+    output_file_ = local_ / ("job-" + std::to_string(trial) + ".out");
     std::vector<std::string> sbatch = {"sbatch",
                                        "--parsable",
                                        "-N",
@@ -882,25 +894,14 @@ class MultihostSlurm : public Multihost,
                                        "--ntasks=3",
                                        "--ntasks-per-node=1",
                                        "--chdir=" + trial_dir_.string(),
-                                       "--output=" + output_file.string(),
-                                       "--job-name=" + slurm_case_name(GetParam())};
-    // ck/ under the run directory, as results_of() reads it.
-    auto options = job.options;
-    options.insert(options.end(), {"--checkpoint-dir", "ck"});
-    if (preemption == Preemption::kTimeLimit) {
-      // The warning comes at one of slurmctld's checks, anywhere in the first minute; the
-      // runner's own prediction stops a run once the next epoch would not end --time-margin
-      // before the end. The margin leaves each run a window of kTimeLimitWindowSeconds from
-      // the job's start, its start-up included: shorter than the job takes on any machine,
-      // so the limit always stops it, and long enough for a few epochs per run when loaded.
-      // A margin taken from the single-host reference run let 11 of 20 jobs finish
-      // unstopped when that run was slowed by a build beside it and the trials were not.
-      sbatch.insert(sbatch.end(), {"--time=00:01:00", "--signal=B:USR1@50"});
-      options.insert(options.end(),
-                     {"--time-margin", std::to_string(60 - kTimeLimitWindowSeconds)});
-    }
+                                       "--output=" + output_file_.string(),
+                                       "--job-name=" + name};
+    sbatch.insert(sbatch.end(), sbatch_options.begin(), sbatch_options.end());
     sbatch.push_back(
         (std::filesystem::path(EPOCHRUN_SOURCE_DIR) / "slurm/epochrun.sbatch").string());
+    sbatch.insert(sbatch.end(), job.options.begin(), job.options.end());
+    // ck/ under the run directory, as results_of() reads it.
+    sbatch.insert(sbatch.end(), {"--checkpoint-dir", "ck"});
     sbatch.insert(sbatch.end(), options.begin(), options.end());
     auto environment = slurm_environment();
     for (const auto& [key, value] : launcher_environment()) {
@@ -914,34 +915,27 @@ class MultihostSlurm : public Multihost,
     environment["EPOCHRUN"] = EPOCHRUN_BINARY;
     environment["EPOCHRUN_RUN_DIR"] = "run";
     environment["EPOCHRUN_LAUNCHER"] = launcher == Launcher::kSrun ? "srun" : "mpirun";
+    for (const auto& [key, value] : extra) {
+      environment[key] = value;
+    }
     const auto submitted = run_within(sbatch, "/", 60, environment);
     ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
     job_id_ = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+  }
 
-    const auto deadline =
-        Clock::now() + std::chrono::duration<double>(preemption == Preemption::kTimeLimit
-                                                         ? kSlurmTimeLimitTrialSeconds
-                                                         : kSlurmTrialSeconds);
-    const auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
-    if (preemption != Preemption::kTimeLimit) {
-      while (newest_epoch() < kSlurmPreemptAfterEpoch && Clock::now() < deadline) {
-        ASSERT_NE(slurm_job_state(job_id_).state, "COMPLETED") << "finished before preempted";
-        pause();
-      }
-      ASSERT_GE(newest_epoch(), kSlurmPreemptAfterEpoch)
-          << "job " << job_id_ << " did not commit epoch " << kSlurmPreemptAfterEpoch
-          << " in time\n"
-          << read_file(output_file);
-      const auto sent =
-          slurm_command({"scancel", "--signal=USR1",
-                         preemption == Preemption::kUsr1Full ? "--full" : "--batch", job_id_});
-      ASSERT_EQ(sent.exit_code, 0) << sent.err;
-    }
+  static Clock::time_point deadline_in(double seconds) {
+    return Clock::now() +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  }
+  static void pause() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
 
+  // Follows the job until it is no longer queued or running, or `done` holds, at most until
+  // `deadline`, skipping only SLURM's requeue delay; its state then.
+  SlurmJobState follow(Clock::time_point deadline, const std::function<bool()>& done = {}) {
     SlurmJobState state;
     bool pending = false;
     auto pending_since = Clock::now();
-    while (Clock::now() < deadline) {
+    while (Clock::now() < deadline && !(done && done())) {
       state = slurm_job_state(job_id_);
       // No state: scontrol got no answer this time; ask again.
       if (state.state.empty()) {
@@ -966,7 +960,75 @@ class MultihostSlurm : public Multihost,
       }
       pause();
     }
-    const std::string output = read_file(output_file);
+    return state;
+  }
+
+  // The job's run directory and runs.jsonl, copied through host3.
+  std::filesystem::path fetch_run(int trial) {
+    return fetch("run-" + std::to_string(trial)) / trial_dir_.filename() / "run";
+  }
+  static std::vector<nlohmann::json> history_of(const std::filesystem::path& run) {
+    std::vector<nlohmann::json> history;
+    std::istringstream lines(read_file(run / "ck/runs.jsonl"));
+    for (std::string line; std::getline(lines, line);) {
+      history.push_back(nlohmann::json::parse(line));
+    }
+    return history;
+  }
+
+  static inline bool slurm_up_ = false;
+  std::string job_id_;
+  std::filesystem::path trial_dir_;    // this trial's directory on the volume
+  std::filesystem::path output_file_;  // this trial's job output
+};
+
+class MultihostSlurm : public MultihostSlurmCluster,
+                       public ::testing::WithParamInterface<std::tuple<Launcher, Preemption>> {
+ protected:
+  // One trial: submit, preempt, let it run to its end (skipping only SLURM's requeue delay),
+  // check the outcome.
+  void preempt_and_finish(Launcher launcher, Preemption preemption, int trial) {
+    const bool time_limit = preemption == Preemption::kTimeLimit;
+    const auto& job = time_limit ? kSlurmTimeLimitJob : kSlurmJob;
+    const auto last_epoch = time_limit ? kSlurmTimeLimitLastEpoch : kSlurmLastEpoch;
+    const auto& reference = single_host_run(job, 3);
+    std::vector<std::string> sbatch_options;
+    std::vector<std::string> options;
+    if (time_limit) {
+      // The warning comes at one of slurmctld's checks, anywhere in the first minute; the
+      // runner's own prediction stops a run once the next epoch would not end --time-margin
+      // before the end. The margin leaves each run a window of kTimeLimitWindowSeconds from
+      // the job's start, its start-up included: shorter than the job takes on any machine,
+      // so the limit always stops it, and long enough for a few epochs per run when loaded.
+      // A margin taken from the single-host reference run let 11 of 20 jobs finish
+      // unstopped when that run was slowed by a build beside it and the trials were not.
+      sbatch_options = {"--time=00:01:00", "--signal=B:USR1@50"};
+      options = {"--time-margin", std::to_string(60 - kTimeLimitWindowSeconds)};
+    }
+    submit(launcher, job, slurm_case_name(GetParam()), trial, sbatch_options, options);
+    if (HasFatalFailure()) {
+      return;
+    }
+
+    const auto deadline =
+        deadline_in(time_limit ? kSlurmTimeLimitTrialSeconds : kSlurmTrialSeconds);
+    if (!time_limit) {
+      while (newest_epoch() < kSlurmPreemptAfterEpoch && Clock::now() < deadline) {
+        ASSERT_NE(slurm_job_state(job_id_).state, "COMPLETED") << "finished before preempted";
+        pause();
+      }
+      ASSERT_GE(newest_epoch(), kSlurmPreemptAfterEpoch)
+          << "job " << job_id_ << " did not commit epoch " << kSlurmPreemptAfterEpoch
+          << " in time\n"
+          << read_file(output_file_);
+      const auto sent =
+          slurm_command({"scancel", "--signal=USR1",
+                         preemption == Preemption::kUsr1Full ? "--full" : "--batch", job_id_});
+      ASSERT_EQ(sent.exit_code, 0) << sent.err;
+    }
+
+    const auto state = follow(deadline);
+    const std::string output = read_file(output_file_);
     std::cout << slurm_case_name(GetParam()) << " trial " << trial << ": job " << job_id_ << " "
               << state.state << " after " << state.restarts << " restart(s)\n";
     ASSERT_EQ(state.state, "COMPLETED") << "job " << job_id_ << " (" << state.reason << ")\n"
@@ -984,8 +1046,8 @@ class MultihostSlurm : public Multihost,
         << "a rank was ended by a signal:\n"
         << output;
 
-    const auto directory = fetch("run-" + std::to_string(trial)) / trial_dir_.filename();
-    const auto finished = results_of(directory / "run", job.output_file);
+    const auto run = fetch_run(trial);
+    const auto finished = results_of(run, job.output_file);
     ASSERT_EQ(finished.epochs.size(), reference.epochs.size()) << output;
     EXPECT_TRUE(finished.epochs == reference.epochs)
         << "the checkpoints differ from the uninterrupted single-host run's";
@@ -994,11 +1056,7 @@ class MultihostSlurm : public Multihost,
 
     // Every run recorded itself: each interrupted one with exit 75, the next resuming from its
     // last committed epoch, and no epoch computed twice.
-    std::vector<nlohmann::json> history;
-    std::istringstream lines(read_file(directory / "run/ck/runs.jsonl"));
-    for (std::string line; std::getline(lines, line);) {
-      history.push_back(nlohmann::json::parse(line));
-    }
+    const auto history = history_of(run);
     ASSERT_EQ(static_cast<int>(history.size()), state.restarts + 1) << output;
     std::int64_t epochs_run = 0;
     for (std::size_t i = 0; i < history.size(); ++i) {
@@ -1009,12 +1067,8 @@ class MultihostSlurm : public Multihost,
       }
     }
     EXPECT_EQ(history.back()["exit_code"], 0);
-    EXPECT_EQ(epochs_run, kSlurmLastEpoch) << "an epoch was computed twice:\n" << output;
+    EXPECT_EQ(epochs_run, last_epoch) << "an epoch was computed twice:\n" << output;
   }
-
-  static inline bool slurm_up_ = false;
-  std::string job_id_;
-  std::filesystem::path trial_dir_;  // this trial's directory on the volume
 };
 
 TEST_P(MultihostSlurm, JobEndsCompletedAndIdentical) {
@@ -1039,6 +1093,150 @@ INSTANTIATE_TEST_SUITE_P(EveryLauncherAndPreemption, MultihostSlurm,
                                                               Preemption::kUsr1Batch,
                                                               Preemption::kTimeLimit)),
                          [](const auto& test) { return slurm_case_name(test.param); });
+
+// Whether SIGUSR1 is pending for process `pid` (sent while it is stopped, say).
+bool usr1_pending(int pid) {
+  std::istringstream status(read_file("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0) {
+      const auto mask = std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
+      if ((mask >> (SIGUSR1 - 1)) & 1U) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+class MultihostSlurmLevels : public MultihostSlurmCluster {};
+
+// The levels under SLURM: slurm/epochrun.sbatch on the three hosts (srun) with a checkpoint
+// every epoch in each host's own /local, a flush every 5 and partner copies across hosts.
+// Run 1 is preempted (`scancel --signal=USR1 --batch`) after epoch 3 ran, while node-local
+// epoch 2 is its newest checkpoint (epoch 0 flushed): rank 1 is paused there (EPOCHRUN_FAULT
+// STOP) until the signal is pending on it, so that the run stops at epoch 3 exactly. A stop's
+// checkpoint is flushed, and its node-local copies kept: the requeued run loads epoch 3 from
+// every host's own copy. That run saves epochs 4 to 7 node-local only, and in epoch 8 (rank 1
+// held there by a WAIT fault, so that epoch 8 is never saved) host2's rank is SIGKILLed, as when
+// a node fails: the job ends FAILED, and `scontrol requeue` starts it again on the same hosts,
+// every one back with its /local. That run must resume from node-local epoch 7 (runs.jsonl:
+// resumed_from 7, resumed_from_level node-local; the log line says where each part was) and end
+// COMPLETED, every flushed epoch and the model bit-identical to the uninterrupted single-host
+// run, having lost only the epoch in progress.
+TEST_F(MultihostSlurmLevels, PreemptedThenAHostsRankKilledResumesFromTheNodeLocalLevel) {
+  const std::string local = "/local/epochrun-multihost-slurm-levels";
+  const auto wipe = [&] {
+    for (const auto& host : kHosts) {
+      on_host(host, "rm -rf '" + local + "'");
+    }
+  };
+  wipe();
+  const auto& reference = single_host_run(kSlurmJob, 3);
+  auto job = kSlurmJob;
+  const auto level = std::find(job.options.begin(), job.options.end(), "--log-level");
+  job.options.erase(level, level + 2);
+  const auto release = local_ / "release";
+  submit(Launcher::kSrun, job, "NodeLocalLevels", 1, {},
+         {"--log-level", "info", "--local-dir", local, "--flush-every", "5", "--local-redundancy",
+          "partner"},
+         {{"EPOCHRUN_FAULT", "epoch@3:1:STOP,epoch@8:1:WAIT"},
+          {"EPOCHRUN_FAULT_RELEASE", release.string()}});
+  ASSERT_FALSE(HasFatalFailure());
+  const auto deadline = deadline_in(kSlurmTrialSeconds);
+  // What host3 lists once its cached names have caught up (about a second).
+  const auto listed = [&](const std::function<std::int64_t()>& newest, std::int64_t expected) {
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (newest() != expected && Clock::now() < until) {
+      pause();
+    }
+    return newest();
+  };
+
+  // Run 1, rank 1 paused after epoch 3 ran: node-local epoch 2 is the newest, epoch 0 flushed.
+  auto paused = wait_for_a_stopped_rank("host2");
+  while (!paused && Clock::now() < deadline) {
+    paused = wait_for_a_stopped_rank("host2");
+  }
+  ASSERT_TRUE(paused.has_value()) << "rank 1 never reached epoch 3\n" << read_file(output_file_);
+  EXPECT_EQ(listed([&] { return newest_node_local_epoch(); }, 2), 2);
+  EXPECT_EQ(listed([&] { return newest_epoch(); }, 0), 0);
+  const auto sent = slurm_command({"scancel", "--signal=USR1", "--batch", job_id_});
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  // Until the batch script has passed it on to srun, and srun to the paused rank.
+  while (!usr1_pending(*paused) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(usr1_pending(*paused)) << read_file(output_file_);
+  ::kill(*paused, SIGCONT);
+
+  // Run 2, after the requeue: epochs 4 to 7 node-local, rank 1 held in epoch 8. A node fails.
+  follow(deadline, [&] { return newest_node_local_epoch() >= 7; });
+  ASSERT_EQ(newest_node_local_epoch(), 7) << read_file(output_file_);
+  EXPECT_EQ(listed([&] { return newest_epoch(); }, 3), 3);
+  const auto manifest =
+      on_host("host3", "cat '" + (trial_dir_ / "run/ck/epoch-000007.local.json").string() + "'");
+  const auto described = nlohmann::json::parse(manifest.out, nullptr, false);
+  EXPECT_TRUE(described.is_object() && described.value("redundancy", "") == "partner")
+      << manifest.out;
+  const auto ranks = ranks_on_host("host2");
+  ASSERT_EQ(ranks.size(), 1U) << read_file(output_file_);
+  ::kill(ranks.front(), SIGKILL);
+  const auto failed = follow(deadline);
+  ASSERT_NE(failed.state, "COMPLETED") << read_file(output_file_);
+  EXPECT_EQ(failed.restarts, 1);
+
+  // Every host back, /local as it was: SLURM requeues the job.
+  std::ofstream(release.string()).put('\n');
+  const auto requeued = slurm_command({"scontrol", "requeue", job_id_});
+  ASSERT_EQ(requeued.exit_code, 0) << requeued.err;
+  const auto state = follow(deadline);
+  const std::string output = read_file(output_file_);
+  std::cout << "NodeLocalLevels: job " << job_id_ << " " << failed.state << " after run 2, then "
+            << state.state << " after " << state.restarts << " restart(s)\n";
+  ASSERT_EQ(state.state, "COMPLETED") << "job " << job_id_ << " (" << state.reason << ")\n"
+                                      << output;
+  EXPECT_EQ(state.restarts, 2) << output;
+  EXPECT_NE(output.find("resumed job sgd_regression from epoch 3 (the node-local copies in " +
+                        local + ", each verified against ck/epoch-000003.h5)"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("resumed job sgd_regression from node-local epoch 7: every rank's copy "
+                        "in " +
+                        local +
+                        " verified against ck/epoch-000007.local.json; parts written on host1 "
+                        "(rank 0), host2 (rank 1), host3 (rank 2)"),
+            std::string::npos)
+      << output;
+
+  const auto run = fetch_run(1);
+  const auto history = history_of(run);
+  ASSERT_GE(history.size(), 2U) << output;
+  const auto& preempted = history.front();
+  EXPECT_EQ(preempted["exit_code"], 75) << preempted.dump();
+  EXPECT_EQ(preempted["stop_kind"], "preempted") << preempted.dump();
+  EXPECT_EQ(preempted["last_committed_epoch"], 3) << preempted.dump();
+  // Run 2 recorded nothing, or its failure (SIGKILL ended the other ranks too).
+  for (std::size_t i = 1; i + 1 < history.size(); ++i) {
+    EXPECT_NE(history[i]["exit_code"], 0) << history[i].dump();
+  }
+  const auto& resumed = history.back();
+  EXPECT_EQ(resumed["resumed_from"], 7) << resumed.dump();
+  EXPECT_EQ(resumed["resumed_from_level"], "node-local") << resumed.dump();
+  EXPECT_EQ(resumed["exit_code"], 0) << resumed.dump();
+  EXPECT_EQ(resumed["epochs_run"], kSlurmLastEpoch - 7) << resumed.dump();
+
+  const auto finished = results_of(run, job.output_file);
+  for (const auto epoch : {std::int64_t{0}, std::int64_t{3}, kSlurmLastEpoch}) {
+    EXPECT_EQ(finished.epochs.count(epoch), 1U) << "epoch " << epoch << " was not flushed";
+  }
+  for (const auto& [epoch, contents] : finished.epochs) {
+    EXPECT_TRUE(reference.epochs.count(epoch) == 1 && reference.epochs.at(epoch) == contents)
+        << "epoch " << epoch << " differs from the uninterrupted single-host run's";
+  }
+  EXPECT_TRUE(finished.output == reference.output)
+      << "the model differs from the uninterrupted single-host run's";
+  wipe();
+}
 
 }  // namespace
 }  // namespace epochrun::testing

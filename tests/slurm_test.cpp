@@ -15,6 +15,8 @@
 #include <cctype>
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -35,17 +37,31 @@ const std::filesystem::path kSlurmTools =
     std::filesystem::path(EPOCHRUN_SOURCE_DIR) / ".." / "shared" / "slurm";
 const std::filesystem::path kBatchScript =
     std::filesystem::path(EPOCHRUN_SOURCE_DIR) / "slurm" / "epochrun.sbatch";
-constexpr std::int64_t kLastEpoch = 24;
 // A preemption is sent once this epoch has committed: the job is well under way.
 constexpr std::int64_t kPreemptAfterEpoch = 3;
 // Each case's job, restarts included, ends within this (a hang fails the case, not the suite).
 constexpr double kCaseSeconds = 180;
+// The time-limit case's: its job needs up to one run per epoch, 8 runs; 154 s under mpirun with
+// a load average of about 10 here.
+constexpr double kTimeLimitCaseSeconds = 240;
 
+// The job of a case: sgd_regression with `batches_per_epoch` batches an epoch, `last_epoch`
+// epochs.
+struct JobSize {
+  int batches_per_epoch = 0;
+  std::int64_t last_epoch = 0;
+};
 // 0.2 to 0.4 s an epoch here (3 ranks on 2 cores), 24 epochs: long enough to be preempted in
-// the middle, and long against the launchers' start-up (the time-limit case sets its margin from
-// the uninterrupted run's wall time), short enough for ten runs. Few, large batches: each batch
-// is an MPI_Allreduce, which crawls when 3 ranks share 2 cores.
-std::vector<std::string> job_options() {
+// the middle, and long against the launchers' start-up, short enough for ten runs. Few, large
+// batches: each batch is an MPI_Allreduce, which crawls when 3 ranks share 2 cores.
+constexpr JobSize kJob{25, 24};
+// The time-limit case's: the same work in 8 epochs. The first epoch of every run generates the
+// rank's data too (2 to 5 s here), so the runner's prediction, which takes the longest epoch of
+// the run, stops a run of a loaded machine after that one epoch: 24 epochs needed 24 runs of
+// about 11 s, more than the case's bound; 8 need 8 at most.
+constexpr JobSize kTimeLimitJob{75, 8};
+
+std::vector<std::string> job_options(const JobSize& job) {
   return {"--job",
           "sgd_regression",
           "--sgd_regression.features",
@@ -55,9 +71,9 @@ std::vector<std::string> job_options() {
           "--sgd_regression.batch_size",
           "24576",
           "--sgd_regression.batches_per_epoch",
-          "25",
+          std::to_string(job.batches_per_epoch),
           "--sgd_regression.max_epochs",
-          std::to_string(kLastEpoch),
+          std::to_string(job.last_epoch),
           "--sgd_regression.loss_threshold",
           "0",
           "--sgd_regression.model_file",
@@ -163,33 +179,40 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     ASSERT_TRUE(started.has_value()) << "start-slurm.sh did not end within 300 s";
     cluster_up_ = started->exit_code == 0;
     ASSERT_TRUE(cluster_up_) << started->out << started->err;
-
-    reference_ = new ScratchDir();
-    auto args = job_options();
-    args.insert(args.begin(), "run");
-    args.insert(args.end(), {"--checkpoint-dir", "D", "--log-level", "warn"});
-    auto argv = epochrun_on_ranks(3, args);
-    const auto reference_start = Clock::now();
-    ChildProcess run(argv, reference_->path(), kMpiEnvironment);
-    auto result = run.wait(kCaseSeconds);
-    reference_seconds_ = std::chrono::duration<double>(Clock::now() - reference_start).count();
-    ASSERT_TRUE(result.has_value()) << "the uninterrupted run did not end";
-    ASSERT_EQ(result->exit_code, 0) << result->err;
   }
   static void TearDownTestSuite() {
     if (std::filesystem::is_directory(kSlurmTools)) {
       ChildProcess stop({(kSlurmTools / "stop-slurm.sh").string()}, "/");
       EXPECT_TRUE(stop.wait(120).has_value()) << "stop-slurm.sh did not end within 120 s";
     }
-    delete reference_;
-    reference_ = nullptr;
+    references_.clear();
   }
   void SetUp() override {
     if (!std::filesystem::is_directory(kSlurmTools)) {
       GTEST_SKIP() << "no SLURM test cluster: " << kSlurmTools << " does not exist";
     }
     ASSERT_TRUE(cluster_up_) << "start-slurm.sh failed";
-    ASSERT_NE(reference_, nullptr);
+  }
+
+  // The uninterrupted run of `job` (mpiexec, 3 ranks), run once per job size; nullptr (and a
+  // failure) when it failed.
+  static const ScratchDir* reference(const JobSize& job, double* seconds) {
+    auto& made = references_[job.batches_per_epoch];
+    if (!made.directory) {
+      made.directory = std::make_unique<ScratchDir>();
+      auto args = job_options(job);
+      args.insert(args.begin(), "run");
+      args.insert(args.end(), {"--checkpoint-dir", "D", "--log-level", "warn"});
+      const auto started = Clock::now();
+      ChildProcess run(epochrun_on_ranks(3, args), made.directory->path(), kMpiEnvironment);
+      const auto result = run.wait(kCaseSeconds);
+      made.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+      made.ok = result.has_value() && result->exit_code == 0;
+      EXPECT_TRUE(made.ok) << "the uninterrupted run failed or did not end: "
+                           << (result ? result->err : "");
+    }
+    *seconds = made.seconds;
+    return made.ok ? made.directory.get() : nullptr;
   }
 
   // Submits the batch script, preempts the job once it is under way, lets it run to its end
@@ -198,7 +221,12 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     const std::string name = case_name(GetParam());
     std::vector<std::string> sbatch = {"sbatch",     "--parsable",         "--overcommit",
                                        "--ntasks=3", "--job-name=" + name, "--output=job.out"};
-    auto options = job_options();
+    const auto& job = preemption == Preemption::kTimeLimit ? kTimeLimitJob : kJob;
+    const auto last_epoch = job.last_epoch;
+    double reference_seconds = 0;
+    const auto* reference_run = reference(job, &reference_seconds);
+    ASSERT_NE(reference_run, nullptr);
+    auto options = job_options(job);
     if (preemption == Preemption::kTimeLimit) {
       // The warning comes at one of slurmctld's 30-s checks, anywhere in the first minute. The
       // runner's own prediction stops a run once the next epoch would not end --time-margin
@@ -207,7 +235,7 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
       // machine is (a fixed margin either let a fast run finish or stopped a slow one after
       // every epoch).
       sbatch.insert(sbatch.end(), {"--time=00:01:00", "--signal=B:USR1@50"});
-      const double margin = std::clamp(59 - reference_seconds_ / 2, 30.0, 59.0);
+      const double margin = std::clamp(59 - reference_seconds / 2, 30.0, 59.0);
       options.insert(options.end(), {"--time-margin", std::to_string(margin)});
     }
     sbatch.push_back(kBatchScript.string());
@@ -224,7 +252,10 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     const auto run_dir = cwd_ / ("epochrun-runs/sgd_regression-" + name);
     const auto checkpoints = run_dir / "checkpoints";
 
-    const auto deadline = Clock::now() + std::chrono::duration<double>(kCaseSeconds);
+    const auto deadline =
+        Clock::now() + std::chrono::duration<double>(preemption == Preemption::kTimeLimit
+                                                         ? kTimeLimitCaseSeconds
+                                                         : kCaseSeconds);
     auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
     // The newest committed epoch when the (first) preemption was sent: at most the next one may
     // be computed twice.
@@ -334,12 +365,12 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     }
 
     // Bit-identical to the uninterrupted run: the final checkpoint and the model.
-    EXPECT_EQ(newest_epoch(checkpoints), kLastEpoch) << output;
-    EXPECT_EQ(read_checkpoint_contents(CheckpointDirectory(checkpoints).file_for(kLastEpoch)),
+    EXPECT_EQ(newest_epoch(checkpoints), last_epoch) << output;
+    EXPECT_EQ(read_checkpoint_contents(CheckpointDirectory(checkpoints).file_for(last_epoch)),
               read_checkpoint_contents(
-                  CheckpointDirectory(reference_->path() / "D").file_for(kLastEpoch)));
+                  CheckpointDirectory(reference_run->path() / "D").file_for(last_epoch)));
     EXPECT_EQ(read_blob_file(run_dir / "model.h5"),
-              read_blob_file(reference_->path() / "model.h5"));
+              read_blob_file(reference_run->path() / "model.h5"));
 
     // The last run finished the job and knows how often SLURM restarted it.
     const auto summary = nlohmann::json::parse(read_file(run_dir / "summary.json"));
@@ -371,7 +402,7 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     }
     if (static_cast<int>(history.size()) == info.restarts + 1) {
       EXPECT_TRUE(history.front()["resumed_from"].is_null());
-      EXPECT_EQ(epochs_run, kLastEpoch) << "an epoch was computed twice:\n" << output;
+      EXPECT_EQ(epochs_run, last_epoch) << "an epoch was computed twice:\n" << output;
       if (committed_at_preemption >= 0) {
         // The epoch in progress when the signal came was finished and committed.
         EXPECT_GT(history.front()["last_committed_epoch"].get<std::int64_t>(),
@@ -395,9 +426,14 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
   }
 
   static inline bool cluster_up_ = false;
-  static inline ScratchDir* reference_ = nullptr;
-  // How long the uninterrupted run took here and now (the machine's pace).
-  static inline double reference_seconds_ = 0;
+  // The uninterrupted runs by batches per epoch, and how long each took here and now (the
+  // machine's pace).
+  struct Reference {
+    std::unique_ptr<ScratchDir> directory;
+    double seconds = 0;
+    bool ok = false;
+  };
+  static inline std::map<int, Reference> references_;
   ScratchDir cwd_;
   std::string job_id_;
 };
