@@ -14,8 +14,7 @@
 #                            (./build-fuzz)
 #   ./dev.sh packages        install every Debian package the commands above need, build nothing
 #   ./dev.sh build-sanitized, ./dev.sh build-fuzz
-#                            the builds of test-sanitized and fuzz alone (.ci/run starts them
-#                            beside the tests)
+#                            the builds of test-sanitized and fuzz alone
 #   ./dev.sh bench [ARGS]    checkpoint save/load against plain POSIX I/O on 3 ranks
 #                            (ARGS go to `epochrun bench`, e.g. --mib-per-rank 256 --cold)
 #
