@@ -12,9 +12,6 @@
 #                            AddressSanitizer + UBSan (./build-sanitized)
 #   ./dev.sh fuzz [SECONDS]  the libFuzzer targets at once for SECONDS (default 60), clang build
 #                            (./build-fuzz)
-#   ./dev.sh packages        install every Debian package the commands above need, build nothing
-#   ./dev.sh build-sanitized, ./dev.sh build-fuzz
-#                            the builds of test-sanitized and fuzz alone
 #   ./dev.sh bench [ARGS]    checkpoint save/load against plain POSIX I/O on 3 ranks
 #                            (ARGS go to `epochrun bench`, e.g. --mib-per-rank 256 --cold)
 #
@@ -146,17 +143,6 @@ case "${1:-}" in
     # Two lanes (tests/CMakeLists.txt): the SLURM and multihost tests beside the others.
     ctest --output-on-failure --timeout 900 -j 3
     ;;
-  packages)
-    install_packages "${test_packages[@]}" "${fuzz_packages[@]}"
-    ;;
-  build-sanitized)
-    install_packages "${test_packages[@]}"
-    build_sanitized
-    ;;
-  build-fuzz)
-    install_packages "${test_packages[@]}" "${fuzz_packages[@]}"
-    build_fuzz
-    ;;
   test-sanitized)
     install_packages "${test_packages[@]}"
     build_sanitized
@@ -218,7 +204,7 @@ case "${1:-}" in
     mpirun -np 3 "$build/epochrun" bench "$@"
     ;;
   *)
-    echo "usage: ./dev.sh run | test | build | install PREFIX | test-sanitized | fuzz [SECONDS] | bench [ARGS] | packages | build-sanitized | build-fuzz" >&2
+    echo "usage: ./dev.sh run | test | build | install PREFIX | test-sanitized | fuzz [SECONDS] | bench [ARGS]" >&2
     exit 2
     ;;
 esac
