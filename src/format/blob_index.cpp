@@ -9,6 +9,7 @@
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
 #include "error_table.hpp"
+#include "h5_creation.hpp"
 #include "h5_handle.hpp"
 #include "h5_objects.hpp"
 
@@ -290,8 +291,9 @@ void write_blob_index(hid_t group, const char* name, std::size_t count,
   auto type = row_type(shape, name_type.get(), dtype_type.get(), H5T_STD_U64LE, H5T_STD_U8LE);
   hsize_t rows = count;
   Handle space(H5Screate_simple(1, &rows, nullptr), "create space of " + what);
+  const auto dcpl = h5::untimed_creation_list(H5P_DATASET_CREATE, "dataset creation list");
   Handle dataset(
-      H5Dcreate2(group, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dcreate2(group, name, type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
       "create " + what);
   if (count > 0) {
     h5::check(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),

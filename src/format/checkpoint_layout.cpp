@@ -8,6 +8,7 @@
 
 #include "checkpoint_groups.hpp"
 #include "checkpoint_layout_internal.hpp"
+#include "h5_creation.hpp"
 #include "h5_objects.hpp"
 #include "h5_types.hpp"
 #include "regular_file.hpp"
@@ -15,7 +16,8 @@
 namespace epochrun {
 
 h5::Handle create_group(hid_t parent, const std::string& name) {
-  return h5::Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+  const auto gcpl = h5::untimed_creation_list(H5P_GROUP_CREATE, "group creation list");
+  return h5::Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
                     "create group " + name);
 }
 
@@ -23,7 +25,7 @@ h5::Handle create_group(hid_t parent, const std::string& name) {
 // offset is known before any byte is written) and never filled (that would write every byte
 // twice).
 h5::Handle dataset_creation() {
-  h5::Handle list(H5Pcreate(H5P_DATASET_CREATE), "create dataset list");
+  auto list = h5::untimed_creation_list(H5P_DATASET_CREATE, "dataset creation list");
   h5::check(H5Pset_alloc_time(list.get(), H5D_ALLOC_TIME_EARLY), "allocate at creation");
   h5::check(H5Pset_fill_time(list.get(), H5D_FILL_TIME_NEVER), "disable fill values");
   return list;
@@ -65,7 +67,7 @@ h5::Handle create_checkpoint_file(int fd, std::uint64_t user_block_size) {
   // a background write can send them with direct I/O.
   h5::check(H5Pset_alignment(fapl.get(), kAlignDatasetsFrom, kDirectIoAlignment),
             "set the alignment");
-  h5::Handle fcpl(H5Pcreate(H5P_FILE_CREATE), "create file creation list");
+  const auto fcpl = h5::untimed_creation_list(H5P_FILE_CREATE, "file creation list");
   h5::check(H5Pset_userblock(fcpl.get(), user_block_size), "reserve the user block");
   return h5::Handle(H5Fcreate(descriptor_path(fd).c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
                     "create file");

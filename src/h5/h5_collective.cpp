@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "epochrun/errors.hpp"
+#include "h5_creation.hpp"
 #include "h5_handle.hpp"
 #include "h5_objects.hpp"
 #include "h5_types.hpp"
@@ -105,7 +106,7 @@ std::uint64_t create_array_file(const std::filesystem::path& file, const std::st
   // As a checkpoint's large datasets: page-aligned (relative to the user block), so that no
   // writer shares a page with the metadata.
   check(H5Pset_alignment(fapl.get(), 1 << 20, 4096), "set the alignment");
-  Handle fcpl(H5Pcreate(H5P_FILE_CREATE), "create file creation list");
+  const auto fcpl = untimed_creation_list(H5P_FILE_CREATE, "file creation list");
   if (user_block_bytes > 0) {
     check(H5Pset_userblock(fcpl.get(), user_block_bytes), "reserve the user block");
   }
@@ -113,7 +114,7 @@ std::uint64_t create_array_file(const std::filesystem::path& file, const std::st
                 "create " + file.string());
   Handle links(H5Pcreate(H5P_LINK_CREATE), "create link creation list");
   check(H5Pset_create_intermediate_group(links.get(), 1), "create intermediate groups");
-  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), "create dataset creation list");
+  const auto dcpl = untimed_creation_list(H5P_DATASET_CREATE, "dataset creation list");
   check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "contiguous layout");
   check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), "allocate at creation");
   check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "disable fill values");
