@@ -8,10 +8,10 @@
 #   ./dev.sh install PREFIX  build, then install epochrun into PREFIX (headers, libepochrun.so,
 #                            the program, CMake package, pkg-config file, slurm/ and config/)
 #   ./dev.sh test-sanitized  the tests labelled `sanitized` (tests/CMakeLists.txt: the library in
-#                            process, the program on bad input and damaged files), built with
-#                            AddressSanitizer + UBSan (./build-sanitized)
-#   ./dev.sh fuzz [SECONDS]  the libFuzzer targets at once for SECONDS (default 60), clang build
-#                            (./build-fuzz)
+#                            process, the program on bad input and damaged files), built by clang
+#                            with AddressSanitizer + UBSan (./build-sanitized)
+#   ./dev.sh fuzz [SECONDS]  the libFuzzer targets at once for SECONDS (default 60), from the
+#                            same build (./build-sanitized)
 #   ./dev.sh bench [ARGS]    checkpoint save/load against plain POSIX I/O on 3 ranks
 #                            (ARGS go to `epochrun bench`, e.g. --mib-per-rank 256 --cold)
 #
@@ -89,17 +89,12 @@ build_program() {
   cmake --build "$build" -j "$(nproc)" --target epochrun epochrun_program
 }
 
-# build_sanitized: ./build-sanitized, AddressSanitizer + UBSan, the tests labelled sanitized only.
+# build_sanitized: ./build-sanitized, clang with AddressSanitizer + UBSan and libFuzzer's
+# instrumentation: the library, the program, the tests labelled sanitized and the fuzz targets.
+# One build for both `test-sanitized` and `fuzz` (compiling the library twice more took CI past
+# its time).
 build_sanitized() {
-  build_project "$root/build-sanitized" -DEPOCHRUN_SANITIZE=ON
-}
-
-# build_fuzz: ./build-fuzz, clang with libFuzzer's instrumentation, the library and the program
-# and the fuzz targets. Without the unity build: each library file is compiled alone once in CI,
-# so a missing include cannot hide behind the file batched before it.
-build_fuzz() {
-  CC=clang CXX=clang++ build_project "$root/build-fuzz" -DEPOCHRUN_FUZZ=ON -DEPOCHRUN_BUILD_TESTS=OFF \
-    -DEPOCHRUN_UNITY_BUILD=OFF
+  CC=clang CXX=clang++ build_project "$root/build-sanitized" -DEPOCHRUN_FUZZ=ON
 }
 
 # Open MPI refuses to run as root unless told twice, and 3 ranks on a 2-core laptop need
@@ -144,7 +139,7 @@ case "${1:-}" in
     ctest --output-on-failure --timeout 900 -j 3
     ;;
   test-sanitized)
-    install_packages "${test_packages[@]}"
+    install_packages "${test_packages[@]}" "${fuzz_packages[@]}"
     build_sanitized
     mpi_environment
     # Open MPI and HDF5 keep global allocations until exit, which LeakSanitizer reports as
@@ -157,13 +152,13 @@ case "${1:-}" in
   fuzz)
     seconds="${2:-60}"
     install_packages "${test_packages[@]}" "${fuzz_packages[@]}"
-    build_fuzz
+    build_sanitized
     mpi_environment
     work="$(mktemp -d)"
     trap 'rm -rf "$work"' EXIT
     # Seeds: a real checkpoint, the shipped INI files (a leading NUL selects INI mode), names.
     mkdir -p "$work"/{integrity_header,config,names}
-    (cd "$work" && ASAN_OPTIONS=detect_leaks=0 "$root/build-fuzz/epochrun" run --job sum_pipeline --checkpoint-dir ck --log-level off)
+    (cd "$work" && ASAN_OPTIONS=detect_leaks=0 "$root/build-sanitized/epochrun" run --job sum_pipeline --checkpoint-dir ck --log-level off)
     cp "$work/ck/epoch-000002.h5" "$work/integrity_header/seed"
     for ini in "$root"/config/*.ini; do { printf '\0'; cat "$ini"; } >"$work/config/$(basename "$ini")"; done
     printf 'epoch-000005.h5' >"$work/names/file"
@@ -174,7 +169,7 @@ case "${1:-}" in
     pids=()
     for target in "${targets[@]}"; do
       mkdir -p "$work/artifacts-$target"
-      (cd "$work" && exec "$root/build-fuzz/tests/fuzz/fuzz_$target" "$target" -max_total_time="$seconds" \
+      (cd "$work" && exec "$root/build-sanitized/tests/fuzz/fuzz_$target" "$target" -max_total_time="$seconds" \
         -rss_limit_mb=2048 -artifact_prefix="$work/artifacts-$target/" >"$work/$target.log" 2>&1) &
       pids+=($!)
     done
