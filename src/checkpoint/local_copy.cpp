@@ -119,7 +119,9 @@ LocalCopyRecord write_local_copy(const std::filesystem::path& dir, const std::st
   LocalCopyRecord record{job, epoch, rank, ranks, host_name(), {}};
   try {
     auto fd = create_new_file(temporary);
-    StreamingWriter writer(fd.get(), -1, temporary.string());
+    // Never fsynced (a copy lost with its node's power is what the flushed checkpoint and the
+    // redundancy are for): written as the job would write it, its writeback left to the kernel.
+    StreamingWriter writer(fd.get(), -1, temporary.string(), StreamingWriter::Then::kNothing);
     std::uint64_t offset = 0;
     for (const auto& saved : blobs) {
       const auto& view = saved.view;

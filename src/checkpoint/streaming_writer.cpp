@@ -98,6 +98,9 @@ void StreamingWriter::gather(std::uint64_t offset, std::span<const std::byte> by
 
 void StreamingWriter::put(std::uint64_t offset, std::span<const std::byte> bytes) {
   write_at(fd_, offset, bytes, what_);
+  if (!hint_writeback_) {
+    return;
+  }
   if (pending_bytes_ == 0) {
     pending_from_ = offset;
     pending_to_ = offset;

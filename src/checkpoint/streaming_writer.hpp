@@ -26,9 +26,17 @@ namespace epochrun {
 // goes to `direct_fd` (O_DIRECT; -1: none) in its aligned part, the rest through the cache.
 class StreamingWriter {
  public:
+  // What follows the write: an fsync (the hints above make it cheaper), or nothing (a cache
+  // such as a node-local copy, which the kernel writes back in its own time: a hint would only
+  // make the save wait for the disk).
+  enum class Then { kFsync, kNothing };
+
   // `what` names the file in errors.
-  StreamingWriter(int fd, int direct_fd, std::string what)
-      : fd_(fd), direct_fd_(direct_fd), what_(std::move(what)) {}
+  StreamingWriter(int fd, int direct_fd, std::string what, Then then = Then::kFsync)
+      : fd_(fd),
+        direct_fd_(direct_fd),
+        what_(std::move(what)),
+        hint_writeback_(then == Then::kFsync) {}
 
   // Returns the blob's xxh64. Throws Error when the blob has an expected hash and its bytes
   // hash to another (they were written, but the save must fail).
@@ -71,6 +79,7 @@ class StreamingWriter {
   int fd_;
   int direct_fd_;
   std::string what_;
+  bool hint_writeback_;
   std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state_{XXH64_createState(),
                                                                     XXH64_freeState};
   std::vector<std::byte> gathered_;
