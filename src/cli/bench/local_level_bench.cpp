@@ -86,15 +86,20 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
           level.retain();
         },
         [&] {
+          // The former round's file goes untimed, as retention deletes the level's former copy:
+          // each side keeps its newest bytes until its next round. Deleted at once, the raw
+          // write's dirty pages were dropped unwritten while the copies' were written back,
+          // and the save alone paid for the writeback.
+          fs::remove(limit_file);
           limit.seconds.push_back(
               timed(comm, limit.name, [&] { raw_write(limit_file, workspace); }));
-          fs::remove(limit_file);
         });
     if (last_round(settings, round, {ratios(save, limit)})) {
       break;
     }
   }
   level.delete_all();
+  fs::remove(limit_file);
   const double bytes = comm.allreduce(double(workspace.byte_size()), Reduction::kSum);
   auto rows = nlohmann::json::array();
   rows.push_back(with_target(compare(save, limit, bytes), kLocalSaveTarget));
