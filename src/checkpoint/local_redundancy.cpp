@@ -179,8 +179,10 @@ void encode_parity(const std::filesystem::path& dir, std::int64_t epoch, const C
   for (std::uint64_t offset = 0; offset < layout.segment; offset += chunk) {
     const auto size =
         static_cast<std::size_t>(std::min<std::uint64_t>(chunk, layout.segment - offset));
+    // read_padded writes every byte of `into` (zeros past the copy's end). Where it fails, the
+    // ring still runs to its end with whatever `into` held: the failure fails the whole
+    // protection at its agreement, and nothing sent is kept.
     const auto my_segment_for = [&](int holder, std::span<std::byte> into) {
-      std::fill(into.begin(), into.end(), std::byte{0});
       keep_first_failure(failure, [&] {
         read_padded(fd.get(), own_size, layout.segment_for(me, holder) * layout.segment + offset,
                     into, own.string());
