@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "epochrun/blob_file.hpp"
@@ -308,6 +309,19 @@ TEST_F(LocalLevels, AnAsynchronousRunExchangesRedundancyInTheBackground) {
     EXPECT_EQ(redundancy_of(epoch), "partner") << epoch;
   }
   expect_end_as_synchronous();
+  // Each exchange ran beside the job, in no save's phases: its time is a metrics line of its
+  // own, every rank's, once.
+  std::map<std::int64_t, int> exchanged;
+  for (const auto& line : json_lines(cwd_ / "D" / "metrics.jsonl")) {
+    if (line["event"] == "redundancy") {
+      EXPECT_EQ(line["level"], "node-local") << line;
+      for (const auto& rank : line["ranks"]) {
+        EXPECT_GT(rank.value("redundancy_seconds", 0.0), 0.0) << line;
+      }
+      exchanged[line["epoch"].get<std::int64_t>()] += static_cast<int>(line["ranks"].size());
+    }
+  }
+  EXPECT_EQ(exchanged, (std::map<std::int64_t, int>{{1, 3}, {2, 3}, {3, 3}, {4, 3}}));
 }
 
 // A preemption signal while epoch 2's exchange may still run in the background: the stop waits

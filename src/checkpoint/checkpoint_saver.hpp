@@ -100,6 +100,12 @@ class CheckpointSaver {
   // --delete-checkpoints-on-success).
   void delete_local_copies();
 
+  // The node-local epochs' redundancy exchanges that ran in the background and settled since
+  // the last call (LocalLevel::take_settled_exchanges).
+  std::vector<LocalLevel::SettledExchange> take_settled_exchanges() {
+    return level_.take_settled_exchanges();
+  }
+
   std::optional<std::int64_t> last_committed() const { return last_committed_; }
   std::chrono::steady_clock::time_point last_commit_time() const { return last_commit_time_; }
 

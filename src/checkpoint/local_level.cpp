@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
@@ -67,7 +68,12 @@ void LocalLevel::settle() {
   }
   std::unique_lock lock(exchange_mutex_);
   exchange_wake_.wait(lock, [&] { return !exchange_task_; });
+  settled_.push_back({*exchanging_, exchange_seconds_});
   exchanging_.reset();
+}
+
+std::vector<LocalLevel::SettledExchange> LocalLevel::take_settled_exchanges() {
+  return std::exchange(settled_, {});
 }
 
 void LocalLevel::run_exchanges() {
@@ -79,8 +85,11 @@ void LocalLevel::run_exchanges() {
     }
     auto manifest = *exchange_task_;
     lock.unlock();
+    const auto started = std::chrono::steady_clock::now();
     protect_in_background(std::move(manifest));
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     lock.lock();
+    exchange_seconds_ = took.count();
     exchange_task_.reset();
     exchange_wake_.notify_all();
   }

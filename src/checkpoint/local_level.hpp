@@ -74,6 +74,16 @@ class LocalLevel {
   // --save-timeout as the exchange is. Every other step of the level settles first.
   void settle();
 
+  // A background exchange that settled: its epoch, and this rank's seconds in it (on the
+  // level's thread, beside the job).
+  struct SettledExchange {
+    std::int64_t epoch = 0;
+    double seconds = 0;
+  };
+  // The background exchanges settled since the last call. The same epochs on every rank: each
+  // settles at the same step of the run, whenever its thread finished.
+  std::vector<SettledExchange> take_settled_exchanges();
+
   // Every rank's copy of `epoch` is complete and committed (by its manifest or by the flushed
   // checkpoint): a resume may load it, and retention counts it.
   void kept(std::int64_t epoch);
@@ -125,9 +135,11 @@ class LocalLevel {
   std::condition_variable exchange_wake_;
   std::optional<LocalManifest> exchange_task_;  // step 2 of this epoch's manifest, to run
   bool exchange_stopping_ = false;
+  double exchange_seconds_ = 0;  // the last exchange's, set by its thread before it ends
   // The epoch whose exchange is in flight (set and cleared by the job's thread only): never
   // deleted by retention until it settled.
   std::optional<std::int64_t> exchanging_;
+  std::vector<SettledExchange> settled_;  // the job's thread only
 };
 
 }  // namespace epochrun

@@ -197,7 +197,8 @@ struct JobRunner::Impl {
   // Saves the epoch that just ran when the checkpoint policy or a stop says so.
   std::optional<SaveOutcome> checkpoint_epoch(const StopDecision& decision, Steps& steps,
                                               const TaskContext& context, RunSummary& summary);
-  // Collective: waits for the save in flight (if any) and commits it; logs it and its metrics.
+  // Collective: waits for the save in flight (if any) and commits it; logs it and its metrics,
+  // and those of the background redundancy exchange it waited for.
   void complete_save(Steps& steps, RunSummary& summary);
   // The steps that belong to a finished job: upload, download, exit, delete-on-success.
   void finish_job(Steps& steps, TaskContext& context, RunSummary& summary);
@@ -508,6 +509,11 @@ void JobRunner::Impl::complete_save(Steps& steps, RunSummary& summary) {
     spdlog::info("epoch {} {} (written in the background; the job waited {:.3f} s for the end)",
                  save->epoch, save->log, save->blocked_seconds);
     steps.metrics.save(*save);
+  }
+  // complete() settles the node-local level's background exchange too, before every save and
+  // at every stop: each is recorded here, once.
+  for (const auto& exchange : steps.saver.take_settled_exchanges()) {
+    steps.metrics.redundancy(exchange.epoch, exchange.seconds);
   }
 }
 

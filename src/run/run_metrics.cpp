@@ -30,6 +30,7 @@ struct RunMetrics::Figures {
   double load_seconds = kAbsent;
   double load_bytes = kAbsent;
   double peak_rss_bytes = kAbsent;
+  double redundancy_seconds = kAbsent;
   // A save's phases (kAbsent when there is no save in the line) and page faults.
   std::array<double, kSavePhaseNames.size()> save_phases = absent_phases();
   double save_minor_faults = kAbsent;
@@ -134,6 +135,13 @@ void RunMetrics::save(const SaveOutcome& save) const {
   append("save", save.epoch, mine, save.committed, save.array_paths, save_level_name(save));
 }
 
+void RunMetrics::redundancy(std::int64_t epoch, double seconds) const {
+  Figures mine;
+  mine.redundancy_seconds = seconds;
+  mine.peak_rss_bytes = peak_rss_bytes();
+  append("redundancy", epoch, mine, std::nullopt, {}, "node-local");
+}
+
 void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figures& mine,
                         const std::optional<bool>& committed,
                         const std::vector<std::pair<std::string, ArrayPath>>& array_paths,
@@ -157,6 +165,7 @@ void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figu
     put(entry, "load_seconds", figures.load_seconds);
     put(entry, "load_bytes", figures.load_bytes, true);
     put(entry, "peak_rss_bytes", figures.peak_rss_bytes, true);
+    put(entry, "redundancy_seconds", figures.redundancy_seconds);
     if (!std::isnan(figures.save_phases[0])) {
       nlohmann::json phases = nlohmann::json::object();
       for (std::size_t i = 0; i < kSavePhaseNames.size(); ++i) {

@@ -1,6 +1,7 @@
 // The run's figures as JSON lines in <checkpoint dir>/metrics.jsonl (README "Metrics"): per
-// epoch, per load and per asynchronous save completion, every rank's figures gathered to
-// rank 0, which appends one line per event. Without a checkpoint directory nothing is kept.
+// epoch, per load, per asynchronous save completion and per background redundancy exchange, every
+// rank's figures gathered to rank 0, which appends one line per event. Without a checkpoint
+// directory nothing is kept.
 #pragma once
 
 #include <chrono>
@@ -50,6 +51,9 @@ class RunMetrics {
   // epoch's line; blocked_seconds is the job's wait for that end), or the one a stop between
   // epochs makes.
   void save(const SaveOutcome& save) const;
+  // A node-local epoch's redundancy exchange that ran in the background (--async-checkpoint
+  // with --local-redundancy) and settled: this rank's seconds in it.
+  void redundancy(std::int64_t epoch, double seconds) const;
 
  private:
   struct Figures;
