@@ -68,7 +68,10 @@ while time.time() < end:
                 open(release, "w").close()
                 sys.exit(0)
         except OSError:
-            pass
+            # Gone (an epochrun of an earlier case, still ending in host2 when looked up, or a
+            # descriptor closed while listed): look B's rank 0 up again.
+            if not os.path.exists(f"/proc/{pid}"):
+                pid = None
     time.sleep(0.002)
 sys.exit("B never opened the lock file")
 PY
