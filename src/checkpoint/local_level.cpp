@@ -14,6 +14,7 @@
 #include "local_redundancy.hpp"
 #include "local_redundancy_file.hpp"
 #include "mpi_thread_level.hpp"
+#include "seconds_since.hpp"
 
 namespace epochrun {
 namespace {
@@ -87,9 +88,9 @@ void LocalLevel::run_exchanges() {
     lock.unlock();
     const auto started = std::chrono::steady_clock::now();
     protect_in_background(std::move(manifest));
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    const double took = seconds_since(started);
     lock.lock();
-    exchange_seconds_ = took.count();
+    exchange_seconds_ = took;
     exchange_task_.reset();
     exchange_wake_.notify_all();
   }
