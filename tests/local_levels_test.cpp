@@ -116,6 +116,13 @@ TEST_F(LocalLevels, FlushEveryNthKeepsTheOthersNodeLocal) {
   const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
   EXPECT_EQ(summary["node_local_checkpoints"], nlohmann::json({1, 2, 4})) << summary;
   EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({0, 3, 5})) << summary;
+  const auto& levels_timed = summary["save_levels"];
+  EXPECT_EQ(levels_timed["node-local"]["saves"], 3) << summary;
+  EXPECT_EQ(levels_timed["flushed"]["saves"], 3) << summary;
+  for (const auto* level : {"node-local", "flushed"}) {
+    EXPECT_GT(levels_timed[level]["seconds"].get<double>(), 0.0) << level;
+    EXPECT_GT(levels_timed[level]["blocked_seconds"].get<double>(), 0.0) << level;
+  }
   std::map<std::int64_t, std::string> levels;
   for (const auto& line : json_lines(cwd_ / "D" / "metrics.jsonl")) {
     if (line.contains("level")) {
@@ -246,8 +253,19 @@ TEST_F(LocalLevels, ARankChangeFallsBackToTheNewestFlushedEpoch) {
 }
 
 // A preemption signal after epoch 3 with --flush-every 10: the stop's checkpoint is flushed.
+// The resume after it reads the flushed epoch 3 from the node-local copies, and records that
+// level.
 TEST_F(LocalLevels, AStopFlushesItsCheckpoint) {
-  stop_in_epoch_3({});
+  ASSERT_NO_FATAL_FAILURE(stop_in_epoch_3({}));
+  auto resumed =
+      run({"--flush-every", "10", "--resume-from-epoch", "latest", "--summary-json", "s.json"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("from epoch 3 (the node-local copies in L"), std::string::npos) << all;
+  expect_end_as_synchronous();
+  const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
+  EXPECT_EQ(summary["resumed_from"], 3);
+  EXPECT_EQ(summary["resumed_from_level"], "node-local");
 }
 
 // With --async-checkpoint a node-local epoch's redundancy exchange runs in the background: every
@@ -300,6 +318,7 @@ TEST_F(LocalLevels, AnAsynchronousRunExchangesRedundancyInTheBackground) {
   std::filesystem::remove_all(cwd_ / "L");
   auto whole = options;
   whole.insert(whole.end(), {"--local-keep", "10"});
+  whole.insert(whole.end(), {"--summary-json", "s.json"});
   auto uninterrupted = run(whole);
   ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
   EXPECT_EQ(files_in("D", ".local.json"),
@@ -322,6 +341,12 @@ TEST_F(LocalLevels, AnAsynchronousRunExchangesRedundancyInTheBackground) {
     }
   }
   EXPECT_EQ(exchanged, (std::map<std::int64_t, int>{{1, 3}, {2, 3}, {3, 3}, {4, 3}}));
+  const auto node_local =
+      nlohmann::json::parse(read_file(cwd_ / "s.json"))["save_levels"]["node-local"];
+  EXPECT_EQ(node_local["saves"], 4) << node_local;
+  EXPECT_GT(node_local["background_redundancy_seconds"].get<double>(), 0.0) << node_local;
+  EXPECT_EQ(node_local["redundancy_seconds"], node_local["background_redundancy_seconds"])
+      << node_local;
 }
 
 // A preemption signal while epoch 2's exchange may still run in the background: the stop waits

@@ -20,7 +20,7 @@ struct RunRecord {
   std::int64_t restart_count = 0;
   std::optional<std::int64_t> resumed_from;        // nullopt: started from scratch
   std::optional<std::int64_t> resumed_from_ranks;  // the rank count that wrote it
-  std::optional<std::string> resumed_from_level;   // "flushed" or "node-local"
+  std::optional<std::string> resumed_from_level;   // read from: "flushed" or "node-local"
   std::optional<std::string> resume_note;          // a node-local epoch that was lost, and why
   std::optional<std::string> resumed_parts;        // where each host's node-local parts came from
   std::string stop_kind;                           // stop_kind_name()

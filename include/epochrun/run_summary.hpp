@@ -26,6 +26,17 @@ struct ConfigChange {
   std::string new_json;
 };
 
+// The saves that reached one level (--local-dir: node-local or flushed), as this rank timed them.
+struct SaveLevelTimes {
+  std::int64_t saves = 0;      // that ended at this level, failed ones left out
+  double seconds = 0;          // each whole save, from its start to its commit
+  double blocked_seconds = 0;  // of those, the job's thread stopped (an asynchronous save's less)
+  double redundancy_seconds = 0;  // node-local: the exchanges across hosts (--local-redundancy)
+  // Of redundancy_seconds, those of exchanges beside the job (--async-checkpoint): in no
+  // save's seconds.
+  double background_redundancy_seconds = 0;
+};
+
 struct RunSummary {
   std::string job;
   int num_ranks = 0;
@@ -36,8 +47,9 @@ struct RunSummary {
   std::int64_t epochs_run = 0;  // epochs executed by this run
   StopKind stop_kind = StopKind::kContinue;
   std::string stop_reason;
-  // Where the resumed epoch came from: "flushed" (a checkpoint file) or "node-local" (the
-  // ranks' node-local copies of an epoch that was never flushed, --local-dir).
+  // Where the resumed epoch's values were read: "flushed" (its checkpoint file) or "node-local"
+  // (the ranks' node-local copies, --local-dir: of an epoch never flushed, or of a flushed one
+  // whose copies were still there, each verified against its file).
   std::optional<std::string> resumed_from_level;
   // When a newer node-local epoch could not be recovered: which, why, and what it cost
   // ("epoch 17 not recoverable: ...; resuming from flushed epoch 15, 2 epochs lost").
@@ -50,6 +62,9 @@ struct RunSummary {
   // Epochs this run saved node-local only (--flush-every, --flush-interval), in order.
   std::vector<std::int64_t> saved_node_local;
   std::vector<FailedSave> failed_saves;
+  // This rank's time in saves (rank 0's in the summary file), by the level each reached.
+  SaveLevelTimes node_local_saves;
+  SaveLevelTimes flushed_saves;
   std::vector<FailedSave> skipped_corrupt;  // `latest` passed over these damaged epochs
   std::vector<std::int64_t> deleted;        // by the retention policy or on success
   std::optional<std::string> uploaded_to;

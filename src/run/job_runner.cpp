@@ -97,6 +97,18 @@ void record_save(const SaveOutcome& save, RunSummary& summary) {
     summary.failed_saves.push_back(FailedSave{save.epoch, *save.failure});
   }
   summary.deleted.insert(summary.deleted.end(), save.deleted.begin(), save.deleted.end());
+  if (save.failure) {
+    return;
+  }
+  // An asynchronous flush is recorded twice: at its start (in the background, the job's wait
+  // for the copy) and at its end (the whole save, the job's wait for its end).
+  auto& level = save.node_local ? summary.node_local_saves : summary.flushed_saves;
+  level.blocked_seconds += save.blocked_seconds;
+  if (save.committed || save.node_local) {
+    ++level.saves;
+    level.seconds += save.seconds;
+    level.redundancy_seconds += save.phases.seconds[std::size_t(SavePhase::kRedundancy)];
+  }
 }
 
 // What the checkpoint layer takes of the run's options.
@@ -514,6 +526,8 @@ void JobRunner::Impl::complete_save(Steps& steps, RunSummary& summary) {
   // at every stop: each is recorded here, once.
   for (const auto& exchange : steps.saver.take_settled_exchanges()) {
     steps.metrics.redundancy(exchange.epoch, exchange.seconds);
+    summary.node_local_saves.redundancy_seconds += exchange.seconds;
+    summary.node_local_saves.background_redundancy_seconds += exchange.seconds;
   }
 }
 

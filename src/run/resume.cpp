@@ -252,7 +252,7 @@ std::optional<Resumed> resume(const Job& job, const Communicator& comm, const Ru
       spdlog::info("resumed job {} from epoch {} ({}) in {:.3f} s", job.name(), epoch,
                    file.string(), resumed.seconds);
     }
-    summary.resumed_from_level = resumed.node_local ? "node-local" : "flushed";
+    summary.resumed_from_level = loaded.from_local_copies ? "node-local" : "flushed";
     if (!loaded.recovered_parts.empty()) {
       summary.resumed_parts = loaded.recovered_parts;
     }

@@ -68,6 +68,13 @@ nlohmann::json to_json(const RunSummary& summary) {
                               {"old", nlohmann::json::parse(change.old_json)},
                               {"new", nlohmann::json::parse(change.new_json)}});
   }
+  const auto level_json = [](const SaveLevelTimes& level) {
+    return nlohmann::json{{"saves", level.saves},
+                          {"seconds", level.seconds},
+                          {"blocked_seconds", level.blocked_seconds},
+                          {"redundancy_seconds", level.redundancy_seconds},
+                          {"background_redundancy_seconds", level.background_redundancy_seconds}};
+  };
   auto optional_json = [](const auto& value) {
     return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
   };
@@ -86,6 +93,9 @@ nlohmann::json to_json(const RunSummary& summary) {
           {"committed_checkpoints", summary.committed},
           {"node_local_checkpoints", summary.saved_node_local},
           {"failed_saves", epochs_with_errors(summary.failed_saves)},
+          {"save_levels",
+           {{"node-local", level_json(summary.node_local_saves)},
+            {"flushed", level_json(summary.flushed_saves)}}},
           {"skipped_corrupt_checkpoints", epochs_with_errors(summary.skipped_corrupt)},
           {"deleted_checkpoints", summary.deleted},
           {"uploaded_to", optional_json(summary.uploaded_to)},
