@@ -103,17 +103,22 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
                 "the same pwrite, each 1 MiB piece hashed (xxh64) before its write: the least "
                 "a copy carrying its checksum costs",
                 {}};
-  const auto raw_file = [&](const std::string& kind) {
-    return local_dir / (kind + "-rank-" + std::to_string(comm.rank()));
+  const auto raw_file = [&](const std::string& kind, std::int64_t round) {
+    return local_dir /
+           (kind + "-" + std::to_string(round % 2) + "-rank-" + std::to_string(comm.rank()));
   };
-  // The former round's file goes untimed, as retention deletes the level's former copy: each
-  // side keeps its newest bytes until its next round. Deleted at once, the raw write's dirty
-  // pages were dropped unwritten while the copies' were written back, and the save alone paid
-  // for the writeback.
-  const auto timed_write = [&](Series& series, const std::string& kind, auto write) {
-    const auto file = raw_file(kind);
-    fs::remove(file);
+  // Each side as the level keeps its copies (--local-keep 1): the former round's file is there
+  // while the next is written, and goes after it, untimed. Deleted before the write, a raw
+  // write reused the pages just freed, where the save's copy takes pages the kernel has had
+  // free for a round (on a virtual machine whose host takes free memory back, a fault in the
+  // host each); deleted at once after it, its dirty pages were dropped unwritten while the
+  // copies' were written back.
+  const auto timed_write = [&](Series& series, const std::string& kind, std::int64_t round,
+                               auto write) {
+    const auto file = raw_file(kind, round);
+    fs::remove(file);  // from the round before last, if an error left it
     series.seconds.push_back(timed(comm, series.name, [&] { write(file, workspace); }));
+    fs::remove(raw_file(kind, round + 1));
   };
   for (std::int64_t round = 0;; ++round) {
     in_turn(round, {[&] {
@@ -125,15 +130,17 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
                       }));
                       level.retain();
                     },
-                    [&] { timed_write(hashed, "hashed", hashed_write); },
-                    [&] { timed_write(limit, "raw", raw_write); }});
+                    [&] { timed_write(hashed, "hashed", round, hashed_write); },
+                    [&] { timed_write(limit, "raw", round, raw_write); }});
     if (last_round(settings, round, {ratios(save, limit)})) {
       break;
     }
   }
   level.delete_all();
-  fs::remove(raw_file("raw"));
-  fs::remove(raw_file("hashed"));
+  for (const auto* kind : {"raw", "hashed"}) {
+    fs::remove(raw_file(kind, 0));
+    fs::remove(raw_file(kind, 1));
+  }
   const double bytes = comm.allreduce(double(workspace.byte_size()), Reduction::kSum);
   auto rows = nlohmann::json::array();
   rows.push_back(with_target(compare(save, limit, bytes), kLocalSaveTarget));
