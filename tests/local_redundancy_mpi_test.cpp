@@ -127,8 +127,8 @@ TEST_P(TwoRanksAHost, LoseOneHostAndRebuildBothItsParts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PartnerAndMirror, TwoRanksAHost, ::testing::Values("partner", "xor:2"),
-                         [](const auto& info) {
-                           return std::string(info.param) == "partner" ? "partner" : "xor2";
+                         [](const auto& instance) {
+                           return std::string(instance.param) == "partner" ? "partner" : "xor2";
                          });
 
 // Parts longer than two of the protection's chunks (kProtectionChunk): moved, hashed as they
@@ -152,8 +152,8 @@ TEST_P(SeveralChunks, PartsLongerThanAChunkAreRebuiltBitIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PartnerAndMirror, SeveralChunks, ::testing::Values("partner", "xor:2"),
-                         [](const auto& info) {
-                           return std::string(info.param) == "partner" ? "partner" : "xor2";
+                         [](const auto& instance) {
+                           return std::string(instance.param) == "partner" ? "partner" : "xor2";
                          });
 
 // A damaged byte in a partner copy or a parity block (`file`, on `host`): rank 1's host lost, its

@@ -232,10 +232,10 @@ TEST_P(MultihostLevels, ALostHostBetweenTwoFlushesIsRebuiltOnAFreshOneBitIdentic
 INSTANTIATE_TEST_SUITE_P(EachRedundancy, MultihostLevels,
                          ::testing::Values(std::tuple(&kHeat, "partner"),
                                            std::tuple(&kSgd, "xor:4"), std::tuple(&kHeat, "none")),
-                         [](const auto& info) {
-                           const auto& job = std::get<0>(info.param)->name;
+                         [](const auto& instance) {
+                           const auto& job = std::get<0>(instance.param)->name;
                            return job.substr(0, job.find('_')) + "_" +
-                                  std::string(std::get<1>(info.param)).substr(0, 3);
+                                  std::string(std::get<1>(instance.param)).substr(0, 3);
                          });
 
 }  // namespace

@@ -219,14 +219,17 @@ struct RedundancyFileWriter::Hasher {
                                                                    XXH64_freeState};
 };
 
-RedundancyFileWriter::RedundancyFileWriter(std::filesystem::path target, RedundancyHeader header)
+RedundancyFileWriter::RedundancyFileWriter(std::filesystem::path target, RedundancyHeader header,
+                                           DataHash hash)
     : target_(std::move(target)),
       temporary_(temporary_sibling(target_)),
       header_(std::move(header)),
       header_size_(encode_redundancy_header(header_).size()),
       fd_(create_new_file(temporary_)),
-      hasher_(std::make_unique<Hasher>()) {
-  XXH64_reset(hasher_->state.get(), 0);
+      hasher_(hash == DataHash::kComputed ? std::make_unique<Hasher>() : nullptr) {
+  if (hasher_) {
+    XXH64_reset(hasher_->state.get(), 0);
+  }
 }
 
 RedundancyFileWriter::~RedundancyFileWriter() {
@@ -240,7 +243,9 @@ void RedundancyFileWriter::append(std::span<const std::byte> bytes) {
     throw Error(temporary_.string() + ": more data than its header says");
   }
   write_at(fd_.get(), header_size_ + written_, bytes, temporary_.string());
-  XXH64_update(hasher_->state.get(), bytes.data(), bytes.size());
+  if (hasher_) {
+    XXH64_update(hasher_->state.get(), bytes.data(), bytes.size());
+  }
   written_ += bytes.size();
 }
 
@@ -253,11 +258,19 @@ void RedundancyFileWriter::set_members(std::vector<RedundancyMember> members) {
 }
 
 std::uint64_t RedundancyFileWriter::finish() {
+  if (!hasher_) {
+    throw Error(temporary_.string() + ": its data's xxh64 was to be given");
+  }
+  finish(XXH64_digest(hasher_->state.get()));
+  return header_.data_xxh64;
+}
+
+void RedundancyFileWriter::finish(std::uint64_t data_xxh64) {
   if (written_ != header_.data_bytes) {
     throw Error(temporary_.string() + ": " + std::to_string(written_) + " bytes written of " +
                 std::to_string(header_.data_bytes));
   }
-  header_.data_xxh64 = XXH64_digest(hasher_->state.get());
+  header_.data_xxh64 = data_xxh64;
   write_at(fd_.get(), 0, encode_redundancy_header(header_), temporary_.string());
   fd_.close(temporary_.string());
   if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
@@ -265,7 +278,6 @@ std::uint64_t RedundancyFileWriter::finish() {
     ::unlink(temporary_.c_str());
     throw Error(message);
   }
-  return header_.data_xxh64;
 }
 
 int remove_redundancy_files(const std::filesystem::path& dir,

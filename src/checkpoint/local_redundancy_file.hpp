@@ -69,12 +69,18 @@ std::uint64_t file_xxh64(int fd, std::uint64_t offset, std::uint64_t bytes,
 std::pair<RedundancyHeader, std::uint64_t> verified_redundancy_file(
     const std::filesystem::path& file);
 
-// Writes a redundancy file in order, hashing its data as it goes: the header is written last,
-// with the data's xxh64, and the file renamed into place by finish(). A writer destroyed
-// before finish() leaves nothing behind.
+// Writes a redundancy file in order: the header is written last, with the data's xxh64, and the
+// file renamed into place by finish(). A writer destroyed before finish() leaves nothing behind.
 class RedundancyFileWriter {
  public:
-  RedundancyFileWriter(std::filesystem::path target, RedundancyHeader header);
+  // Where the data's xxh64 comes from: hashed here as it is appended (a parity block, computed
+  // on this rank), or given to finish() (a partner copy: its sender hashed it as it sent it;
+  // hashing it again on its arrival would cost a pass over every byte, and the copy is verified
+  // against it whenever it is read).
+  enum class DataHash { kComputed, kGiven };
+
+  RedundancyFileWriter(std::filesystem::path target, RedundancyHeader header,
+                       DataHash hash = DataHash::kComputed);
   ~RedundancyFileWriter();
   RedundancyFileWriter(const RedundancyFileWriter&) = delete;
   RedundancyFileWriter& operator=(const RedundancyFileWriter&) = delete;
@@ -84,8 +90,10 @@ class RedundancyFileWriter {
   // The members as they are known only once the data moved (a partner copy's xxh64, which its
   // sender computes as it sends it); before finish().
   void set_members(std::vector<RedundancyMember> members);
-  // Returns the data's xxh64.
+  // DataHash::kComputed: returns the data's xxh64.
   std::uint64_t finish();
+  // DataHash::kGiven: `data_xxh64` is the data's.
+  void finish(std::uint64_t data_xxh64);
 
  private:
   struct Hasher;
