@@ -400,8 +400,9 @@ std::map<std::string, nlohmann::json> rows_against_limits(
   return by_name;
 }
 
-// --local-dir: the node-local save against the raw write of the same bytes there, and with --job
-// the run flushing every 10th checkpoint against the one flushing every checkpoint, with the
+// --local-dir: the node-local save against the raw write of the same bytes there (and against
+// that write hashing what it writes, which against the raw write is the checksum's cost), and with
+// --job the run flushing every 10th checkpoint against the one flushing every checkpoint, with the
 // bytes each left in the checkpoint directory (fewer); nothing is left behind.
 TEST(BenchCommand, TheNodeLocalLevelIsMeasuredAgainstItsRawWriteAndFlushingEveryCheckpoint) {
   ScratchDir cwd;
@@ -414,9 +415,12 @@ TEST(BenchCommand, TheNodeLocalLevelIsMeasuredAgainstItsRawWriteAndFlushingEvery
   EXPECT_FALSE(std::filesystem::exists(cwd / "L")) << "the node-local directory is left behind";
   auto by_name =
       rows_against_limits(cwd / "F", {{"local_save", "local_write_limit"},
+                                      {"local_save_over_hashed_write", "local_hashed_write"},
+                                      {"local_hashed_write", "local_write_limit"},
                                       {"local_write_limit", "local_write_limit"},
                                       {"job_flush_every_10_run", "job_flush_every_1_run"}});
   EXPECT_EQ(by_name["local_save"].at("target"), 1.15);
+  EXPECT_FALSE(by_name["local_save_over_hashed_write"].contains("target"));
   const auto& job = by_name["job_flush_every_10_run"];
   EXPECT_GT(job.at("shared_bytes").get<double>(), 0) << job;
   EXPECT_LT(job.at("shared_bytes").get<double>(), job.at("limit_shared_bytes").get<double>())

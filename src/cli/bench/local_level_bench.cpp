@@ -144,7 +144,9 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
   const double bytes = comm.allreduce(double(workspace.byte_size()), Reduction::kSum);
   auto rows = nlohmann::json::array();
   rows.push_back(with_target(compare(save, limit, bytes), kLocalSaveTarget));
-  rows.push_back(compare(save, hashed, bytes));
+  auto over_hashed = compare(save, hashed, bytes);
+  over_hashed["name"] = save.name + "_over_hashed_write";
+  rows.push_back(std::move(over_hashed));
   rows.push_back(compare(hashed, limit, bytes));
   rows.push_back(compare(limit, limit, bytes));
   return rows;

@@ -19,9 +19,10 @@ namespace epochrun::cli {
 // The target: a node-local save against its raw write.
 inline constexpr double kLocalSaveTarget = 1.15;
 
-// Collective. Rows: local_save against local_write_limit (kLocalSaveTarget); local_save against
-// local_hashed_write (the raw write hashing each piece) and that against the raw write: how much
-// of the save's cost is the checksum; the limit itself;
+// Collective. Rows: local_save against local_write_limit (kLocalSaveTarget);
+// local_save_over_hashed_write, the save against local_hashed_write (the raw write hashing each
+// piece), and local_hashed_write against the raw write: how much of the save's cost is the
+// checksum; the limit itself;
 // with a job (job.job not empty), job_flush_every_10_run against job_flush_every_1_run, with
 // shared_bytes of each and their ratio.
 nlohmann::json measure_local_levels(const Communicator& comm,
