@@ -9,8 +9,10 @@
 #
 # A (host1) holds DIR/.epochrun.lock the way an older epochrun did and, at the end, unlinks it
 # while holding it, then closes it. B, a real run with rank 0 on host2, opens the lock file while
-# A holds it; strace delays B's flock() by 0.5 s so that A's unlink and release fall between
-# B's open() and B's flock(). C, a real run with rank 0 on host3, then starts on the same DIR
+# A holds it; strace delays B's flock() by 2 s so that A's unlink and release fall between
+# B's open() and B's flock(). (The watcher that releases A must see B's open descriptor within
+# that delay, or B's flock finds A's lock and B is refused: with 0.5 s, a watcher starved of the
+# 2 cores by the three hosts' start-up missed it in one CI run of twenty-odd.) C, a real run with rank 0 on host3, then starts on the same DIR
 # while B runs. Right: B takes the directory and ends 0, C is refused with exit 3. Prints
 # "B exit N" and "C exit N".
 set -euo pipefail
@@ -44,12 +46,13 @@ os.unlink(\"$D/.epochrun.lock\"); os.close(fd)
 print(\"A: unlinked and released\")'" &
 while [ ! -e "$SYNC/locked" ]; do sleep 0.05; done
 
-# B: rank 0 on host2, every flock() delayed by 0.5 s
-mpirun3 host2,host3,host1 strace -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=500ms \
+# B: rank 0 on host2, every flock() delayed by 2 s
+mpirun3 host2,host3,host1 strace -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=2s \
     "$E" "${JOB[@]}" --heat_diffusion.max_epochs 60 >"$SYNC/B.log" 2>&1 &
 bpid=$!
 # Release A as soon as B's rank 0 has the lock file open.
-timeout -k 5 60 python3 - "$D" "$SYNC/release" <<'PY'
+watched=0
+timeout -k 5 60 python3 - "$D" "$SYNC/release" <<'PY' || watched=$?
 import os, sys, time
 d, release = sys.argv[1], sys.argv[2]
 ino = os.stat("/run/netns/host2").st_ino
@@ -58,23 +61,31 @@ def is_b(p):  # B's rank 0: the epochrun process in host2's network namespace
         return os.stat(f"/proc/{p}/ns/net").st_ino == ino and open(f"/proc/{p}/comm").read().strip() == "epochrun"
     except OSError:
         return False
-pid, end = None, time.time() + 50
+# Every epochrun in host2's namespace is watched, looked up again every 0.2 s: one of an earlier
+# case may still be ending there when B's rank 0 starts.
+pids, scanned, end = [], 0.0, time.time() + 50
 while time.time() < end:
-    if pid is None:
-        pid = next((p for p in os.listdir("/proc") if p.isdigit() and is_b(p)), None)
-    if pid is not None:
+    if time.time() - scanned > 0.2:
+        pids = [p for p in os.listdir("/proc") if p.isdigit() and is_b(p)]
+        scanned = time.time()
+    for pid in pids:
         try:
             if any(os.readlink(f"/proc/{pid}/fd/{f}") == d + "/.epochrun.lock" for f in os.listdir(f"/proc/{pid}/fd")):
                 open(release, "w").close()
                 sys.exit(0)
         except OSError:
-            # Gone (an epochrun of an earlier case, still ending in host2 when looked up, or a
-            # descriptor closed while listed): look B's rank 0 up again.
-            if not os.path.exists(f"/proc/{pid}"):
-                pid = None
+            pass  # gone, or a descriptor closed while listed
     time.sleep(0.002)
-sys.exit("B never opened the lock file")
+sys.exit(f"B never opened the lock file (epochrun processes in host2's namespace at the end: {pids})")
 PY
+if [ "$watched" -ne 0 ]; then
+    # What B said: refused (it locked before A let go), or never started.
+    touch "$SYNC/release"
+    kill "$bpid" 2>/dev/null || true
+    wait || true
+    echo "--- B's output:"; tail -20 "$SYNC/B.log" || true
+    exit "$watched"
+fi
 wait %1
 for _ in $(seq 1 300); do grep -qE 'epoch 3 done|error' "$SYNC/B.log" && break; sleep 0.1; done
 echo "--- B (rank 0 on host2):"
