@@ -10,7 +10,10 @@
 # A (host1) holds DIR/.epochrun.lock the way an older epochrun did and, at the end, unlinks it
 # while holding it, then closes it. B, a real run with rank 0 on host2, opens the lock file while
 # A holds it; strace delays B's flock() by 2 s so that A's unlink and release fall between
-# B's open() and B's flock(). (The watcher that releases A must see B's open descriptor within
+# B's open() and B's flock(). B then holds the directory at the start of its epoch 4
+# (EPOCHRUN_FAULT epoch@4:WAIT) until C has been tried: C must meet B running, however long C
+# takes to start on a loaded machine (in a CI run, C started after B had ended, and rightly ran).
+# (The watcher that releases A must see B's open descriptor within
 # that delay, or B's flock finds A's lock and B is refused: with 0.5 s, a watcher starved of the
 # 2 cores by the three hosts' start-up missed it in one CI run of twenty-odd.) C, a real run with rank 0 on host3, then starts on the same DIR
 # while B runs. Right: B takes the directory and ends 0, C is refused with exit 3. Prints
@@ -24,9 +27,9 @@ SUBNET=$(sed -n 's/^SUBNET=//p' "$STATE/config")
 SYNC=$(mktemp -d /tmp/lock-race.XXXXXX)
 trap '[ -n "${KEEP_SYNC:-}" ] || rm -rf "$SYNC"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpirun3() { # HOSTLIST CMD...
+mpirun3() { # HOSTLIST CMD...  (bounded by $LIMIT seconds, 120 unless set)
     local hosts=$1; shift
-    timeout -k 5 120 mpirun --mca plm_rsh_agent "$HERE/host-exec" --mca plm_rsh_no_tree_spawn 1 \
+    timeout -k 5 "${LIMIT:-120}" mpirun --mca plm_rsh_agent "$HERE/host-exec" --mca plm_rsh_no_tree_spawn 1 \
         --host "$hosts" -np 3 --mca btl tcp,self --mca oob_tcp_if_include "$SUBNET.0/24" \
         --mca btl_tcp_if_include "$SUBNET.0/24" "$@"
 }
@@ -47,8 +50,9 @@ print(\"A: unlinked and released\")'" &
 while [ ! -e "$SYNC/locked" ]; do sleep 0.05; done
 
 # B: rank 0 on host2, every flock() delayed by 2 s
-mpirun3 host2,host3,host1 strace -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=2s \
-    "$E" "${JOB[@]}" --heat_diffusion.max_epochs 60 >"$SYNC/B.log" 2>&1 &
+EPOCHRUN_FAULT=epoch@4:WAIT EPOCHRUN_FAULT_RELEASE="$SYNC/b-go" LIMIT=240 \
+    mpirun3 host2,host3,host1 -x EPOCHRUN_FAULT -x EPOCHRUN_FAULT_RELEASE strace -f -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=2s \
+    "$E" "${JOB[@]}" --heat_diffusion.max_epochs 20 >"$SYNC/B.log" 2>&1 &
 bpid=$!
 # Release A as soon as B's rank 0 has the lock file open.
 watched=0
@@ -80,14 +84,14 @@ sys.exit(f"B never opened the lock file (epochrun processes in host2's namespace
 PY
 if [ "$watched" -ne 0 ]; then
     # What B said: refused (it locked before A let go), or never started.
-    touch "$SYNC/release"
+    touch "$SYNC/release" "$SYNC/b-go"
     kill "$bpid" 2>/dev/null || true
     wait || true
     echo "--- B's output:"; tail -20 "$SYNC/B.log" || true
     exit "$watched"
 fi
 wait %1
-for _ in $(seq 1 300); do grep -qE 'epoch 3 done|error' "$SYNC/B.log" && break; sleep 0.1; done
+for _ in $(seq 1 900); do grep -qE 'epoch 3 done|error' "$SYNC/B.log" && break; sleep 0.1; done
 echo "--- B (rank 0 on host2):"
 grep -E 'error|epoch 3 done' "$SYNC/B.log" | head -3 || true
 echo "--- C (rank 0 on host3), same directory, while B runs:"
@@ -95,6 +99,7 @@ rc=0
 mpirun3 host3,host1,host2 "$E" "${JOB[@]}" --heat_diffusion.max_epochs 60 --num-epochs 5 >"$SYNC/C.log" 2>&1 || rc=$?
 grep -E 'error|removed|finished' "$SYNC/C.log" | head -3 || true
 echo "C exit $rc"
+touch "$SYNC/b-go"
 rc=0
 wait $bpid || rc=$?
 grep -E 'failed' "$SYNC/B.log" | head -3 || true
