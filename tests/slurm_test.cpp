@@ -80,6 +80,17 @@ std::vector<std::string> job_options(const JobSize& job) {
           "model.h5"};
 }
 
+// How many runs of the batch script printed their first line ("epochrun.sbatch: job ..."), in
+// its output (append mode: every run's).
+int runs_started(const std::string& output) {
+  int runs = 0;
+  for (auto at = output.find("epochrun.sbatch: job"); at != std::string::npos;
+       at = output.find("epochrun.sbatch: job", at + 1)) {
+    ++runs;
+  }
+  return runs;
+}
+
 // Runs a command of the cluster's (sbatch, scancel, ...), failing the test when it does not end
 // within 60 s.
 ProcessResult run_bounded(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
@@ -306,11 +317,27 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     SlurmJobState info;
     bool pending = false;
     bool signalled_after_requeue = false;
+    int early_warnings = 0;
     Clock::time_point pending_since;
     while (Clock::now() < deadline) {
       info = job_info(job_id_);
       // No state: scontrol got no answer this time (slurmctld busy); ask again.
       if (info.state.empty()) {
+        pause();
+        continue;
+      }
+      // A warning of a one-minute limit may come at the run's very start (slurmctld sends it
+      // at one of its checks, up to a minute early): once it reached the batch shell before
+      // the shell's first line, the shell died of it (slurmd.log: "died by signal: 10") and
+      // the job ended FAILED, JobLaunchFailure, with nothing of the script run. No trap can
+      // be set sooner; a real limit of hours cannot warn that early. Requeued, as an operator
+      // would, at most twice.
+      if (preemption == Preemption::kTimeLimit && info.state == "FAILED" &&
+          info.reason == "JobLaunchFailure" && early_warnings < 2 &&
+          runs_started(read_file(cwd_ / "job.out")) <= info.restarts) {
+        ++early_warnings;
+        const auto requeued = run_bounded({"scontrol", "requeue", job_id_}, "/");
+        ASSERT_EQ(requeued.exit_code, 0) << requeued.err;
         pause();
         continue;
       }
