@@ -8,6 +8,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -117,31 +118,40 @@ TEST(CheckpointSaver, AnAsynchronousSaveWritesItsGlobalArrayBeforeTheJobAsksForT
 // Each rank drops the bytes it wrote of a global array from the page cache once they are
 // durable: the next save then reuses those pages, warm, rather than taking fresh ones
 // (MpiIoFile::sync_and_close on the collective path, the data step on the direct one). Of the
-// file's pages only the metadata's may stay.
+// file's pages only the metadata's may stay. The drop is a hint the kernel may pass over: here
+// 9 saves of 1,440 kept one rank's whole block cached after its fsync and drop (a second drop at
+// once did no better), and never two saves in a row. So each path saves three times and its
+// best save is judged: a path that never drops keeps every block of every save.
 TEST(CheckpointSaver, ADurableSaveLeavesItsGlobalArrayOutOfThePageCache) {
   for (const bool async : {false, true}) {
     for (const auto array_io : {ArrayIo::kDirect, ArrayIo::kMpiIo}) {
       SCOPED_TRACE(async ? "asynchronous" : "synchronous");
       SCOPED_TRACE(std::string("--array-io ") + std::string(array_io_name(array_io)));
       FieldSaver s(async, array_io);
-      const auto started = s.saver->save(2, s.workspace, true);
-      if (started.in_background) {
-        const auto completed = s.saver->complete();
-        ASSERT_TRUE(completed && completed->committed);
-      } else {
-        ASSERT_TRUE(started.committed) << started.log;
-      }
       if (file_system_kind(s.options.checkpoint_dir).name == "tmpfs") {
         GTEST_SKIP() << "tmpfs keeps every page: " << s.options.checkpoint_dir;
       }
-      if (s.world.is_root()) {
-        const auto file = CheckpointDirectory(s.options.checkpoint_dir).file_for(2);
-        const auto fd = open_regular_file_for_reading(file);
-        const auto array_pages = s.ranks * kRowsPerRank * kColumns * sizeof(double) / 4096;
-        EXPECT_LT(resident_pages(file), array_pages / 8)
-            << "of " << file_size(fd.get()) / 4096 << " pages, the array's " << array_pages;
+      const auto array_pages = s.ranks * kRowsPerRank * kColumns * sizeof(double) / 4096;
+      std::vector<std::size_t> resident;
+      for (const std::int64_t epoch : {2, 3, 4}) {
+        const auto started = s.saver->save(epoch, s.workspace, true);
+        if (started.in_background) {
+          const auto completed = s.saver->complete();
+          ASSERT_TRUE(completed && completed->committed);
+        } else {
+          ASSERT_TRUE(started.committed) << started.log;
+        }
+        if (s.world.is_root()) {
+          resident.push_back(
+              resident_pages(CheckpointDirectory(s.options.checkpoint_dir).file_for(epoch)));
+        }
+        s.world.barrier();
       }
-      s.world.barrier();
+      if (s.world.is_root()) {
+        EXPECT_LT(*std::min_element(resident.begin(), resident.end()), array_pages / 8)
+            << "pages cached after each of 3 saves: " << ::testing::PrintToString(resident)
+            << ", of the array's " << array_pages;
+      }
     }
   }
 }
