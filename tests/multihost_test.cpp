@@ -930,8 +930,11 @@ class MultihostSlurmCluster : public Multihost {
   static void pause() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
 
   // Follows the job until it is no longer queued or running, or `done` holds, at most until
-  // `deadline`, skipping only SLURM's requeue delay; its state then.
-  SlurmJobState follow(Clock::time_point deadline, const std::function<bool()>& done = {}) {
+  // `deadline`, skipping only SLURM's requeue delay; its state then. Given `early_warnings` (a
+  // one-minute limit), a job killed by its limit's warning before the batch script ran is
+  // requeued, at most twice, and counted there.
+  SlurmJobState follow(Clock::time_point deadline, const std::function<bool()>& done = {},
+                       int* early_warnings = nullptr) {
     SlurmJobState state;
     bool pending = false;
     auto pending_since = Clock::now();
@@ -939,6 +942,14 @@ class MultihostSlurmCluster : public Multihost {
       state = slurm_job_state(job_id_);
       // No state: scontrol got no answer this time; ask again.
       if (state.state.empty()) {
+        pause();
+        continue;
+      }
+      if (early_warnings != nullptr && *early_warnings < 2 &&
+          killed_by_an_early_warning(state, read_file(output_file_))) {
+        ++*early_warnings;
+        const auto requeued = slurm_command({"scontrol", "requeue", job_id_});
+        EXPECT_EQ(requeued.exit_code, 0) << requeued.err;
         pause();
         continue;
       }
@@ -1027,13 +1038,14 @@ class MultihostSlurm : public MultihostSlurmCluster,
       ASSERT_EQ(sent.exit_code, 0) << sent.err;
     }
 
-    const auto state = follow(deadline);
+    int early_warnings = 0;
+    const auto state = follow(deadline, {}, time_limit ? &early_warnings : nullptr);
     const std::string output = read_file(output_file_);
     std::cout << slurm_case_name(GetParam()) << " trial " << trial << ": job " << job_id_ << " "
               << state.state << " after " << state.restarts << " restart(s)\n";
     ASSERT_EQ(state.state, "COMPLETED") << "job " << job_id_ << " (" << state.reason << ")\n"
                                         << output;
-    EXPECT_GE(state.restarts, 1) << output;
+    EXPECT_GE(state.restarts - early_warnings, 1) << output;
     // No rank ended by a signal: srun names the signal of a task ("task 1: Terminated", "task
     // 0: User defined signal 1") where an exit says "task 1: Exited with exit code 75", mpirun
     // names a process that "exited on signal", the script a status of 128 + N after it passed a
@@ -1054,10 +1066,11 @@ class MultihostSlurm : public MultihostSlurmCluster,
     EXPECT_TRUE(finished.output == reference.output)
         << "the model differs from the uninterrupted single-host run's";
 
-    // Every run recorded itself: each interrupted one with exit 75, the next resuming from its
-    // last committed epoch, and no epoch computed twice.
+    // Every run recorded itself (one killed by an early warning ran nothing): each interrupted
+    // one with exit 75, the next resuming from its last committed epoch, and no epoch computed
+    // twice.
     const auto history = history_of(run);
-    ASSERT_EQ(static_cast<int>(history.size()), state.restarts + 1) << output;
+    ASSERT_EQ(static_cast<int>(history.size()), state.restarts + 1 - early_warnings) << output;
     std::int64_t epochs_run = 0;
     for (std::size_t i = 0; i < history.size(); ++i) {
       epochs_run += history[i]["epochs_run"].get<std::int64_t>();

@@ -34,6 +34,28 @@ inline SlurmJobState parse_slurm_job_state(const std::string& scontrol_output) {
   return state;
 }
 
+// How many runs of the batch script printed their first line ("epochrun.sbatch: job ..."), in
+// its output (append mode: every run's).
+inline int runs_started(const std::string& output) {
+  int runs = 0;
+  for (auto at = output.find("epochrun.sbatch: job"); at != std::string::npos;
+       at = output.find("epochrun.sbatch: job", at + 1)) {
+    ++runs;
+  }
+  return runs;
+}
+
+// Whether a one-minute limit's warning killed the batch shell before its first line. slurmctld
+// sends the warning at one of its checks, up to a minute early; once it came at the run's very
+// start, the shell died of it (slurmd.log: "died by signal: 10") and the job ended FAILED,
+// JobLaunchFailure, with nothing of the script run. No trap can be set sooner, and a real limit
+// of hours cannot warn that early: the time-limit cases requeue such a job, as an operator
+// would, at most twice.
+inline bool killed_by_an_early_warning(const SlurmJobState& state, const std::string& output) {
+  return state.state == "FAILED" && state.reason == "JobLaunchFailure" &&
+         runs_started(output) <= state.restarts;
+}
+
 // Whether a slurmstepd of job `id` ("slurmstepd: [ID.batch]", "[ID.0]") still runs here (on any
 // host of ../shared/multihost: they share one PID space). A requeued job let start again while
 // its previous run's batch step was still ending was marked COMPLETED by that old step's exit
