@@ -149,7 +149,8 @@ TEST_F(LocalLevels, AFlushIntervalAloneFlushesByTime) {
 }
 
 // Killed after epoch 3 with --local-keep 2: the manifests and copies of epochs 2 and 3 are kept,
-// and inspect lists them; the resume loads node-local epoch 3 and ends bit-identical.
+// and inspect lists them; the resume loads node-local epoch 3, flushes its first checkpoint
+// (epoch 4: how many node-local ones came before 3 the run cannot know), and ends bit-identical.
 TEST_F(LocalLevels, AResumeLoadsTheNewestNodeLocalEpochAndEndsExact) {
   run_killed_after_epoch_3({"--local-keep", "2"});
   EXPECT_EQ(files_in("D", ".local.json"),
@@ -175,6 +176,7 @@ TEST_F(LocalLevels, AResumeLoadsTheNewestNodeLocalEpochAndEndsExact) {
   const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
   EXPECT_EQ(summary["resumed_from"], 3);
   EXPECT_EQ(summary["resumed_from_level"], "node-local");
+  EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({4, 5})) << summary;
 }
 
 // An explicit --resume-from-epoch of a node-local epoch loads it; of one whose copy is gone it

@@ -53,7 +53,7 @@ void CheckpointSaver::resumed_from(std::int64_t epoch, bool node_local) {
     last_committed_ = epoch;
   }
   last_commit_time_ = Clock::now();
-  schedule_.resumed(last_commit_time_);
+  schedule_.resumed(last_commit_time_, !node_local);
   level_.resumed(epoch, node_local);
 }
 

@@ -23,8 +23,8 @@ void FlushSchedule::saved(bool flushed, Clock::time_point now) {
   }
 }
 
-void FlushSchedule::resumed(Clock::time_point now) {
-  started_ = true;
+void FlushSchedule::resumed(Clock::time_point now, bool flushed) {
+  started_ = flushed;
   node_local_since_flush_ = 0;
   last_flush_ = now;
 }
