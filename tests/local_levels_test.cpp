@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -252,6 +253,49 @@ TEST_F(LocalLevels, ARankChangeFallsBackToTheNewestFlushedEpoch) {
       << all;
   EXPECT_NE(all.find("resuming from flushed epoch 0, 3 epochs lost"), std::string::npos) << all;
   EXPECT_NE(all.find("written by 3 ranks, now 2"), std::string::npos) << all;
+}
+
+// A resume without --local-dir cannot read node-local epoch 3: it says so, with what it costs,
+// falls back to flushed epoch 0 and ends bit-identical; asked for epoch 3 explicitly, it fails
+// with exit 3 and one line.
+TEST_F(LocalLevels, AResumeWithoutTheLocalDirectorySaysWhatItPassesOver) {
+  run_killed_after_epoch_3({});
+  auto refused =
+      run_bounded(small_sgd({"--resume-from-epoch", "3", "--log-level", "info"}), cwd_.path());
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  EXPECT_NE(refused.err.find("this run has none"), std::string::npos) << refused.err;
+  auto resumed = run_bounded(small_sgd({"--resume-from-epoch", "latest", "--log-level", "info",
+                                        "--summary-json", "s.json"}),
+                             cwd_.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const std::string expected =
+      "epoch 3 not recoverable: node-local epoch 3 (D/epoch-000003.local.json) is read from the "
+      "ranks' --local-dir, and this run has none; resuming from flushed epoch 0, 3 epochs lost";
+  EXPECT_NE((resumed.out + resumed.err).find(expected), std::string::npos)
+      << resumed.out + resumed.err;
+  const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
+  EXPECT_EQ(summary["resume_note"], expected);
+  expect_end_as_synchronous();
+}
+
+// A FIFO under a manifest's name is refused, not read (a read would wait for a writer forever):
+// the resume falls back to flushed epoch 0, and inspect lists the directory.
+TEST_F(LocalLevels, AManifestThatIsAFifoIsRefusedNotRead) {
+  run_killed_after_epoch_3({});
+  const auto manifest = cwd_ / "D" / manifest_name(3);
+  std::filesystem::remove(manifest);
+  ASSERT_EQ(::mkfifo(manifest.c_str(), 0600), 0);
+  auto listed = run_bounded({EPOCHRUN_BINARY, "inspect", "D"}, cwd_.path(), {});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE((listed.out + listed.err).find("is not a regular file"), std::string::npos)
+      << listed.out << listed.err;
+  auto resumed = run({"--flush-every", "10", "--resume-from-epoch", "latest"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("is not a regular file; resuming from flushed epoch 0, 3 epochs lost"),
+            std::string::npos)
+      << all;
+  expect_end_as_synchronous();
 }
 
 // A preemption signal after epoch 3 with --flush-every 10: the stop's checkpoint is flushed.

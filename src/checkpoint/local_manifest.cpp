@@ -4,14 +4,15 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
+#include <span>
 #include <string_view>
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
+#include "error_table.hpp"
+#include "regular_file.hpp"
 
 namespace epochrun {
 namespace {
@@ -97,14 +98,21 @@ void write_local_manifest(const std::filesystem::path& checkpoint_dir,
 
 LocalManifest read_local_manifest(const std::filesystem::path& checkpoint_dir, std::int64_t epoch) {
   const auto file = local_manifest_file(checkpoint_dir, epoch);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  // Opened as a checkpoint file is: a FIFO or a directory under the manifest's name is refused,
+  // not read (a FIFO's read would wait for a writer forever).
+  std::string text;
+  try {
+    read_or_corrupt([&] {
+      const auto fd = open_regular_file_for_reading(file);
+      text.resize(file_size(fd.get()));
+      read_at(fd.get(), 0, std::as_writable_bytes(std::span(text.data(), text.size())),
+              file.string());
+    });
+  } catch (const CheckpointNotFound&) {
     throw CheckpointNotFound("no node-local epoch " + std::to_string(epoch) + ": " + file.string() +
                              " is missing");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto manifest = parse_local_manifest(text.str(), file.string());
+  auto manifest = parse_local_manifest(text, file.string());
   if (manifest.epoch != epoch) {
     throw CorruptCheckpoint(file.string() + " records epoch " + std::to_string(manifest.epoch));
   }

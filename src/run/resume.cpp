@@ -20,7 +20,7 @@ namespace epochrun {
 namespace {
 
 // An epoch a resume may start from: flushed (a committed checkpoint file), node-local (a
-// manifest in the checkpoint directory, with --local-dir), or both.
+// manifest in the checkpoint directory), or both.
 struct Candidate {
   std::int64_t epoch = 0;
   bool flushed = false;
@@ -43,9 +43,14 @@ std::vector<Candidate> candidates(const Communicator& comm, const RunOptions& op
       return;
     }
     const auto committed = index->epochs();
-    const auto node_local = options.local_dir.empty()
-                                ? std::vector<std::int64_t>{}
-                                : local_manifest_epochs(options.checkpoint_dir);
+    // Without --local-dir too: a node-local epoch newer than every flushed one cannot load
+    // then, and the resume says so (and what it costs) rather than pass over it.
+    auto node_local = local_manifest_epochs(options.checkpoint_dir);
+    if (options.local_dir.empty()) {
+      std::erase_if(node_local, [&](std::int64_t epoch) {
+        return std::binary_search(committed.begin(), committed.end(), epoch);
+      });
+    }
     std::vector<std::int64_t> all = committed;
     all.insert(all.end(), node_local.begin(), node_local.end());
     std::sort(all.begin(), all.end());
@@ -191,6 +196,11 @@ std::optional<Resumed> resume(const Job& job, const Communicator& comm, const Ru
     std::string where;
     if (candidate.node_local) {
       try {
+        if (options.local_dir.empty()) {
+          throw CheckpointNotFound(fmt::format(
+              "node-local epoch {} ({}) is read from the ranks' --local-dir, and this run has none",
+              epoch, local_manifest_file(options.checkpoint_dir, epoch).string()));
+        }
         loaded = load_node_local(job, comm, options, node_names, epoch, workspace, where);
         resumed.node_local = true;
       } catch (const CheckpointError& error) {
