@@ -141,7 +141,8 @@ void check_checkpoint_schedule(const po::variables_map& values, const GeneralOpt
   validate(run.retention);
   if (values.count("mtbf")) {
     if (!(std::isfinite(general.mtbf) && general.mtbf > 0 && general.mtbf <= 1e9)) {
-      throw UsageError("--mtbf must be a number of hours more than 0, got " + shown(general.mtbf));
+      throw UsageError("--mtbf must be a number of hours more than 0 and at most 1e9, got " +
+                       shown(general.mtbf));
     }
     run.mtbf_seconds = general.mtbf * 3600;
   }
@@ -197,8 +198,9 @@ void check_levels(const po::variables_map& values, const GeneralOptions& general
   if (values.count("flush-interval")) {
     if (!(std::isfinite(general.flush_interval) && general.flush_interval > 0 &&
           general.flush_interval <= 1e9)) {
-      throw UsageError("--flush-interval must be a number of seconds more than 0, got " +
-                       shown(general.flush_interval));
+      throw UsageError(
+          "--flush-interval must be a number of seconds more than 0 and at most 1e9, got " +
+          shown(general.flush_interval));
     }
     run.flush_interval_seconds = general.flush_interval;
     if (!values.count("flush-every")) {
