@@ -156,7 +156,10 @@ TEST_F(LocalLevels, AResumeLoadsTheNewestNodeLocalEpochAndEndsExact) {
   run_killed_after_epoch_3({"--local-keep", "2"});
   EXPECT_EQ(files_in("D", ".local.json"),
             (std::vector<std::string>{manifest_name(2), manifest_name(3)}));
-  EXPECT_EQ(files_in("L", ".local").size(), 6u);
+  const auto copies = files_in("L", ".local");
+  EXPECT_EQ(std::count_if(copies.begin(), copies.end(),
+                          [](const std::string& name) { return name.starts_with("epoch-"); }),
+            6);
   auto listed = run_bounded({EPOCHRUN_BINARY, "inspect", "D", "--json"}, cwd_.path(), {});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   const auto listing = nlohmann::json::parse(listed.out);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 
 #include "direct_io.hpp"
@@ -111,6 +113,33 @@ std::filesystem::path local_copy_file(const std::filesystem::path& dir, std::int
   return dir / fmt::format("epoch-{:06d}.rank-{}.local", epoch, rank);
 }
 
+std::filesystem::path local_spare_file(const std::filesystem::path& dir, int rank) {
+  return dir / fmt::format("spare.rank-{}.local", rank);
+}
+
+namespace {
+
+// `temporary`, opened for the copy: the rank's spare renamed to it when the spare is a regular
+// file with no other name (writing over a hard link would change another file), else a new file.
+FileDescriptor open_copy_file(const std::filesystem::path& spare,
+                              const std::filesystem::path& temporary) {
+  if (::rename(spare.c_str(), temporary.c_str()) == 0) {
+    try {
+      auto fd = open_regular_file_for_writing(temporary);
+      struct stat status {};
+      if (::fstat(fd.get(), &status) == 0 && status.st_nlink == 1) {
+        return fd;
+      }
+    } catch (const Error&) {
+      // not a regular file: deleted below like a spare with another name
+    }
+    ::unlink(temporary.c_str());
+  }
+  return create_new_file(temporary);
+}
+
+}  // namespace
+
 LocalCopyRecord write_local_copy(const std::filesystem::path& dir, const std::string& job,
                                  std::int64_t epoch, int rank, int ranks,
                                  const std::vector<SavedBlob>& blobs) {
@@ -118,7 +147,7 @@ LocalCopyRecord write_local_copy(const std::filesystem::path& dir, const std::st
   const auto temporary = temporary_sibling(target);
   LocalCopyRecord record{job, epoch, rank, ranks, host_name(), {}};
   try {
-    auto fd = create_new_file(temporary);
+    auto fd = open_copy_file(local_spare_file(dir, rank), temporary);
     // Never fsynced (a copy lost with its node's power is what the flushed checkpoint and the
     // redundancy are for): written as the job would write it, its writeback left to the kernel.
     StreamingWriter writer(fd.get(), -1, temporary.string(), StreamingWriter::Then::kNothing);
@@ -139,6 +168,11 @@ LocalCopyRecord write_local_copy(const std::filesystem::path& dir, const std::st
     const auto trailer = text + tail;
     write_at(fd.get(), offset, std::as_bytes(std::span(trailer.data(), trailer.size())),
              temporary.string());
+    // A spare longer than this copy keeps its tail past the record: cut, for the record is
+    // found from the end.
+    if (::ftruncate(fd.get(), static_cast<off_t>(offset + trailer.size())) != 0) {
+      throw Error(errno_message("truncate " + temporary.string()));
+    }
     fd.close(temporary.string());
     if (::rename(temporary.c_str(), target.c_str()) != 0) {
       throw Error(errno_message("rename " + temporary.string() + " to " + target.string()));
@@ -227,13 +261,14 @@ std::vector<SavedBlob> MappedLocalCopy::flushed(std::vector<SavedBlob> saved) co
 }
 
 int remove_local_copies(const std::filesystem::path& dir, int rank,
-                        const std::vector<std::int64_t>& keep) {
+                        const std::vector<std::int64_t>& keep, SpareCopy spare) {
   const auto close = [](DIR* open) { ::closedir(open); };
   const std::unique_ptr<DIR, decltype(close)> listing(::opendir(dir.c_str()), close);
   if (!listing) {
     return 1;
   }
   std::vector<std::string> doomed;
+  std::optional<std::pair<std::int64_t, std::string>> oldest;  // the copy to keep as the spare
   while (const auto* entry = ::readdir(listing.get())) {
     const std::string name = entry->d_name;
     // Leftovers of an interrupted write are this rank's when their target name is.
@@ -241,10 +276,20 @@ int remove_local_copies(const std::filesystem::path& dir, int rank,
     const auto parsed = parse_epoch_rank_name(target ? *target : name, ".local");
     if (parsed && parsed->second == rank &&
         (target || std::find(keep.begin(), keep.end(), parsed->first) == keep.end())) {
+      if (!target && (!oldest || parsed->first < oldest->first)) {
+        oldest.emplace(parsed->first, name);
+      }
       doomed.push_back(name);
     }
   }
+  const auto spare_file = local_spare_file(dir, rank);
   int failed = 0;
+  if (spare == SpareCopy::kKeep && oldest &&
+      ::rename((dir / oldest->second).c_str(), spare_file.c_str()) == 0) {
+    std::erase(doomed, oldest->second);
+  } else if (spare == SpareCopy::kDelete && ::unlink(spare_file.c_str()) != 0 && errno != ENOENT) {
+    ++failed;
+  }
   for (const auto& name : doomed) {
     if (::unlink((dir / name).c_str()) != 0 && errno != ENOENT) {
       ++failed;

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <sstream>
 #include <utility>
@@ -60,6 +62,11 @@ LocalLevel::~LocalLevel() {
     }
     exchange_wake_.notify_all();
     exchange_.join();
+  }
+  // The spare serves this run's next copy only: a run that ended leaves the node-local file
+  // system (often memory) its --local-keep copies alone.
+  if (!options_.local_dir.empty()) {
+    ::unlink(local_spare_file(options_.local_dir, comm_.rank()).c_str());
   }
 }
 
@@ -124,7 +131,8 @@ std::optional<LocalCopyRecord> LocalLevel::write_copies(std::int64_t epoch,
           "to the checkpoint directory from now on, without node-local copies; the job goes on",
           options_.local_dir.string(), error.what());
     }
-    remove_local_copies(options_.local_dir, comm_.rank(), {kept_.begin(), kept_.end()});
+    remove_local_copies(options_.local_dir, comm_.rank(), {kept_.begin(), kept_.end()},
+                        SpareCopy::kDelete);
     return std::nullopt;
   }
 }
@@ -264,7 +272,7 @@ void LocalLevel::retain(std::optional<std::int64_t> flushing) {
   if (flushing) {
     keep.push_back(*flushing);
   }
-  remove(keep);
+  remove(keep, SpareCopy::kKeep);
 }
 
 void LocalLevel::resumed(std::int64_t epoch, bool node_local) {
@@ -283,10 +291,10 @@ void LocalLevel::delete_all() {
   settle();
   kept_.clear();
   manifested_.clear();
-  remove({});
+  remove({}, SpareCopy::kDelete);
 }
 
-void LocalLevel::remove(std::vector<std::int64_t> keep) {
+void LocalLevel::remove(std::vector<std::int64_t> keep, SpareCopy spare) {
   // The epoch whose exchange is in flight: its files and manifest are the background's until
   // it settles.
   if (exchanging_) {
@@ -308,7 +316,7 @@ void LocalLevel::remove(std::vector<std::int64_t> keep) {
   remove_redundancy_files(options_.local_dir, [&](std::int64_t epoch) {
     return std::find(keep.begin(), keep.end(), epoch) != keep.end();
   });
-  if (remove_local_copies(options_.local_dir, comm_.rank(), keep) > 0) {
+  if (remove_local_copies(options_.local_dir, comm_.rank(), keep, spare) > 0) {
     spdlog::warn("some node-local copies in {} could not be deleted", options_.local_dir.string());
   }
 }

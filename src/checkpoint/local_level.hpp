@@ -47,7 +47,7 @@ class LocalLevel {
   // Collective (with --local-redundancy, an allgather of the hosts: rank 0 warns of what it
   // cannot protect).
   LocalLevel(std::string job, const Communicator& comm, const CheckpointOptions& options);
-  // Settles the exchange in flight (settle()).
+  // Settles the exchange in flight (settle()) and deletes this rank's spare.
   ~LocalLevel();
   LocalLevel(const LocalLevel&) = delete;
   LocalLevel& operator=(const LocalLevel&) = delete;
@@ -89,12 +89,14 @@ class LocalLevel {
   void kept(std::int64_t epoch);
   // Deletes this rank's copies (and, rank 0, the manifests) of every epoch but the newest
   // --local-keep kept ones and `flushing`, whose copy a flush in flight still reads.
+  // The oldest copy it deletes is kept as the rank's spare, which its next copy is written
+  // over.
   void retain(std::optional<std::int64_t> flushing = std::nullopt);
   // The run resumed from `epoch` (`node_local`: from its node-local copies and manifest): its
   // copies are the only kept ones; those of any later epoch (another timeline's) go at the
   // next retain.
   void resumed(std::int64_t epoch, bool node_local);
-  // Deletes this rank's copies and (rank 0) the manifests of every epoch.
+  // Deletes this rank's copies, its spare and (rank 0) the manifests of every epoch.
   void delete_all();
 
  private:
@@ -115,7 +117,9 @@ class LocalLevel {
   void protect_in_background(LocalManifest manifest);
   // exchange_'s loop: runs each task, until the level ends.
   void run_exchanges();
-  void remove(std::vector<std::int64_t> keep);
+  // Deletes the copies and manifests of every epoch but `keep`; `spare`: whether the oldest
+  // copy deleted becomes the rank's spare (local_copy.hpp).
+  void remove(std::vector<std::int64_t> keep, SpareCopy spare);
 
   std::string job_;
   const Communicator& comm_;

@@ -1,0 +1,96 @@
+// A rank's node-local copies and its spare: retention keeps the oldest copy it retires as the
+// spare, the next copy is written over it (the same file, cut to the new copy's length, whole
+// and verifiable), a spare that is a symlink or has a second name is never written through, and
+// a level that ends deletes the spare with the copies.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include <fstream>
+#include <vector>
+
+#include "local_copy.hpp"
+#include "test_support.hpp"
+
+namespace epochrun::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+ino_t inode_of(const fs::path& file) {
+  struct stat status {};
+  EXPECT_EQ(::lstat(file.c_str(), &status), 0) << file;
+  return status.st_ino;
+}
+
+class LocalCopySpare : public ::testing::Test {
+ protected:
+  // Rank 0's copy of `epoch`: one u8 blob of `size` bytes, each `epoch`.
+  LocalCopyRecord write(std::int64_t epoch, std::size_t size) {
+    bytes_.emplace_back(size, static_cast<std::byte>(epoch));
+    BlobView view{"weights", DType::kU8, {size}, bytes_.back(), {}, false, {}};
+    return write_local_copy(dir_.path(), "job", epoch, 0, 1, {SavedBlob{view, {}, {}, nullptr}});
+  }
+
+  fs::path copy(std::int64_t epoch) const { return local_copy_file(dir_.path(), epoch, 0); }
+  fs::path spare() const { return local_spare_file(dir_.path(), 0); }
+
+  // The copy of `epoch` opened as a load opens it: its one blob holds `size` bytes equal to
+  // `epoch`, whose xxh64 is the record's.
+  void expect_whole(std::int64_t epoch, std::size_t size) const {
+    const auto mapped = MappedLocalCopy::open(copy(epoch));
+    ASSERT_EQ(mapped.record().blobs.size(), 1u);
+    const auto& blob = mapped.record().blobs[0];
+    EXPECT_EQ(blob.bytes, size);
+    const std::vector<std::byte> expected(size, static_cast<std::byte>(epoch));
+    EXPECT_EQ(blob.xxh64, XXH64(expected.data(), expected.size(), 0));
+  }
+
+  ScratchDir dir_;
+  std::vector<std::vector<std::byte>> bytes_;
+};
+
+TEST_F(LocalCopySpare, TheNextCopyIsWrittenOverTheCopyRetentionRetired) {
+  write(1, 3 << 20);
+  const auto first = inode_of(copy(1));
+  write(2, 3 << 20);
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, {2}, SpareCopy::kKeep), 0);
+  EXPECT_FALSE(fs::exists(copy(1)));
+  ASSERT_TRUE(fs::exists(spare()));
+  EXPECT_EQ(inode_of(spare()), first);
+
+  // Shorter than the spare: the same file, cut to its own length.
+  write(3, 1 << 20);
+  EXPECT_FALSE(fs::exists(spare()));
+  EXPECT_EQ(inode_of(copy(3)), first);
+  expect_whole(3, 1 << 20);
+  expect_whole(2, 3 << 20);
+
+  const auto second = inode_of(copy(2));
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, {3}, SpareCopy::kKeep), 0);
+  EXPECT_EQ(inode_of(spare()), second);
+  // A level that ends (or whose file system failed) leaves no spare.
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, {}, SpareCopy::kDelete), 0);
+  EXPECT_TRUE(list_directory(dir_.path()).empty());
+}
+
+TEST_F(LocalCopySpare, ASpareThatIsASymlinkOrHasAnotherNameIsNeverWrittenThrough) {
+  const auto outside = dir_.path() / "outside";
+  std::ofstream(outside) << "not a copy";
+  fs::create_symlink(outside, spare());
+  write(1, 2 << 20);
+  expect_whole(1, 2 << 20);
+  EXPECT_NE(inode_of(copy(1)), inode_of(outside));
+
+  fs::create_hard_link(outside, spare());
+  write(2, 2 << 20);
+  expect_whole(2, 2 << 20);
+  EXPECT_NE(inode_of(copy(2)), inode_of(outside));
+  EXPECT_TRUE(read_file(outside) == "not a copy") << "the other name's file was written";
+  EXPECT_FALSE(fs::exists(spare()));
+}
+
+}  // namespace
+}  // namespace epochrun::testing
