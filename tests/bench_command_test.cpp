@@ -401,7 +401,8 @@ std::map<std::string, nlohmann::json> rows_against_limits(
 }
 
 // --local-dir: the node-local save against the raw write of the same bytes there (and against
-// that write hashing what it writes, which against the raw write is the checksum's cost), and with
+// that write hashing what it writes, which against the raw write is the checksum's cost, and
+// that write into a new file, which is what the level's spare saves), and with
 // --job the run flushing every 10th checkpoint against the one flushing every checkpoint, with the
 // bytes each left in the checkpoint directory (fewer); nothing is left behind.
 TEST(BenchCommand, TheNodeLocalLevelIsMeasuredAgainstItsRawWriteAndFlushingEveryCheckpoint) {
@@ -417,6 +418,7 @@ TEST(BenchCommand, TheNodeLocalLevelIsMeasuredAgainstItsRawWriteAndFlushingEvery
       rows_against_limits(cwd / "F", {{"local_save", "local_write_limit"},
                                       {"local_save_over_hashed_write", "local_hashed_write"},
                                       {"local_hashed_write", "local_write_limit"},
+                                      {"local_new_file_write", "local_write_limit"},
                                       {"local_write_limit", "local_write_limit"},
                                       {"job_flush_every_10_run", "job_flush_every_1_run"}});
   EXPECT_EQ(by_name["local_save"].at("target"), 1.15);

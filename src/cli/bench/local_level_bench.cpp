@@ -25,10 +25,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The raw write a node-local copy is measured against: the same bytes, one value after another,
-// into a new file (not fsynced, as the copy is not).
+// The file a raw write goes into: `file` itself when it is there (the round before last's,
+// written over as the level writes a copy over its spare), a new one otherwise.
+FileDescriptor open_to_write(const fs::path& file) {
+  return fs::exists(file) ? open_regular_file_for_writing(file) : create_new_file(file);
+}
+
+// The raw write a node-local copy is measured against: the same bytes, one value after another
+// (not fsynced, as the copy is not).
 void raw_write(const fs::path& file, const Workspace& workspace) {
-  auto fd = create_new_file(file);
+  auto fd = open_to_write(file);
   std::uint64_t offset = 0;
   for (const auto& name : workspace.names()) {
     const auto bytes = workspace.get(name).raw();
@@ -43,7 +49,7 @@ void raw_write(const fs::path& file, const Workspace& workspace) {
 // much of the save's cost over the raw write is the hash itself.
 void hashed_write(const fs::path& file, const Workspace& workspace) {
   constexpr std::size_t kPiece = std::size_t{1} << 20;
-  auto fd = create_new_file(file);
+  auto fd = open_to_write(file);
   std::uint64_t offset = 0;
   for (const auto& name : workspace.names()) {
     const auto bytes = workspace.get(name).raw();
@@ -98,27 +104,31 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
               "the node-local save: every rank's copy into --local-dir, agreed, and rank 0's "
               "manifest in --dir",
               {}};
-  Series limit{"local_write_limit", "pwrite of the same bytes into a new file per rank there", {}};
+  Series limit{"local_write_limit",
+               "pwrite of the same bytes per rank there, over the file of the round before last",
+               {}};
   Series hashed{"local_hashed_write",
                 "the same pwrite, each 1 MiB piece hashed (xxh64) before its write: the least "
                 "a copy carrying its checksum costs",
                 {}};
+  Series new_file{"local_new_file_write",
+                  "the same pwrite into a new file: what the level's spare saves a copy",
+                  {}};
   const auto raw_file = [&](const std::string& kind, std::int64_t round) {
     return local_dir /
            (kind + "-" + std::to_string(round % 2) + "-rank-" + std::to_string(comm.rank()));
   };
-  // Each side as the level keeps its copies (--local-keep 1): the former round's file is there
-  // while the next is written, and goes after it, untimed. Deleted before the write, a raw
-  // write reused the pages just freed, where the save's copy takes pages the kernel has had
-  // free for a round (on a virtual machine whose host takes free memory back, a fault in the
-  // host each); deleted at once after it, its dirty pages were dropped unwritten while the
-  // copies' were written back.
+  // Each side keeps its files as the level keeps its copies with --local-keep 1: the former
+  // round's file is there while the next is written, and the one before it is written over,
+  // as a copy is over the spare the level kept of it. The new file's former file goes after
+  // its write, untimed. (Deleted at once after its write, a raw file's dirty pages were dropped
+  // unwritten while the copies' were written back; deleted just before it, its next write
+  // reused the pages just freed where the save's took pages the kernel had held free for a
+  // round: on a virtual machine whose host takes free memory back, a fault in the host each.)
   const auto timed_write = [&](Series& series, const std::string& kind, std::int64_t round,
                                auto write) {
-    const auto file = raw_file(kind, round);
-    fs::remove(file);  // from the round before last, if an error left it
-    series.seconds.push_back(timed(comm, series.name, [&] { write(file, workspace); }));
-    fs::remove(raw_file(kind, round + 1));
+    series.seconds.push_back(
+        timed(comm, series.name, [&] { write(raw_file(kind, round), workspace); }));
   };
   for (std::int64_t round = 0;; ++round) {
     in_turn(round, {[&] {
@@ -131,13 +141,19 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
                       level.retain();
                     },
                     [&] { timed_write(hashed, "hashed", round, hashed_write); },
-                    [&] { timed_write(limit, "raw", round, raw_write); }});
+                    [&] { timed_write(limit, "raw", round, raw_write); },
+                    [&] {
+                      const auto file = raw_file("new", round);
+                      fs::remove(file);  // from the round before last
+                      timed_write(new_file, "new", round, raw_write);
+                      fs::remove(raw_file("new", round + 1));
+                    }});
     if (last_round(settings, round, {ratios(save, limit)})) {
       break;
     }
   }
   level.delete_all();
-  for (const auto* kind : {"raw", "hashed"}) {
+  for (const auto* kind : {"raw", "hashed", "new"}) {
     fs::remove(raw_file(kind, 0));
     fs::remove(raw_file(kind, 1));
   }
@@ -148,6 +164,7 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
   over_hashed["name"] = save.name + "_over_hashed_write";
   rows.push_back(std::move(over_hashed));
   rows.push_back(compare(hashed, limit, bytes));
+  rows.push_back(compare(new_file, limit, bytes));
   rows.push_back(compare(limit, limit, bytes));
   return rows;
 }

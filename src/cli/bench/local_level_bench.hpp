@@ -1,7 +1,8 @@
 // `epochrun bench --local-dir DIR`: the node-local level (docs/CLUSTERS.md, "Levels") measured.
 // Its node-local save (every rank's copy into DIR, the agreement, rank 0's manifest in --dir)
-// against the raw write of the same bytes into a new file of each rank's in DIR, in rounds whose
-// order alternates; and, with --job, the job run with --local-dir --flush-every 10 against the
+// against the raw write of the same bytes over a file of each rank's in DIR (and that write
+// hashing what it writes, and that write into a new file), in rounds whose order alternates;
+// and, with --job, the job run with --local-dir --flush-every 10 against the
 // same run flushing every checkpoint: their times, and the bytes each left in the checkpoint
 // directory (what the shared file system carried).
 #pragma once
