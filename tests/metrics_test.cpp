@@ -1,6 +1,7 @@
 // The metrics JSON lines (README "Metrics"): a small run, a resumed one after a torn last line,
 // and what every line holds.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -103,6 +104,26 @@ TEST(Metrics, EveryEpochAndLoadHasEveryRanksFiguresAndATornLineIsEnded) {
       {"epoch", 4}, {"load", 2},  {"epoch", 3}, {"epoch", 4}};
   EXPECT_EQ(events, expected);
   EXPECT_EQ(runs.size(), 2u);
+}
+
+// A FIFO under the run history's or the metrics' name in the checkpoint directory (nothing
+// writes into it, so opening or reading it would wait forever): the run is never held by it,
+// says in a warning line that the file is not a regular file, and commits its checkpoints;
+// inspect lists the directory. Before, the run waited on the FIFO until the bound killed it.
+TEST(Metrics, AFifoUnderTheRunHistoryOrTheMetricsNameIsNeverWaitedOn) {
+  for (const auto* name : {"runs.jsonl", "metrics.jsonl"}) {
+    ScratchDir cwd;
+    std::filesystem::create_directory(cwd / "D");
+    ASSERT_EQ(::mkfifo((cwd / "D" / name).c_str(), 0600), 0);
+    auto result = run_bounded({"run", "--job", "sum_pipeline", "--checkpoint-dir", "D",
+                               "--checkpoint-every", "2", "--log-level", "warn"},
+                              cwd.path());
+    ASSERT_EQ(result.exit_code, 0) << name << ": " << result.err;
+    EXPECT_NE(result.err.find("not a regular file"), std::string::npos) << name << result.err;
+    EXPECT_TRUE(std::filesystem::exists(cwd / "D" / "epoch-000004.h5")) << name;
+    auto inspected = run_within({EPOCHRUN_BINARY, "inspect", "D"}, cwd.path(), 60);
+    EXPECT_EQ(inspected.exit_code, 0) << name << ": " << inspected.err;
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // two runs, a resume's load, asynchronous save completions, fields and events of a later
 // version, a damaged line and a torn last line; and written by real runs.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -180,11 +181,15 @@ TEST_F(Report, ADamagedLineIsSkippedWithOneWarning) {
 TEST_F(Report, BadInputIsOneLineExitTwoAndWritesNothing) {
   fs::create_directory(cwd_ / "empty");
   write_file(cwd_ / "file", "x");
+  // Nothing writes into it: a read would wait forever.
+  fs::create_directory(cwd_ / "fifo");
+  ASSERT_EQ(::mkfifo((cwd_ / "fifo" / "metrics.jsonl").c_str(), 0600), 0);
   for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{}, "report needs a checkpoint directory"},
            {{"missing"}, "'missing' is not a directory"},
            {{"file"}, "'file' is not a directory"},
            {{"empty"}, "cannot read empty/metrics.jsonl"},
+           {{"fifo"}, "cannot read fifo/metrics.jsonl: not a regular file"},
            {{"empty", "--frobnicate"}, "frobnicate"},
        }) {
     auto result = report(args, cwd_.path());
@@ -197,7 +202,7 @@ TEST_F(Report, BadInputIsOneLineExitTwoAndWritesNothing) {
   auto result = report({"D", "-o", "no_such_dir/t.svg"}, cwd_.path());
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_NE(result.err.find("-o no_such_dir/t.svg"), std::string::npos) << result.err;
-  EXPECT_EQ(list_directory(cwd_.path()), (std::vector<std::string>{"D", "empty", "file"}));
+  EXPECT_EQ(list_directory(cwd_.path()), (std::vector<std::string>{"D", "empty", "fifo", "file"}));
   EXPECT_EQ(list_directory(cwd_ / "D"), std::vector<std::string>{"metrics.jsonl"});
 }
 

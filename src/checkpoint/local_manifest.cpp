@@ -102,12 +102,7 @@ LocalManifest read_local_manifest(const std::filesystem::path& checkpoint_dir, s
   // not read (a FIFO's read would wait for a writer forever).
   std::string text;
   try {
-    read_or_corrupt([&] {
-      const auto fd = open_regular_file_for_reading(file);
-      text.resize(file_size(fd.get()));
-      read_at(fd.get(), 0, std::as_writable_bytes(std::span(text.data(), text.size())),
-              file.string());
-    });
+    read_or_corrupt([&] { text = read_regular_file(file); });
   } catch (const CheckpointNotFound&) {
     throw CheckpointNotFound("no node-local epoch " + std::to_string(epoch) + ": " + file.string() +
                              " is missing");

@@ -207,10 +207,19 @@ void write_file_atomically(const std::filesystem::path& target, std::string_view
 void append_line(const std::filesystem::path& file, std::string_view line, bool sync) {
   std::error_code ignored;
   const bool existed = std::filesystem::exists(file, ignored);
-  FileDescriptor fd(
-      ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  // Non-blocking, and for a regular file only: a FIFO under the name would make the open (no
+  // reader) or the write (a full pipe) wait forever.
+  FileDescriptor fd(::open(
+      file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644));
+  struct stat status {};
+  if (!fd.valid() && errno == ENXIO) {
+    throw Error("cannot append to " + file.string() + ": not a regular file (a FIFO)");
+  }
   if (!fd.valid()) {
     throw Error(errno_message("cannot open " + file.string()));
+  }
+  if (::fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode)) {
+    throw Error("cannot append to " + file.string() + ": not a regular file");
   }
   if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
       (sync && ::fsync(fd.get()) != 0)) {

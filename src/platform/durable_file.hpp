@@ -59,7 +59,8 @@ void write_file_atomically(const std::filesystem::path& target, std::string_view
 // Appends `line` (which ends with '\n') to `file` in one write (O_APPEND: after every earlier
 // line; a crash can at worst leave a torn last line, which readers skip), creating the file
 // (0644 narrowed by the umask) when missing; with `sync` fsyncs it (and the directory when
-// the file is new). Throws Error; a file it created is removed again on failure.
+// the file is new). Throws Error (also, at once, when `file` is a FIFO or anything but a
+// regular file: never waits on one); a file it created is removed again on failure.
 void append_line(const std::filesystem::path& file, std::string_view line, bool sync);
 
 // Copies `source` to `target` with the same guarantees as write_file_atomically.

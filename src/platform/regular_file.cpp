@@ -44,6 +44,13 @@ FileDescriptor open_regular_file_for_reading(const std::filesystem::path& file) 
   return fd;
 }
 
+std::string read_regular_file(const std::filesystem::path& file) {
+  const auto fd = open_regular_file_for_reading(file);
+  std::string text(file_size(fd.get()), '\0');
+  read_at(fd.get(), 0, std::as_writable_bytes(std::span(text.data(), text.size())), file.string());
+  return text;
+}
+
 FileDescriptor open_regular_file_for_writing(const std::filesystem::path& file) {
   FileDescriptor fd(::open(file.c_str(), O_WRONLY | kSafeOpenFlags));
   if (!fd.valid()) {

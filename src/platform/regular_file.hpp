@@ -23,6 +23,11 @@ namespace epochrun {
 // a symlink), CheckpointError for any other failure.
 FileDescriptor open_regular_file_for_reading(const std::filesystem::path& file);
 
+// The whole of `file`, opened as open_regular_file_for_reading opens it and throwing as it does:
+// a manifest or a log (runs.jsonl, metrics.jsonl) read without ever waiting on a FIFO put under
+// its name.
+std::string read_regular_file(const std::filesystem::path& file);
+
 // Write-only, for a file this run created. Throws Error when it cannot be opened or is not a
 // regular file.
 FileDescriptor open_regular_file_for_writing(const std::filesystem::path& file);

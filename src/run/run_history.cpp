@@ -1,13 +1,16 @@
 #include "run_history_file.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <ctime>
-#include <fstream>
+#include <sstream>
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/run_summary.hpp"
 #include "host_name.hpp"
 #include "json_text.hpp"
+#include "regular_file.hpp"
 #include "run_history_json.hpp"
 
 namespace epochrun {
@@ -106,8 +109,19 @@ void append_run_record(const std::filesystem::path& directory, const RunRecord& 
 }
 
 std::vector<RunRecord> read_run_history(const std::filesystem::path& directory) {
+  std::string text;
+  try {
+    text = read_regular_file(directory / kRunHistoryFileName);
+  } catch (const CheckpointNotFound&) {
+    return {};  // no run recorded yet
+  } catch (const std::exception& error) {
+    // A FIFO or a directory under its name is never read (a FIFO's read waits for a writer
+    // forever); appending to it fails too, with its own warning.
+    spdlog::warn("run history not read: {}", error.what());
+    return {};
+  }
   std::vector<RunRecord> records;
-  std::ifstream in(directory / kRunHistoryFileName);
+  std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     const auto json = nlohmann::json::parse(line, nullptr, false);
     if (!json.is_object()) {

@@ -8,14 +8,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "checkpoint_saver.hpp"
 #include "durable_file.hpp"
+#include "epochrun/errors.hpp"
 #include "json_text.hpp"
+#include "regular_file.hpp"
 #include "run_history_file.hpp"
 
 namespace epochrun {
@@ -90,17 +91,23 @@ RunMetrics::RunMetrics(const Communicator& comm, std::filesystem::path checkpoin
     return;
   }
   // A run killed inside an append leaves a torn last line: end it, so that this run's first
-  // line is not glued to it (readers skip the torn one).
-  std::ifstream in(file_, std::ios::binary | std::ios::ate);
-  if (in && in.tellg() > 0) {
-    in.seekg(-1, std::ios::end);
-    if (in.get() != '\n') {
-      try {
-        append_line(file_, "\n", false);
-      } catch (const std::exception& error) {
-        spdlog::warn("metrics: {}", error.what());
-      }
+  // line is not glued to it (readers skip the torn one). Opened as a checkpoint file is: a FIFO
+  // under the name is never read (its read would wait for a writer forever).
+  try {
+    const auto fd = open_regular_file_for_reading(file_);
+    const auto size = file_size(fd.get());
+    std::array<std::byte, 1> last{};
+    if (size > 0) {
+      read_at(fd.get(), size - 1, last, file_.string());
     }
+    if (size > 0 && last[0] != std::byte{'\n'}) {
+      append_line(file_, "\n", false);
+    }
+  } catch (const CheckpointNotFound&) {
+    // the first run to record metrics here
+  } catch (const std::exception& error) {
+    spdlog::warn("metrics not recorded (further failures are not logged): {}", error.what());
+    warned_ = true;
   }
 }
 

@@ -1,12 +1,10 @@
 #include "report/run_metrics_log.hpp"
 
 #include <algorithm>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "epochrun/errors.hpp"
+#include "regular_file.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -108,14 +106,19 @@ int LoggedRun::num_ranks() const {
 }
 
 MetricsLog read_metrics_log(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    throw UsageError("cannot read " + file.string() + ": " + std::strerror(errno) +
-                     " (runs write it into their checkpoint directory)");
+  // Opened as a checkpoint file is: a FIFO under the name is refused, never waited on.
+  std::string text;
+  try {
+    text = read_regular_file(file);
+  } catch (const CheckpointNotFound&) {
+    throw UsageError("cannot read " + file.string() +
+                     ": no such file (runs write it into their checkpoint directory)");
+  } catch (const CorruptCheckpoint&) {
+    throw UsageError("cannot read " + file.string() +
+                     ": not a regular file (a FIFO, a directory or a symlink)");
+  } catch (const std::exception& error) {
+    throw UsageError("cannot read " + file.string() + ": " + error.what());
   }
-  std::stringstream content;
-  content << in.rdbuf();
-  const auto text = content.str();
   MetricsLog log;
   std::size_t start = 0;
   while (start < text.size()) {
