@@ -67,24 +67,31 @@ LocalManifest parse_local_manifest(const std::string& text, const std::string& w
     if (json.at("format").get<std::string>() != kFormat || json.at("version").get<int>() != 1) {
       throw Error("not a node-local epoch's manifest of version 1");
     }
+    // Read as 64-bit and checked: get<int> would take 2^32 + 1 for 1.
+    const auto ranks = json.at("ranks").get<std::int64_t>();
     LocalManifest manifest{
-        json.at("job").get<std::string>(),    json.at("epoch").get<std::int64_t>(),
-        json.at("ranks").get<int>(),          json.at("redundancy").get<std::string>(),
-        json.at("config").get<std::string>(), {}};
+        json.at("job").get<std::string>(),        json.at("epoch").get<std::int64_t>(), 0,
+        json.at("redundancy").get<std::string>(), json.at("config").get<std::string>(), {}};
     for (const auto& part : json.at("parts")) {
-      manifest.parts.push_back(LocalPart{part.at("rank").get<int>(),
-                                         part.at("host").get<std::string>(),
+      const auto rank = part.at("rank").get<std::int64_t>();
+      if (rank != static_cast<std::int64_t>(manifest.parts.size())) {
+        throw Error("its parts are not in rank order (part " +
+                    std::to_string(manifest.parts.size()) + " is of rank " + std::to_string(rank) +
+                    ")");
+      }
+      manifest.parts.push_back(LocalPart{static_cast<int>(rank), part.at("host").get<std::string>(),
                                          part.at("record_xxh64").get<std::uint64_t>(),
                                          part.at("file_bytes").get<std::uint64_t>()});
-      if (manifest.parts.back().rank != static_cast<int>(manifest.parts.size()) - 1) {
-        throw Error("its parts are not in rank order");
-      }
     }
-    if (manifest.ranks <= 0 || manifest.parts.size() != static_cast<std::size_t>(manifest.ranks)) {
+    if (ranks <= 0 || manifest.parts.size() != static_cast<std::uint64_t>(ranks)) {
       throw Error("it records " + std::to_string(manifest.parts.size()) + " parts of " +
-                  std::to_string(manifest.ranks) + " ranks");
+                  std::to_string(ranks) + " ranks");
     }
+    manifest.ranks = static_cast<int>(ranks);  // as many as its parts
     return manifest;
+  } catch (const nlohmann::json::parse_error& error) {
+    // Its own text would echo what it read last, up to a kilobyte of the file.
+    throw CorruptCheckpoint(what + ": not valid JSON (at byte " + std::to_string(error.byte) + ")");
   } catch (const std::exception& error) {
     throw CorruptCheckpoint(what + ": " + error.what());
   }
