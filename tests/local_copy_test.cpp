@@ -92,5 +92,44 @@ TEST_F(LocalCopySpare, ASpareThatIsASymlinkOrHasAnotherNameIsNeverWrittenThrough
   EXPECT_FALSE(fs::exists(spare()));
 }
 
+// A directory under the spare's name is not the rank's: left where it is with what it holds,
+// the copy made in a new file, nothing left under a temporary name; retention and the end of the
+// level leave it alone too.
+TEST_F(LocalCopySpare, ADirectoryUnderTheSparesNameIsLeftAlone) {
+  fs::create_directory(spare());
+  std::ofstream(spare() / "inside") << "mine";
+  write(1, 2 << 20);
+  expect_whole(1, 2 << 20);
+  write(2, 2 << 20);
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, {2}, SpareCopy::kKeep), 0);
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, {2}, SpareCopy::kDelete), 0);
+  EXPECT_EQ(read_file(spare() / "inside"), "mine");
+  EXPECT_EQ(list_directory(dir_.path()),
+            (std::vector<std::string>{copy(2).filename().string(), spare().filename().string()}));
+}
+
+// A spare of another user's is not written over (the copy would keep its owner), and one of this
+// user's with another mode becomes a copy of a new copy's mode, 0644.
+TEST_F(LocalCopySpare, ACopyHasACopysOwnerAndModeWhateverTheSpare) {
+  std::ofstream(spare()) << "a spare";
+  ASSERT_EQ(::chmod(spare().c_str(), 04777), 0);
+  const auto ours = inode_of(spare());
+  write(1, 1 << 20);
+  EXPECT_EQ(inode_of(copy(1)), ours);
+  struct stat status {};
+  ASSERT_EQ(::stat(copy(1).c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 07777, 0644u);
+
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "giving a file to another user needs root";
+  }
+  std::ofstream(spare()) << "another user's";
+  ASSERT_EQ(::chown(spare().c_str(), 65534, 65534), 0);
+  write(2, 1 << 20);
+  ASSERT_EQ(::stat(copy(2).c_str(), &status), 0);
+  EXPECT_EQ(status.st_uid, ::geteuid());
+  expect_whole(2, 1 << 20);
+}
+
 }  // namespace
 }  // namespace epochrun::testing

@@ -119,21 +119,41 @@ std::filesystem::path local_spare_file(const std::filesystem::path& dir, int ran
 
 namespace {
 
-// `temporary`, opened for the copy: the rank's spare renamed to it when the spare is a regular
-// file with no other name (writing over a hard link would change another file), else a new file.
+// Whether `file` is a directory (never followed): one under the spare's name is not the rank's
+// spare, and is left alone.
+bool is_a_directory(const std::filesystem::path& file) {
+  struct stat status {};
+  return ::lstat(file.c_str(), &status) == 0 && S_ISDIR(status.st_mode);
+}
+
+// Whether `status` is that of a spare the rank may write over: a regular file with no other
+// name (writing over a hard link would change another file), owned by this process's user.
+bool reusable(const struct stat& status) {
+  return S_ISREG(status.st_mode) && status.st_nlink == 1 && status.st_uid == ::geteuid();
+}
+
+// `temporary`, opened for the copy: the rank's spare renamed to it when the spare is reusable
+// (its mode then set to a new copy's, 0644), else a new file. Anything else under the spare's
+// name is deleted, but a directory, which is left where it is.
 FileDescriptor open_copy_file(const std::filesystem::path& spare,
                               const std::filesystem::path& temporary) {
-  if (::rename(spare.c_str(), temporary.c_str()) == 0) {
-    try {
-      auto fd = open_regular_file_for_writing(temporary);
-      struct stat status {};
-      if (::fstat(fd.get(), &status) == 0 && status.st_nlink == 1) {
-        return fd;
+  struct stat status {};
+  if (::lstat(spare.c_str(), &status) == 0) {
+    if (reusable(status) && ::rename(spare.c_str(), temporary.c_str()) == 0) {
+      try {
+        auto fd = open_regular_file_for_writing(temporary);
+        if (::fstat(fd.get(), &status) == 0 && reusable(status) && ::fchmod(fd.get(), 0644) == 0) {
+          return fd;
+        }
+      } catch (const Error&) {
+        // swapped for something else since it was looked at: as below
       }
-    } catch (const Error&) {
-      // not a regular file: deleted below like a spare with another name
+      if (::unlink(temporary.c_str()) != 0) {
+        ::rename(temporary.c_str(), spare.c_str());  // a directory: back under its name
+      }
+    } else if (!is_a_directory(spare)) {
+      ::unlink(spare.c_str());
     }
-    ::unlink(temporary.c_str());
   }
   return create_new_file(temporary);
 }
@@ -287,7 +307,8 @@ int remove_local_copies(const std::filesystem::path& dir, int rank,
   if (spare == SpareCopy::kKeep && oldest &&
       ::rename((dir / oldest->second).c_str(), spare_file.c_str()) == 0) {
     std::erase(doomed, oldest->second);
-  } else if (spare == SpareCopy::kDelete && ::unlink(spare_file.c_str()) != 0 && errno != ENOENT) {
+  } else if (spare == SpareCopy::kDelete && !is_a_directory(spare_file) &&
+             ::unlink(spare_file.c_str()) != 0 && errno != ENOENT) {
     ++failed;
   }
   for (const auto& name : doomed) {

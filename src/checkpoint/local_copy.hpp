@@ -64,8 +64,9 @@ std::optional<std::pair<std::int64_t, int>> parse_epoch_rank_name(std::string_vi
                                                                   std::string_view suffix);
 
 // Writes this rank's `blobs` (views of the job's memory) as its copy of `epoch`, hashing each
-// value as it streams, and returns what it wrote: over the rank's spare when there is one (a
-// spare that is not a plain regular file of this rank's is deleted, and a new file made).
+// value as it streams, and returns what it wrote: over the rank's spare when there is one that
+// is a regular file of this user's with no other name (anything else under the spare's name is
+// deleted, a directory left alone, and a new file made).
 // Throws Error (no file left behind).
 LocalCopyRecord write_local_copy(const std::filesystem::path& dir, const std::string& job,
                                  std::int64_t epoch, int rank, int ranks,
