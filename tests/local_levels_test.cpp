@@ -183,6 +183,31 @@ TEST_F(LocalLevels, AResumeLoadsTheNewestNodeLocalEpochAndEndsExact) {
   EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({4, 5})) << summary;
 }
 
+// Killed while epoch 3 is flushed (--flush-every 3; rank 1 killed after epoch 4 ran, before the
+// epoch boundary that commits the flush): epoch 3 was committed node-local when its copies were
+// agreed, so the resume loads it, not node-local epoch 2 (two epochs lost), and ends
+// bit-identical.
+TEST_F(LocalLevels, AKillDuringAFlushResumesFromTheEpochBeingFlushed) {
+  auto killed = run({"--flush-every", "3"}, with_fault("epoch@4:1:KILL"));
+  ASSERT_NE(killed.exit_code, 0) << killed.err;
+  ASSERT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(files_in("D", ".local.json"),
+            (std::vector<std::string>{manifest_name(2), manifest_name(3)}));
+
+  auto resumed =
+      run({"--flush-every", "3", "--resume-from-epoch", "latest", "--summary-json", "s.json"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("resumed job sgd_regression from node-local epoch 3"), std::string::npos)
+      << all;
+  expect_end_as_synchronous();
+  const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
+  EXPECT_EQ(summary["resumed_from"], 3);
+  EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({4, 5})) << summary;
+  // Each flushed epoch's manifest went with its commit.
+  EXPECT_TRUE(files_in("D", ".local.json").empty());
+}
+
 // An explicit --resume-from-epoch of a node-local epoch loads it; of one whose copy is gone it
 // fails with exit 3 and loads nothing else.
 TEST_F(LocalLevels, AnExplicitNodeLocalEpochLoadsOrFails) {
@@ -378,7 +403,8 @@ TEST_F(LocalLevels, AnAsynchronousRunExchangesRedundancyInTheBackground) {
   }
   expect_end_as_synchronous();
   // Each exchange ran beside the job, in no save's phases: its time is a metrics line of its
-  // own, every rank's, once.
+  // own, every rank's, once. Epoch 0's too: flushed in the background, it was committed (and
+  // protected) node-local while its flush ran.
   std::map<std::int64_t, int> exchanged;
   for (const auto& line : json_lines(cwd_ / "D" / "metrics.jsonl")) {
     if (line["event"] == "redundancy") {
@@ -389,7 +415,7 @@ TEST_F(LocalLevels, AnAsynchronousRunExchangesRedundancyInTheBackground) {
       exchanged[line["epoch"].get<std::int64_t>()] += static_cast<int>(line["ranks"].size());
     }
   }
-  EXPECT_EQ(exchanged, (std::map<std::int64_t, int>{{1, 3}, {2, 3}, {3, 3}, {4, 3}}));
+  EXPECT_EQ(exchanged, (std::map<std::int64_t, int>{{0, 3}, {1, 3}, {2, 3}, {3, 3}, {4, 3}}));
   const auto node_local =
       nlohmann::json::parse(read_file(cwd_ / "s.json"))["save_levels"]["node-local"];
   EXPECT_EQ(node_local["saves"], 4) << node_local;

@@ -146,6 +146,11 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
       }
       auto copies = std::move(*copied);
       copying.reset();
+      if (staged && background) {
+        // Committed node-local while the flush runs. A flush at once (the last checkpoint, one
+        // at a stop) has no epoch boundary to wait for, and a stop no time for an exchange.
+        level_.commit_while_flushed(epoch, mapped_->record(), outcome.phases);
+      }
       in_flight_.emplace(begin_save(epoch, std::move(copies),
                                     background && background_comm_ ? *background_comm_ : comm_));
       note_array_paths(*in_flight_, outcome);

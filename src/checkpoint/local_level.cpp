@@ -146,16 +146,33 @@ bool LocalLevel::save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, S
       return false;
     }
   }
+  commit_copies(epoch, *record, phases);
+  kept(epoch);
+  manifested_.push_back(epoch);
+  return true;
+}
+
+void LocalLevel::commit_while_flushed(std::int64_t epoch, const LocalCopyRecord& record,
+                                      SavePhases& phases) {
+  if (options_.flush.flushes_every_checkpoint()) {
+    return;
+  }
+  commit_copies(epoch, record, phases);
+  // Not kept yet: kept() once the flush commits (which makes the manifest redundant: the next
+  // retain deletes it), never when the flush fails (the retain deletes copies and manifest).
+  manifested_.push_back(epoch);
+}
+
+void LocalLevel::commit_copies(std::int64_t epoch, const LocalCopyRecord& record,
+                               SavePhases& phases) {
   if (exchange_comm_) {
     // The copies are complete and agreed: the epoch is saved now, unprotected, and protected
     // in the background while the job goes on.
     LocalManifest manifest;
     {
       const PhaseTimer timer(phases, SavePhase::kCommit);
-      manifest = commit_manifest(epoch, *record, "none");
+      manifest = commit_manifest(epoch, record, "none");
     }
-    kept(epoch);
-    manifested_.push_back(epoch);
     exchanging_ = epoch;
     {
       const std::lock_guard lock(exchange_mutex_);
@@ -165,7 +182,7 @@ bool LocalLevel::save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, S
     if (!exchange_.joinable()) {
       exchange_ = std::thread([this] { run_exchanges(); });
     }
-    return true;
+    return;
   }
   std::string redundancy;
   {
@@ -173,10 +190,7 @@ bool LocalLevel::save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, S
     redundancy = store_redundancy(epoch, comm_);
   }
   const PhaseTimer timer(phases, SavePhase::kCommit);
-  commit_manifest(epoch, *record, redundancy);
-  kept(epoch);
-  manifested_.push_back(epoch);
-  return true;
+  commit_manifest(epoch, record, redundancy);
 }
 
 void LocalLevel::protect_in_background(LocalManifest manifest) {

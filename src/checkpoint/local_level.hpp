@@ -69,6 +69,12 @@ class LocalLevel {
   // step's time goes to `phases`.
   // In an asynchronous run, step 2 goes on in the background after it returns (see above).
   bool save(std::int64_t epoch, const std::vector<SavedBlob>& blobs, SavePhases& phases);
+  // Collective, after write_copies of an epoch that is flushed in the background, with node-local
+  // epochs (--flush-every N > 1, --flush-interval): steps 2 and 3 as save() takes them, so that
+  // the epoch is committed node-local (and protected across hosts) while its flush runs. A run
+  // killed before the flushed file commits then resumes from it, not from the node-local epoch
+  // before it. When every checkpoint is flushed (staging alone): nothing. Throws as save().
+  void commit_while_flushed(std::int64_t epoch, const LocalCopyRecord& record, SavePhases& phases);
   // Waits for the background redundancy exchange in flight, if any: on return its epoch's
   // manifest says what protects it. Collective in effect (the exchange is); bounded by
   // --save-timeout as the exchange is. Every other step of the level settles first.
@@ -109,6 +115,9 @@ class LocalLevel {
   // the epoch is saved, unprotected, with a warning).
   // Its MPI calls are on `on` alone.
   std::string store_redundancy(std::int64_t epoch, const Communicator& on);
+  // Steps 2 and 3 for `epoch`, whose copies write_copies wrote (in an asynchronous run, step 2
+  // goes on in the background: see above).
+  void commit_copies(std::int64_t epoch, const LocalCopyRecord& record, SavePhases& phases);
   // Step 3: gathers every rank's part to rank 0, which writes the manifest. Returns it (rank
   // 0; the others an empty one).
   LocalManifest commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
