@@ -80,6 +80,23 @@ class LocalLevels : public ComparedWithSynchronousRun {
     EXPECT_EQ(epoch_of(cwd_.path(), 3), epoch_of(sync_->path(), 3));
   }
 
+  // Resumed with --flush-every `flush_every`: the run loads node-local epoch 3, flushes its
+  // first checkpoint (epoch 4: how many node-local ones came before 3 it cannot know) and its
+  // last, and ends bit-identical.
+  void resume_from_node_local_epoch_3(const std::string& flush_every) {
+    auto resumed = run({"--flush-every", flush_every, "--resume-from-epoch", "latest",
+                        "--summary-json", "s.json"});
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const auto all = resumed.out + resumed.err;
+    EXPECT_NE(all.find("resumed job sgd_regression from node-local epoch 3"), std::string::npos)
+        << all;
+    expect_end_as_synchronous();
+    const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
+    EXPECT_EQ(summary["resumed_from"], 3);
+    EXPECT_EQ(summary["resumed_from_level"], "node-local");
+    EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({4, 5})) << summary;
+  }
+
   std::vector<std::string> files_in(const std::string& dir, const std::string& ending) const {
     std::vector<std::string> found;
     for (const auto& name : list_directory(cwd_ / dir)) {
@@ -170,17 +187,7 @@ TEST_F(LocalLevels, AResumeLoadsTheNewestNodeLocalEpochAndEndsExact) {
   auto text = run_bounded({EPOCHRUN_BINARY, "inspect", "D"}, cwd_.path(), {});
   EXPECT_NE(text.out.find("node-local epochs in D: 2"), std::string::npos) << text.out;
 
-  auto resumed =
-      run({"--flush-every", "10", "--resume-from-epoch", "latest", "--summary-json", "s.json"});
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  const auto all = resumed.out + resumed.err;
-  EXPECT_NE(all.find("resumed job sgd_regression from node-local epoch 3"), std::string::npos)
-      << all;
-  expect_end_as_synchronous();
-  const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
-  EXPECT_EQ(summary["resumed_from"], 3);
-  EXPECT_EQ(summary["resumed_from_level"], "node-local");
-  EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({4, 5})) << summary;
+  resume_from_node_local_epoch_3("10");
 }
 
 // Killed while epoch 3 is flushed (--flush-every 3; rank 1 killed after epoch 4 ran, before the
@@ -194,16 +201,7 @@ TEST_F(LocalLevels, AKillDuringAFlushResumesFromTheEpochBeingFlushed) {
   EXPECT_EQ(files_in("D", ".local.json"),
             (std::vector<std::string>{manifest_name(2), manifest_name(3)}));
 
-  auto resumed =
-      run({"--flush-every", "3", "--resume-from-epoch", "latest", "--summary-json", "s.json"});
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  const auto all = resumed.out + resumed.err;
-  EXPECT_NE(all.find("resumed job sgd_regression from node-local epoch 3"), std::string::npos)
-      << all;
-  expect_end_as_synchronous();
-  const auto summary = nlohmann::json::parse(read_file(cwd_ / "s.json"));
-  EXPECT_EQ(summary["resumed_from"], 3);
-  EXPECT_EQ(summary["committed_checkpoints"], nlohmann::json({4, 5})) << summary;
+  resume_from_node_local_epoch_3("3");
   // Each flushed epoch's manifest went with its commit.
   EXPECT_TRUE(files_in("D", ".local.json").empty());
 }
