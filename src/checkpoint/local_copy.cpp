@@ -151,7 +151,7 @@ FileDescriptor open_copy_file(const std::filesystem::path& spare,
       if (::unlink(temporary.c_str()) != 0) {
         ::rename(temporary.c_str(), spare.c_str());  // a directory: back under its name
       }
-    } else if (!is_a_directory(spare)) {
+    } else if (!S_ISDIR(status.st_mode)) {
       ::unlink(spare.c_str());
     }
   }

@@ -14,9 +14,10 @@
 //
 // DIR/spare.rank-R.local: a copy that retention retired (remove_local_copies), kept so that the
 // rank's next copy is written over it instead of into a new file. A new file's pages (tmpfs) or
-// blocks (a disk) are allocated as it is written; over the spare's, the same 256 MiB copy was
-// written in about half the time on tmpfs (docs/benchmarks.md). PostgreSQL recycles its WAL
-// segments for the same reason. It costs what the save's peak costs anyway: one copy more than
+// blocks (a disk) are allocated as it is written: on tmpfs here a raw write of 256 MiB into a
+// new file took 1.8 to 4.1 times one over an existing file (docs/benchmarks.md). PostgreSQL
+// recycles its WAL segments for the same reason. It costs what the save's peak costs anyway: one
+// copy more than
 // --local-keep, at rest as well as during a save; the level deletes it when its run ends.
 #pragma once
 

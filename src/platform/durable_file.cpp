@@ -211,13 +211,13 @@ void append_line(const std::filesystem::path& file, std::string_view line, bool 
   // reader) or the write (a full pipe) wait forever.
   FileDescriptor fd(::open(
       file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644));
-  struct stat status {};
   if (!fd.valid() && errno == ENXIO) {
     throw Error("cannot append to " + file.string() + ": not a regular file (a FIFO)");
   }
   if (!fd.valid()) {
     throw Error(errno_message("cannot open " + file.string()));
   }
+  struct stat status {};
   if (::fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode)) {
     throw Error("cannot append to " + file.string() + ": not a regular file");
   }

@@ -96,18 +96,17 @@ RunMetrics::RunMetrics(const Communicator& comm, std::filesystem::path checkpoin
   try {
     const auto fd = open_regular_file_for_reading(file_);
     const auto size = file_size(fd.get());
-    std::array<std::byte, 1> last{};
     if (size > 0) {
+      std::array<std::byte, 1> last{};
       read_at(fd.get(), size - 1, last, file_.string());
-    }
-    if (size > 0 && last[0] != std::byte{'\n'}) {
-      append_line(file_, "\n", false);
+      if (last[0] != std::byte{'\n'}) {
+        append_line(file_, "\n", false);
+      }
     }
   } catch (const CheckpointNotFound&) {
     // the first run to record metrics here
   } catch (const std::exception& error) {
-    spdlog::warn("metrics not recorded (further failures are not logged): {}", error.what());
-    warned_ = true;
+    not_recorded(error);
   }
 }
 
@@ -206,10 +205,14 @@ void RunMetrics::append(const std::string& event, std::int64_t epoch, const Figu
     // directory is the saves' to create: without it there is nothing to measure against.
     append_line(file_, json_text(line) + "\n", false);
   } catch (const std::exception& error) {
-    if (!warned_) {
-      spdlog::warn("metrics not recorded (further failures are not logged): {}", error.what());
-      warned_ = true;
-    }
+    not_recorded(error);
+  }
+}
+
+void RunMetrics::not_recorded(const std::exception& error) const {
+  if (!warned_) {
+    spdlog::warn("metrics not recorded (further failures are not logged): {}", error.what());
+    warned_ = true;
   }
 }
 

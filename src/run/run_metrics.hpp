@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -61,6 +62,8 @@ class RunMetrics {
               const std::optional<bool>& committed,
               const std::vector<std::pair<std::string, ArrayPath>>& array_paths = {},
               const std::string& level = {}) const;
+  // Rank 0: logs `error` as the metrics' first failure; later ones are not logged.
+  void not_recorded(const std::exception& error) const;
 
   const Communicator& comm_;
   std::filesystem::path file_;  // empty: no metrics
