@@ -1,16 +1,19 @@
 // A rank's node-local copies and its spare: retention keeps the oldest copy it retires as the
 // spare, the next copy is written over it (the same file, cut to the new copy's length, whole
 // and verifiable), a spare that is a symlink or has a second name is never written through, and
-// a level that ends deletes the spare with the copies.
+// a level that ends deletes the spare with the copies; the files of ranks a run no longer has are
+// deleted by the ranks it has.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <fstream>
 #include <vector>
 
+#include "durable_file.hpp"
 #include "local_copy.hpp"
 #include "test_support.hpp"
 
@@ -56,7 +59,7 @@ TEST_F(LocalCopySpare, TheNextCopyIsWrittenOverTheCopyRetentionRetired) {
   write(1, 3 << 20);
   const auto first = inode_of(copy(1));
   write(2, 3 << 20);
-  EXPECT_EQ(remove_local_copies(dir_.path(), 0, {2}, SpareCopy::kKeep), 0);
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, 1, {2}, SpareCopy::kKeep), 0);
   EXPECT_FALSE(fs::exists(copy(1)));
   ASSERT_TRUE(fs::exists(spare()));
   EXPECT_EQ(inode_of(spare()), first);
@@ -69,10 +72,10 @@ TEST_F(LocalCopySpare, TheNextCopyIsWrittenOverTheCopyRetentionRetired) {
   expect_whole(2, 3 << 20);
 
   const auto second = inode_of(copy(2));
-  EXPECT_EQ(remove_local_copies(dir_.path(), 0, {3}, SpareCopy::kKeep), 0);
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, 1, {3}, SpareCopy::kKeep), 0);
   EXPECT_EQ(inode_of(spare()), second);
   // A level that ends (or whose file system failed) leaves no spare.
-  EXPECT_EQ(remove_local_copies(dir_.path(), 0, {}, SpareCopy::kDelete), 0);
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, 1, {}, SpareCopy::kDelete), 0);
   EXPECT_TRUE(list_directory(dir_.path()).empty());
 }
 
@@ -101,8 +104,8 @@ TEST_F(LocalCopySpare, ADirectoryUnderTheSparesNameIsLeftAlone) {
   write(1, 2 << 20);
   expect_whole(1, 2 << 20);
   write(2, 2 << 20);
-  EXPECT_EQ(remove_local_copies(dir_.path(), 0, {2}, SpareCopy::kKeep), 0);
-  EXPECT_EQ(remove_local_copies(dir_.path(), 0, {2}, SpareCopy::kDelete), 0);
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, 1, {2}, SpareCopy::kKeep), 0);
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, 1, {2}, SpareCopy::kDelete), 0);
   EXPECT_EQ(read_file(spare() / "inside"), "mine");
   EXPECT_EQ(list_directory(dir_.path()),
             (std::vector<std::string>{copy(2).filename().string(), spare().filename().string()}));
@@ -129,6 +132,28 @@ TEST_F(LocalCopySpare, ACopyHasACopysOwnerAndModeWhateverTheSpare) {
   ASSERT_EQ(::stat(copy(2).c_str(), &status), 0);
   EXPECT_EQ(status.st_uid, ::geteuid());
   expect_whole(2, 1 << 20);
+}
+
+// A run on 2 ranks where one on 3 left its files: rank 2's copies of the epochs not kept, its
+// leftover temporary and its spare are deleted by whichever rank retains (rank 0 here); its copy
+// of a kept epoch stays, as do rank 1's files, which rank 1 retains itself.
+TEST_F(LocalCopySpare, TheFilesOfARankTheRunDoesNotHaveAreDeletedByItsRanks) {
+  const auto file = [&](const std::string& name) {
+    std::ofstream(dir_.path() / name) << "a file";
+    return name;
+  };
+  const auto kept = file(local_copy_file(dir_.path(), 2, 2).filename());
+  const auto others = {file(local_copy_file(dir_.path(), 1, 1).filename()),
+                       file(local_spare_file(dir_.path(), 1).filename())};
+  file(local_copy_file(dir_.path(), 1, 2).filename());
+  file(temporary_sibling(local_copy_file(dir_.path(), 3, 2)).filename());
+  file(local_spare_file(dir_.path(), 2).filename());
+  file(local_spare_file(dir_.path(), 3).filename());
+  EXPECT_EQ(remove_local_copies(dir_.path(), 0, 2, {2}, SpareCopy::kKeep), 0);
+  std::vector<std::string> left{kept};
+  left.insert(left.end(), others.begin(), others.end());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(list_directory(dir_.path()), left);
 }
 
 }  // namespace

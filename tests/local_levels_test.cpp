@@ -5,7 +5,9 @@
 // resume loads the newest recoverable epoch (node-local, verified byte by byte, or the newest
 // flushed one, saying what that costs) and ends bit-identical; a rank change falls back to a
 // flushed epoch; a stop flushes; a full node-local file system degrades to flushing every
-// checkpoint; a missing --local-dir is created; bad values are refused with one line and exit 2.
+// checkpoint, and one that fills mid-run is left with nothing of the level once an epoch is
+// flushed; a rank change deletes the files of the ranks it no longer has; a missing --local-dir
+// is created; bad values are refused with one line and exit 2.
 // No wait here depends on a timing.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -279,6 +281,11 @@ TEST_F(LocalLevels, ARankChangeFallsBackToTheNewestFlushedEpoch) {
       << all;
   EXPECT_NE(all.find("resuming from flushed epoch 0, 3 epochs lost"), std::string::npos) << all;
   EXPECT_NE(all.find("written by 3 ranks, now 2"), std::string::npos) << all;
+  // Rank 2's copies and spare, which no rank of this run writes, went with the epochs the run
+  // retired, as the other ranks' did.
+  EXPECT_EQ(list_directory(cwd_ / "L"),
+            (std::vector<std::string>{copy_of(cwd_.path(), 5, 0).filename().string(),
+                                      copy_of(cwd_.path(), 5, 1).filename().string()}));
 }
 
 // A resume without --local-dir cannot read node-local epoch 3: it says so, with what it costs,
@@ -493,6 +500,49 @@ TEST_F(LocalLevels, AFullNodeLocalFileSystemDegradesToFlushingEveryCheckpoint) {
   ASSERT_NE(all.find(line), std::string::npos) << all;
   EXPECT_EQ(all.find(line, all.find(line) + 1), std::string::npos) << "said twice: " << all;
   EXPECT_NE(all.find("No space left on device"), std::string::npos) << all;
+}
+
+// The node-local file system fills in the middle of a run (rank 1 paused in epoch 3, the spares
+// deleted, a file grown until the tmpfs is full): epoch 3's copy fails, epoch 3 is flushed, and
+// what the level kept of epoch 2 (its copies and manifest), older than the flushed epoch, goes
+// then instead of holding the full file system for good. Needs root to mount.
+TEST_F(LocalLevels, ANodeLocalFileSystemFullInTheMiddleOfARunIsLeftWithNothingOfTheLevel) {
+  std::filesystem::create_directory(cwd_ / "L");
+  if (::mount("tmpfs", (cwd_ / "L").c_str(), "tmpfs", 0, "size=8m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  }
+  struct Unmount {
+    std::filesystem::path at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{cwd_ / "L"};
+  ChildProcess job(small_sgd({"--local-dir", "L", "--flush-every", "10", "--log-level", "info"}),
+                   cwd_.path(), with_fault("epoch-task@3:1:STOP"));
+  const auto paused = wait_for_a_stopped_child(job);
+  ASSERT_TRUE(paused.has_value()) << "no rank paused";
+  // Rank 1's is enough to fail the copy on every rank (the others may still be retaining).
+  for (int rank = 0; rank < 3; ++rank) {
+    std::filesystem::remove(cwd_ / "L" / ("spare.rank-" + std::to_string(rank) + ".local"));
+  }
+  {
+    std::ofstream filler(cwd_ / "L" / "filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    while (filler.write(block.data(), block.size()) && filler.flush()) {
+    }
+  }
+  ::kill(*paused, SIGCONT);
+  const auto result = job.wait(kSmallSgdRunSeconds);
+  ASSERT_TRUE(result.has_value()) << "the job did not end";
+  ASSERT_EQ(result->exit_code, 0) << result->err;
+  const auto all = result->out + result->err;
+  EXPECT_NE(all.find("every checkpoint is flushed to the checkpoint directory from now on"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(),
+            (std::vector<std::int64_t>{0, 3, 4, 5}));
+  expect_end_as_synchronous();
+  EXPECT_TRUE(files_in("D", ".local.json").empty());
+  EXPECT_EQ(list_directory(cwd_ / "L"), (std::vector<std::string>{"filler"}));
+  EXPECT_EQ(all.find("could not be deleted"), std::string::npos) << all;
 }
 
 }  // namespace

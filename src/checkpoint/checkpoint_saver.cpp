@@ -315,6 +315,7 @@ void CheckpointSaver::committed(const SaveStats& stats, SaveOutcome& outcome) {
   {
     const PhaseTimer timer(outcome.phases, SavePhase::kPostCommit);
     outcome.deleted = post_commit_.after_commit(outcome.epoch, stats.file_bytes);
+    level_.flushed();
   }
   step_times::add_since("index and retention", after);
   outcome.log = fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),

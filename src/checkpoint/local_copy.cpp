@@ -38,6 +38,14 @@ std::uint64_t aligned_up(std::uint64_t offset) {
   return (offset + kDirectIoAlignment - 1) / kDirectIoAlignment * kDirectIoAlignment;
 }
 
+// Whether `text` is a number written out in decimal digits alone (into `value`).
+template <typename Number>
+bool whole_number(std::string_view text, Number& value) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return !text.empty() && text[0] != '-' && error == std::errc() &&
+         end == text.data() + text.size();
+}
+
 }  // namespace
 
 std::optional<std::pair<std::int64_t, int>> parse_epoch_rank_name(std::string_view name,
@@ -53,12 +61,8 @@ std::optional<std::pair<std::int64_t, int>> parse_epoch_rank_name(std::string_vi
   }
   std::int64_t epoch = 0;
   int rank = 0;
-  const auto digits = [](std::string_view text, auto& value) {
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    return !text.empty() && text[0] != '-' && error == std::errc() &&
-           end == text.data() + text.size();
-  };
-  if (!digits(name.substr(0, at), epoch) || !digits(name.substr(at + middle.size()), rank)) {
+  if (!whole_number(name.substr(0, at), epoch) ||
+      !whole_number(name.substr(at + middle.size()), rank)) {
     return std::nullopt;
   }
   return std::pair(epoch, rank);
@@ -280,25 +284,49 @@ std::vector<SavedBlob> MappedLocalCopy::flushed(std::vector<SavedBlob> saved) co
   return saved;
 }
 
-int remove_local_copies(const std::filesystem::path& dir, int rank,
+namespace {
+
+// The rank R of a spare's name, spare.rank-R.local.
+std::optional<int> spare_rank(std::string_view name) {
+  constexpr std::string_view prefix = "spare.rank-", suffix = ".local";
+  if (!name.starts_with(prefix) || !name.ends_with(suffix)) {
+    return std::nullopt;
+  }
+  int rank = 0;
+  if (!whole_number(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()),
+                    rank)) {
+    return std::nullopt;
+  }
+  return rank;
+}
+
+}  // namespace
+
+int remove_local_copies(const std::filesystem::path& dir, int rank, int ranks,
                         const std::vector<std::int64_t>& keep, SpareCopy spare) {
   const auto close = [](DIR* open) { ::closedir(open); };
   const std::unique_ptr<DIR, decltype(close)> listing(::opendir(dir.c_str()), close);
   if (!listing) {
     return 1;
   }
+  // A rank this run does not have (a run before it had more) writes nothing here any more:
+  // its files are every rank's to delete, or they would stay for good.
+  const auto ours = [&](int owner) { return owner == rank || owner >= ranks; };
   std::vector<std::string> doomed;
   std::optional<std::pair<std::int64_t, std::string>> oldest;  // the copy to keep as the spare
   while (const auto* entry = ::readdir(listing.get())) {
     const std::string name = entry->d_name;
-    // Leftovers of an interrupted write are this rank's when their target name is.
+    // Leftovers of an interrupted write are their target name's rank's.
     const auto target = temporary_target(name);
     const auto parsed = parse_epoch_rank_name(target ? *target : name, ".local");
-    if (parsed && parsed->second == rank &&
+    if (parsed && ours(parsed->second) &&
         (target || std::find(keep.begin(), keep.end(), parsed->first) == keep.end())) {
-      if (!target && (!oldest || parsed->first < oldest->first)) {
+      if (!target && parsed->second == rank && (!oldest || parsed->first < oldest->first)) {
         oldest.emplace(parsed->first, name);
       }
+      doomed.push_back(name);
+    } else if (const auto owner = spare_rank(name);
+               owner && *owner >= ranks && !is_a_directory(dir / name)) {
       doomed.push_back(name);
     }
   }

@@ -115,10 +115,12 @@ enum class SpareCopy { kKeep, kDelete };
 
 // Deletes this rank's copies of every epoch but those in `keep`, and what an interrupted write
 // of its copies left; with SpareCopy::kKeep, the oldest copy it deletes becomes the rank's spare
-// instead (renamed over any spare before it), with kDelete the spare goes too. Only this rank's
+// instead (renamed over any spare before it), with kDelete the spare goes too. The copies and
+// spares of ranks from `ranks` up (the run's rank count: those of a run before it on more
+// ranks) are deleted as this rank's are, the spares whatever `spare` says. Only those ranks'
 // names, regular files or not, never through a symlink (unlink, rename). Returns how many failed
 // to go (a warning, never an error).
-int remove_local_copies(const std::filesystem::path& dir, int rank,
+int remove_local_copies(const std::filesystem::path& dir, int rank, int ranks,
                         const std::vector<std::int64_t>& keep, SpareCopy spare);
 
 // Creates `dir` when it is missing (as --checkpoint-dir is created), then UsageError with one

@@ -131,8 +131,8 @@ std::optional<LocalCopyRecord> LocalLevel::write_copies(std::int64_t epoch,
           "to the checkpoint directory from now on, without node-local copies; the job goes on",
           options_.local_dir.string(), error.what());
     }
-    remove_local_copies(options_.local_dir, comm_.rank(), {kept_.begin(), kept_.end()},
-                        SpareCopy::kDelete);
+    remove_local_copies(options_.local_dir, comm_.rank(), comm_.size(),
+                        {kept_.begin(), kept_.end()}, SpareCopy::kDelete);
     return std::nullopt;
   }
 }
@@ -308,6 +308,13 @@ void LocalLevel::delete_all() {
   remove({}, SpareCopy::kDelete);
 }
 
+void LocalLevel::flushed() {
+  // kept_ is frozen once the level failed: empty when it held nothing, or after this ran once.
+  if (failed_ && !kept_.empty()) {
+    delete_all();
+  }
+}
+
 void LocalLevel::remove(std::vector<std::int64_t> keep, SpareCopy spare) {
   // The epoch whose exchange is in flight: its files and manifest are the background's until
   // it settles.
@@ -330,7 +337,7 @@ void LocalLevel::remove(std::vector<std::int64_t> keep, SpareCopy spare) {
   remove_redundancy_files(options_.local_dir, [&](std::int64_t epoch) {
     return std::find(keep.begin(), keep.end(), epoch) != keep.end();
   });
-  if (remove_local_copies(options_.local_dir, comm_.rank(), keep, spare) > 0) {
+  if (remove_local_copies(options_.local_dir, comm_.rank(), comm_.size(), keep, spare) > 0) {
     spdlog::warn("some node-local copies in {} could not be deleted", options_.local_dir.string());
   }
 }

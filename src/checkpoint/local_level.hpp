@@ -104,6 +104,11 @@ class LocalLevel {
   void resumed(std::int64_t epoch, bool node_local);
   // Deletes this rank's copies, its spare and (rank 0) the manifests of every epoch.
   void delete_all();
+  // Collective: a checkpoint committed to the checkpoint directory. Once the level failed in
+  // this run, the first one is newer than every node-local epoch, which a resume then passes
+  // over: delete_all, so that what the level kept does not hold its file system (often memory,
+  // perhaps full) for good. Nothing otherwise.
+  void flushed();
 
  private:
   // Step 2, after every rank's copy of `epoch` is written and agreed, before the manifest
