@@ -1,7 +1,8 @@
 // --local-redundancy's collective steps on 4 real MPI ranks of this machine, each "host" a
 // directory of its own (RedundancyCall::host names it): protect, lose a host's files, recover
 // on the others and a fresh host, bit-identical; two hosts of one set lost, reported on every
-// rank; a damaged byte in a partner copy or a parity block found and never used.
+// rank; a damaged byte in a partner copy or a parity block found and never used, and an intact
+// copy other than the one the parity names never XORed in.
 // tests/multihost_test.cpp runs the same across the hosts of ../shared/multihost.
 #include <gtest/gtest.h>
 
@@ -103,6 +104,23 @@ TEST_F(LocalRedundancyMpi, XorParityRebuildsOneLostHostOfTheSetNotTwo) {
   const auto lost = recover();
   EXPECT_EQ(lost.unrecoverable, (std::vector<int>{1, 2}));
   EXPECT_EQ(lost.host_lines[2], "host3: 1 part lost");
+}
+
+// A member's copy that is whole and verifies but is not the one the parity was made of (rank 2's,
+// saved again from other values after the exchange): its record is not the one the parity
+// names, so rank 1's part is reported lost rather than rebuilt from it.
+TEST_F(LocalRedundancyMpi, AnIntactCopyOtherThanTheOneTheParityNamesIsNeverXoredIn) {
+  save(parse_local_redundancy("xor:4"));
+  comm.barrier();
+  if (comm.rank() == 2) {
+    write_part(dir_of("host3"), kEpoch, 2, comm.size(), kSeed + 1, kKib);
+  }
+  wipe("host2");
+  const auto report = recover();
+  EXPECT_EQ(report.unrecoverable, std::vector<int>{1}) << report.summary();
+  if (comm.rank() == 1) {
+    EXPECT_FALSE(std::filesystem::exists(local_copy_file(dir_of("host5"), kEpoch, 1)));
+  }
 }
 
 // Two ranks a host (ranks 0 and 1 on hostA, 2 and 3 on hostB): each rank of hostA is protected

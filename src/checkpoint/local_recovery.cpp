@@ -77,8 +77,9 @@ HeldFile examine(const std::filesystem::path& dir, const std::string& name, std:
       held.kind = HeldKind::kCopy;
       held.rank = copy->second;
       held.size = file_size(fd.get());
-      held.xxh64 = file_xxh64(fd.get(), 0, held.size, path.string());
-      held.saved_on = verified_copy(fd.get(), path.string(), epoch, held.rank).host;
+      const auto record = verified_copy(fd.get(), path.string(), epoch, held.rank);
+      held.xxh64 = local_copy_record_xxh64(record);
+      held.saved_on = record.host;
       held.intact = true;
       return held;
     }
@@ -188,12 +189,10 @@ class RebuiltCopy {
   void finish() {
     resize(part_.size);
     const auto what = temporary_.string();
-    if (file_xxh64(fd_.get(), 0, part_.size, what) != part_.xxh64) {
-      throw CorruptCheckpoint(what +
-                              ": the rebuilt copy does not match the xxh64 its sources "
-                              "record");
+    // Every value against its record, the record against the one its sources name.
+    if (local_copy_record_xxh64(verified_copy(fd_.get(), what, epoch_, rank_)) != part_.xxh64) {
+      throw CorruptCheckpoint(what + ": the rebuilt copy's record is not the one its sources name");
     }
-    verified_copy(fd_.get(), what, epoch_, rank_);
     fd_.close(what);
     if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
       throw Error(errno_message("rename " + what + " to " + target_.string()));

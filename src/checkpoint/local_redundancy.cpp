@@ -24,8 +24,8 @@
 namespace epochrun {
 namespace {
 
-// Every rank's copy as the protection records it (rank, host, size, xxh64), and where the
-// ranks run.
+// Every rank's copy as the protection records it (rank, host, size, its record's xxh64), and
+// where the ranks run.
 struct Copies {
   std::vector<RedundancyMember> members;
   HostPlacement placement;
@@ -51,14 +51,14 @@ Copies gather_copies(const Communicator& comm, const std::string& host, std::uin
 
 // Partner: each rank's copy file, byte for byte, into a partner copy on its partner's host. Each
 // copy is hashed as it is read for its partner, not in a pass of its own before (which cost a
-// read of every copy more, bench --redundancy's steps): the copies' xxh64s are gathered after
-// the transfer, before any partner copy is finished with them in its header. The receiver
-// writes what arrives without hashing it again: the header's xxh64 is the sender's, and a partner
-// copy is verified against it before any rebuild uses it.
+// read of every copy more, bench --redundancy's steps): the xxh64s of the data are gathered
+// after the transfer, before any partner copy is finished with them in its header. The receiver
+// writes what arrives without hashing it again: the header's data xxh64 is the sender's, and a
+// partner copy is verified against it before any rebuild uses it.
 void exchange_partner_copies(const std::filesystem::path& dir, std::int64_t epoch,
-                             const Communicator& comm, Copies& copies, const RedundancyCall& call,
-                             const std::string& context, RedundancyStats& stats,
-                             std::exception_ptr& failure) {
+                             const Communicator& comm, const Copies& copies,
+                             const RedundancyCall& call, const std::string& context,
+                             RedundancyStats& stats, std::exception_ptr& failure) {
   std::vector<Piece> pieces;
   for (const auto& member : copies.members) {
     if (const auto partner = partner_rank(copies.placement, member.rank)) {
@@ -99,29 +99,15 @@ void exchange_partner_copies(const std::filesystem::path& dir, std::int64_t epoc
   }
   stats.bytes_sent += transfer.bytes_sent;
   stats.bytes_received += transfer.bytes_received;
-  // A rank with no partner sent nothing: its copy is hashed for the record alone.
-  const auto own = local_copy_file(dir, epoch, comm.rank());
-  const bool sent_own = std::any_of(pieces.begin(), pieces.end(),
-                                    [&](const Piece& piece) { return piece.from == comm.rank(); });
-  std::uint64_t xxh64 = XXH64_digest(sent_hash.get());
-  if (!sent_own) {
-    keep_first_failure(failure, [&] {
-      const auto fd = open_regular_file_for_reading(own);
-      xxh64 = file_xxh64(fd.get(), 0, copies.members[comm.rank()].size, own.string());
-    });
-  }
+  // What each rank sent (nothing, and an unused hash, for a rank without a partner).
   const auto agreeing = step_times::Clock::now();
-  const auto hashes =
-      allgather_within(comm, std::to_string(xxh64), failure, call.timeout, context + ": xxh64");
+  const auto sent = allgather_within(comm, std::to_string(XXH64_digest(sent_hash.get())), failure,
+                                     call.timeout, context + ": xxh64");
   step_times::add_since("agree", agreeing);
-  for (std::size_t rank = 0; rank < hashes.size(); ++rank) {
-    copies.members[rank].xxh64 = std::stoull(hashes[rank]);
-  }
   const auto finishing = step_times::Clock::now();
   for (auto& [rank, writer] : writers) {
     keep_first_failure(failure, [&, rank = rank, writer = writer.get()] {
-      writer->set_members({copies.members[rank]});
-      writer->finish(copies.members[rank].xxh64);
+      writer->finish(std::stoull(sent.at(static_cast<std::size_t>(rank))));
     });
   }
   step_times::add_since("finish", finishing);
@@ -232,14 +218,13 @@ RedundancyStats protect_local_copies(const std::filesystem::path& dir, std::int6
   const bool partner = redundancy.scheme == LocalRedundancy::Scheme::kPartner;
   std::uint64_t size = 0, xxh64 = 0;
   const auto hashing = step_times::Clock::now();
+  // A member is named by its copy's record, which holds every value's xxh64 (the copy's own
+  // bytes are hashed where they are sent whole, for a partner copy's data; the ring of the
+  // parity blocks reads them out of order).
   auto failure = failure_of([&] {
     const auto fd = open_regular_file_for_reading(own);
     size = file_size(fd.get());
-    // The parity blocks' headers name every member's xxh64, and the ring reads a copy out of
-    // order: xor hashes it in a pass of its own. Partner hashes it as it sends it.
-    if (!partner) {
-      xxh64 = file_xxh64(fd.get(), 0, size, own.string());
-    }
+    xxh64 = local_copy_record_xxh64(read_local_copy_record(fd.get(), own.string()));
   });
   step_times::add_since("hash", hashing);
   const auto gathering = step_times::Clock::now();

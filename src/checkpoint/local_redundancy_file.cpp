@@ -19,7 +19,9 @@ namespace epochrun {
 namespace {
 
 constexpr char kRedundancyMagic[8] = {'E', 'P', 'R', 'R', 'E', 'D', 'N', '1'};
-constexpr std::uint32_t kRedundancyVersion = 1;
+// 2: a member's xxh64 is its copy's record's (1: of the whole copy file, which cost the XOR
+// exchange a pass over every copy).
+constexpr std::uint32_t kRedundancyVersion = 2;
 constexpr std::string_view kPartnerSuffix = ".partner", kParitySuffix = ".xor";
 // What a hash reads at a time.
 constexpr std::size_t kHashedPiece = std::size_t{1} << 20;
@@ -247,14 +249,6 @@ void RedundancyFileWriter::append(std::span<const std::byte> bytes) {
     XXH64_update(hasher_->state.get(), bytes.data(), bytes.size());
   }
   written_ += bytes.size();
-}
-
-void RedundancyFileWriter::set_members(std::vector<RedundancyMember> members) {
-  header_.members = std::move(members);
-  // The header's size depends on what it names: the data starts after it.
-  if (encode_redundancy_header(header_).size() != header_size_) {
-    throw Error(temporary_.string() + ": its header's members changed its size");
-  }
 }
 
 std::uint64_t RedundancyFileWriter::finish() {

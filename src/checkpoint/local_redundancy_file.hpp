@@ -5,7 +5,8 @@
 //                                    byte), stored on another host;
 //   DIR/epoch-NNNNNN.rank-R.xor      rank R's parity block of its XOR set (xor_parity.hpp).
 // Each is a header (magic, version, epoch, kind, the members whose parts it covers: rank, the
-// host that saved it, size and xxh64 of the whole copy file; the xxh64 of its data; the header's
+// host that saved it, size of its copy file and xxh64 of the copy's record; the xxh64 of its data;
+// the header's
 // own xxh64), then the data. Like the copies, written under a temporary name, renamed, never
 // fsynced, and verified before any byte of it is used. Internal to the library.
 #pragma once
@@ -32,7 +33,9 @@ struct RedundancyMember {
   int rank = 0;
   std::string host;  // where the part was saved
   std::uint64_t size = 0;
-  std::uint64_t xxh64 = 0;  // of the whole copy file
+  // Of the copy's record (local_copy_record_xxh64): the record holds every value's xxh64, so
+  // that a copy whose record hashes to it and whose values match their xxh64s is the copy.
+  std::uint64_t xxh64 = 0;
   friend bool operator==(const RedundancyMember&, const RedundancyMember&) = default;
 };
 
@@ -87,9 +90,6 @@ class RedundancyFileWriter {
 
   // The next bytes of the data (their total must come to header.data_bytes).
   void append(std::span<const std::byte> bytes);
-  // The members as they are known only once the data moved (a partner copy's xxh64, which its
-  // sender computes as it sends it); before finish().
-  void set_members(std::vector<RedundancyMember> members);
   // DataHash::kComputed: returns the data's xxh64.
   std::uint64_t finish();
   // DataHash::kGiven: `data_xxh64` is the data's.

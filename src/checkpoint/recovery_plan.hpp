@@ -26,7 +26,7 @@ struct HeldFile {
   int rank = 0;             // a copy's or partner copy's part; a parity block's holder
   bool intact = false;      // every byte verified (a copy against its record, others their header)
   std::uint64_t size = 0;   // a copy: the whole file
-  std::uint64_t xxh64 = 0;  // a copy: of the whole file
+  std::uint64_t xxh64 = 0;  // a copy: of its record (local_copy_record_xxh64)
   std::string saved_on;     // a copy: the host its record names
   std::uint64_t data_offset = 0;  // partner copy, parity block: where the data starts
   RedundancyHeader header;        // partner copy, parity block
@@ -59,7 +59,7 @@ struct PartPlan {
   PartSource source = PartSource::kLost;
   std::string saved_on;                 // the host that saved it ("" when nothing says)
   std::vector<std::string> from_hosts;  // where its bytes come from
-  std::uint64_t size = 0, xxh64 = 0;    // of the copy file, as the sources record it
+  std::uint64_t size = 0, xxh64 = 0;    // the copy file's, its record's, as the sources name them
   std::uint64_t padded = 0;             // the file's size while its pieces are XORed in
   std::vector<Piece> pieces;
 };
