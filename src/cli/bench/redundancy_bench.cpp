@@ -47,9 +47,32 @@ struct RedundancySeries {
                   "MPI_Sendrecv steps of the same bytes each XORed into the next, the block "
                   "written into a new file (no fsync, as a parity block); no hashing",
                   {}};
-  Series encode{"xor_encode", "a copy's n - 1 segments XORed into one parity block, in memory", {}};
-  Series memory{"memory_pass_limit", "memcpy of the same bytes: one read and write pass", {}};
+  Series encode{"xor_encode",
+                "a segment XORed into a block of its size in memory, as each step of the ring does",
+                {}};
+  Series memory{"memory_pass_limit",
+                "the XOR's memory traffic (two blocks read, one written) at the bandwidth of the "
+                "faster copy of the segment into the block in the same round, memcpy or rep movsb: "
+                "1.5 times that copy",
+                {}};
 };
+
+// An XOR of two blocks into one moves 3 blocks through memory (two read, one written), a copy 2.
+constexpr double kXorTrafficOverCopy = 1.5;
+
+// `in` copied to `out` by the x86 string instruction, which the processor runs as whole-line
+// moves: on this machine's AMD EPYC 20 to 30% faster than glibc's memcpy for 64 MiB. memcpy
+// elsewhere.
+void string_copy(std::span<std::byte> out, std::span<const std::byte> in) {
+  auto* to = out.data();
+  const auto* from = in.data();
+  auto count = std::min(out.size(), in.size());
+#if defined(__x86_64__)
+  asm volatile("rep movsb" : "+D"(to), "+S"(from), "+c"(count) : : "memory");
+#else
+  std::memcpy(to, from, count);
+#endif
+}
 
 // The ring's sendrecv steps of `segment` bytes each, `steps` of them (as the protection's).
 void ring_steps(const Communicator& comm, std::vector<std::byte>& out, std::vector<std::byte>& in,
@@ -201,18 +224,20 @@ nlohmann::json measure_redundancy(const Communicator& comm, const fs::path& dire
     series.xor_mpi.seconds.push_back(timed(comm, series.xor_mpi.name, [&] {
       ring_steps(comm, segment_out, segment_in, comm.size() - 1);
     }));
-    pair(
-        round, series.encode,
+    const auto segment = std::span<const std::byte>(state).first(
+        static_cast<std::size_t>(std::min<std::uint64_t>(layout.segment, state.size())));
+    alternate(
+        round,
         [&] {
-          std::fill(block.begin(), block.end(), std::byte{0});
-          for (int k = 0; k + 1 < layout.members; ++k) {
-            const auto offset = static_cast<std::uint64_t>(k) * layout.segment;
-            if (offset < state.size()) {
-              xor_into(block, std::span(state).subspan(offset));
-            }
-          }
+          series.encode.seconds.push_back(
+              timed(comm, series.encode.name, [&] { xor_into(block, segment); }));
         },
-        series.memory, [&] { std::memcpy(out.data(), state.data(), state.size()); });
+        [&] {
+          const double plain = timed(
+              comm, "memcpy", [&] { std::memcpy(block.data(), segment.data(), segment.size()); });
+          const double string = timed(comm, "rep movsb", [&] { string_copy(block, segment); });
+          series.memory.seconds.push_back(kXorTrafficOverCopy * std::min(plain, string));
+        });
   }
   step_times::record_on_this_thread(false);
   const double bytes = double(copy_bytes) * comm.size();
@@ -230,9 +255,10 @@ nlohmann::json measure_redundancy(const Communicator& comm, const fs::path& dire
   };
   exchange_rows(series.partner, series.partner_work, series.partner_mpi, partner_steps);
   exchange_rows(series.xor_exchange, series.xor_work, series.xor_mpi, xor_steps);
-  rows.push_back(
-      with_target(compare(series.encode, series.memory, double(state.size()) * comm.size()),
-                  kRedundancyTarget));
+  rows.push_back(with_target(
+      compare(series.encode, series.memory,
+              double(std::min<std::uint64_t>(layout.segment, state.size())) * comm.size()),
+      kRedundancyTarget));
   for (const auto* limit : {&series.partner_work, &series.partner_mpi, &series.xor_work,
                             &series.xor_mpi, &series.memory}) {
     rows.push_back(compare(*limit, *limit, bytes));

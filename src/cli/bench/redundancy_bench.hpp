@@ -33,9 +33,11 @@ inline constexpr double kRedundancyTarget = 1.25;
 //                     of the same bytes with the XOR of each step, the block written into a new
 //                     file; `steps` as above; xor_exchange_over_transfer against xor_mpi_limit,
 //                     the ring's sendrecv steps alone
-//   xor_encode        the XOR arithmetic alone, in memory: a copy's n - 1 segments XORed into
-//                     a block; against memory_pass_limit, one read and write pass (memcpy) of
-//                     the same bytes
+//   xor_encode        the XOR arithmetic alone, in memory: a segment XORed into a block of its
+//                     size (xor_into, as each step of the ring does, n - 2 times a block for a
+//                     set of n, and a rebuild); against memory_pass_limit, memcpy of the same
+//                     segment into the same block: one read and one write, where the XOR reads
+//                     two blocks and writes one (a limit below the XOR's own memory traffic)
 // and the limits themselves. Left out on 1 rank (no other "host").
 nlohmann::json measure_redundancy(const Communicator& comm, const std::filesystem::path& directory,
                                   std::uint64_t bytes_per_rank, MeasureSettings& settings);
