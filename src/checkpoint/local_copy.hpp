@@ -17,8 +17,8 @@
 // blocks (a disk) are allocated as it is written: on tmpfs here a raw write of 256 MiB into a
 // new file took 1.8 to 4.1 times one over an existing file (docs/benchmarks.md). PostgreSQL
 // recycles its WAL segments for the same reason. It costs what the save's peak costs anyway: one
-// copy more than
-// --local-keep, at rest as well as during a save; the level deletes it when its run ends.
+// copy more than --local-keep, at rest as well as during a save; the level deletes it when its
+// run ends.
 #pragma once
 
 #include <cstddef>

@@ -35,9 +35,9 @@ struct RecoveryReport {
 // `epoch` in `dir`: copies against their records, partner copies and parity blocks against their
 // headers; one allgather), plan (recovery_plan.hpp), transfer (piece_transfer.hpp), and each
 // rebuilt or moved copy verified (every value against its record, the record's xxh64 against the
-// one its sources name) before
-// it is renamed into place as local_copy_file(dir, epoch, rank). The report is the same on every
-// rank. Throws only when the job cannot go on (a transfer that timed out ends the job).
+// one its sources name) before it is renamed into place as local_copy_file(dir, epoch, rank). The
+// report is the same on every rank. Throws only when the job cannot go on (a transfer that timed
+// out ends the job).
 RecoveryReport recover_local_copies(const std::filesystem::path& dir, std::int64_t epoch,
                                     const Communicator& comm, const RedundancyCall& call = {});
 

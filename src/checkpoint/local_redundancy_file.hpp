@@ -6,9 +6,8 @@
 //   DIR/epoch-NNNNNN.rank-R.xor      rank R's parity block of its XOR set (xor_parity.hpp).
 // Each is a header (magic, version, epoch, kind, the members whose parts it covers: rank, the
 // host that saved it, size of its copy file and xxh64 of the copy's record; the xxh64 of its data;
-// the header's
-// own xxh64), then the data. Like the copies, written under a temporary name, renamed, never
-// fsynced, and verified before any byte of it is used. Internal to the library.
+// the header's own xxh64), then the data. Like the copies, written under a temporary name,
+// renamed, never fsynced, and verified before any byte of it is used. Internal to the library.
 #pragma once
 
 #include <cstdint>

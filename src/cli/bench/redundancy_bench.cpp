@@ -151,6 +151,9 @@ nlohmann::json measure_redundancy(const Communicator& comm, const fs::path& dire
   const auto xor_set = parse_local_redundancy("xor:" + std::to_string(comm.size()));
   std::vector<std::byte> out(copy_bytes), in(copy_bytes), block(layout.segment);
   std::vector<std::byte> segment_out(layout.segment), segment_in(layout.segment);
+  // xor_encode's: a segment of the copy's values (all of them with a set of 2).
+  const auto segment = std::span<const std::byte>(state).first(
+      static_cast<std::size_t>(std::min<std::uint64_t>(layout.segment, state.size())));
   RedundancySeries series;
   StepSeries partner_steps, xor_steps;
   step_times::record_on_this_thread(comm.is_root());
@@ -224,8 +227,6 @@ nlohmann::json measure_redundancy(const Communicator& comm, const fs::path& dire
     series.xor_mpi.seconds.push_back(timed(comm, series.xor_mpi.name, [&] {
       ring_steps(comm, segment_out, segment_in, comm.size() - 1);
     }));
-    const auto segment = std::span<const std::byte>(state).first(
-        static_cast<std::size_t>(std::min<std::uint64_t>(layout.segment, state.size())));
     alternate(
         round,
         [&] {
@@ -255,10 +256,9 @@ nlohmann::json measure_redundancy(const Communicator& comm, const fs::path& dire
   };
   exchange_rows(series.partner, series.partner_work, series.partner_mpi, partner_steps);
   exchange_rows(series.xor_exchange, series.xor_work, series.xor_mpi, xor_steps);
-  rows.push_back(with_target(
-      compare(series.encode, series.memory,
-              double(std::min<std::uint64_t>(layout.segment, state.size())) * comm.size()),
-      kRedundancyTarget));
+  rows.push_back(
+      with_target(compare(series.encode, series.memory, double(segment.size()) * comm.size()),
+                  kRedundancyTarget));
   for (const auto* limit : {&series.partner_work, &series.partner_mpi, &series.xor_work,
                             &series.xor_mpi, &series.memory}) {
     rows.push_back(compare(*limit, *limit, bytes));

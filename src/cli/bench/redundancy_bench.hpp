@@ -35,9 +35,10 @@ inline constexpr double kRedundancyTarget = 1.25;
 //                     the ring's sendrecv steps alone
 //   xor_encode        the XOR arithmetic alone, in memory: a segment XORed into a block of its
 //                     size (xor_into, as each step of the ring does, n - 2 times a block for a
-//                     set of n, and a rebuild); against memory_pass_limit, memcpy of the same
-//                     segment into the same block: one read and one write, where the XOR reads
-//                     two blocks and writes one (a limit below the XOR's own memory traffic)
+//                     set of n, and a rebuild); against memory_pass_limit, the XOR's memory
+//                     traffic (two blocks read, one written) at the bandwidth of the faster copy
+//                     of the segment into the block (memcpy or rep movsb), timed in the same
+//                     round: 1.5 times that copy
 // and the limits themselves. Left out on 1 rank (no other "host").
 nlohmann::json measure_redundancy(const Communicator& comm, const std::filesystem::path& directory,
                                   std::uint64_t bytes_per_rank, MeasureSettings& settings);
