@@ -9,29 +9,43 @@
 
 cmake_minimum_required(VERSION 3.22)
 
-# What each layer may include, itself included.
+# What each layer may include, itself included. The checkpoint layer is itself a stack of
+# sub-layers, one folder of src/checkpoint/ each (docs/ARCHITECTURE.md, "The checkpoint layer"),
+# held to the same rule: directory/ and the node-local level's redundancy/ and level/ are
+# siblings above local/, as h5/ and parallel/ are above platform/.
+set(checkpoint_below base platform parallel h5 format)
 set(allowed_base base)
 set(allowed_platform base platform)
 set(allowed_parallel base platform parallel)
 set(allowed_h5 base platform h5)
 set(allowed_format base platform h5 format)
-set(allowed_checkpoint base platform parallel h5 format checkpoint)
+set(allowed_checkpoint/options ${checkpoint_below} checkpoint/options)
+set(allowed_checkpoint/shared_file ${allowed_checkpoint/options} checkpoint/shared_file)
+set(allowed_checkpoint/load ${allowed_checkpoint/shared_file} checkpoint/load)
+set(allowed_checkpoint/local ${allowed_checkpoint/load} checkpoint/local)
+set(allowed_checkpoint/redundancy ${allowed_checkpoint/local} checkpoint/redundancy)
+set(allowed_checkpoint/level ${allowed_checkpoint/redundancy} checkpoint/level)
+set(allowed_checkpoint/directory ${allowed_checkpoint/local} checkpoint/directory)
+set(checkpoint_layers checkpoint/options checkpoint/shared_file checkpoint/load checkpoint/local
+  checkpoint/redundancy checkpoint/level checkpoint/directory checkpoint/saver)
+set(allowed_checkpoint/saver ${checkpoint_below} ${checkpoint_layers})
 set(allowed_job base platform parallel job)
-set(allowed_run base platform parallel h5 format checkpoint job run)
-set(allowed_cli base platform parallel h5 format checkpoint job run cli)
+set(allowed_run ${checkpoint_below} ${checkpoint_layers} job run)
+set(allowed_cli ${allowed_run} cli)
 
-# The layer of each public header.
+# The layer of each public header (the checkpoint layer's are the API of its lowest sub-layer:
+# they include nothing of the library's).
 set(public_base blob.hpp dtype.hpp errors.hpp export.hpp global_array.hpp logging.hpp names.hpp
   workspace.hpp)
 set(public_parallel communicator.hpp mpi_session.hpp)
 set(public_format blob_file.hpp checkpoint_format.hpp)
-set(public_checkpoint array_io.hpp checkpoint_directory.hpp checkpoint_file.hpp checkpoint_policy.hpp
-  retention.hpp uploader.hpp)
+set(public_checkpoint/options array_io.hpp checkpoint_directory.hpp checkpoint_file.hpp
+  checkpoint_policy.hpp retention.hpp uploader.hpp)
 set(public_job blob_handle.hpp epoch_limiter.hpp job.hpp job_library.hpp job_options.hpp
   job_registry.hpp task.hpp)
 set(public_run job_runner.hpp run_history.hpp run_summary.hpp stop_decision.hpp)
 set(public_cli epochrun.hpp run_main.hpp)
-set(layers base platform parallel h5 format checkpoint job run cli)
+set(layers base platform parallel h5 format ${checkpoint_layers} job run cli)
 
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "usage: cmake -DSOURCE_DIR=<tree> -P check_layers.cmake")

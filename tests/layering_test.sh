@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The layer check (cmake/check_layers.cmake) passes on the tree and fails, naming the file, on
-# a copy of it with an upward include: an internal one and a public one.
+# a copy of it with an upward include: an internal one, a public one, and one between two
+# sub-layers of the checkpoint layer.
 # Usage: layering_test.sh SOURCE_DIR
 set -euo pipefail
 source_dir="$1"
@@ -34,4 +35,8 @@ expect_refused "a base public header including a job-layer public header" \
   include/epochrun/errors.hpp '#include "epochrun/job.hpp"'
 expect_refused "the job layer including the format layer" src/job/job.cpp \
   '#include "integrity_header.hpp"'
+expect_refused "the checkpoint layer's node-local copies including its level" \
+  src/checkpoint/local/local_copy.cpp '#include "local_level.hpp"'
+expect_refused "the checkpoint layer's shared-file save including its saver" \
+  src/checkpoint/shared_file/streaming_writer.cpp '#include "checkpoint_saver.hpp"'
 echo "layering_test: passed"

@@ -10,7 +10,7 @@ from .checkpoint import Checkpoint
 from .errors import CheckpointNotFound, CorruptCheckpoint
 from .records import read_jsonl, to_frame
 
-# Only the canonical spelling counts (src/checkpoint/checkpoint_directory.cpp): six digits at
+# Only the canonical spelling counts (src/checkpoint/directory/checkpoint_directory.cpp): six digits at
 # least, zero-padded, no more digits than the epoch needs.
 _FILE_NAME = re.compile(r"epoch-(\d{6,18})\.h5")
 

@@ -88,7 +88,7 @@ def xxh64_of(array):
 
 
 def check_checksum(actual, stored, what, **names):
-    """CorruptCheckpoint in epochrun's words (src/checkpoint/verified_read.cpp) unless the
+    """CorruptCheckpoint in epochrun's words (src/checkpoint/load/verified_read.cpp) unless the
     value hashes to what its save recorded."""
     if actual != stored:
         raise CorruptCheckpoint(

@@ -108,4 +108,9 @@ Loaded load_values_v3(const std::filesystem::path& file, const Communicator& com
                       std::chrono::duration<double> timeout, const StoredFileV3& stored,
                       FileDescriptor opened = FileDescriptor(-1));
 
+// `values` (this rank's, read and verified from the file or from another source of the same
+// bytes, such as the node-local copies) put into `workspace`, and what was loaded.
+Loaded put_loaded_values(std::vector<std::pair<std::string, Blob>> values,
+                         const StoredFileV3& stored, Workspace& workspace);
+
 }  // namespace epochrun

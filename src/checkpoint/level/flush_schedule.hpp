@@ -10,13 +10,9 @@
 #include <cstdint>
 #include <optional>
 
-namespace epochrun {
+#include "checkpoint_options.hpp"
 
-struct FlushOptions {
-  std::int64_t every = 1;                  // 0: by time alone
-  std::optional<double> interval_seconds;  // unset: by count alone
-  bool flushes_every_checkpoint() const { return every == 1; }
-};
+namespace epochrun {
 
 class FlushSchedule {
  public:

@@ -9,14 +9,29 @@
 #include <optional>
 #include <string>
 
-#include "array_path.hpp"
+#include "epochrun/array_io.hpp"
 #include "epochrun/checkpoint_file.hpp"
 #include "epochrun/retention.hpp"
 #include "epochrun/uploader.hpp"
-#include "flush_schedule.hpp"
 #include "local_redundancy_options.hpp"
+#include "mpi_io_file.hpp"
 
 namespace epochrun {
+
+// How a save writes its global arrays (--array-io; array_path.hpp): the requested path and the
+// collective writes' hints.
+struct ArrayIoOptions {
+  ArrayIo path = ArrayIo::kAuto;
+  MpiIoHints hints;
+};
+
+// Which checkpoints a run with node-local copies flushes to the checkpoint directory
+// (--flush-every, --flush-interval; FlushSchedule, flush_schedule.hpp).
+struct FlushOptions {
+  std::int64_t every = 1;                  // 0: by time alone
+  std::optional<double> interval_seconds;  // unset: by count alone
+  bool flushes_every_checkpoint() const { return every == 1; }
+};
 
 struct CheckpointOptions {
   std::filesystem::path checkpoint_dir;  // empty: no checkpoints at all

@@ -23,18 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint_options.hpp"
 #include "epochrun/array_io.hpp"
 #include "epochrun/global_array.hpp"
 #include "file_system_kind.hpp"
 #include "mpi_io_file.hpp"
 
 namespace epochrun {
-
-// How a save writes its global arrays: the requested path and the collective writes' hints.
-struct ArrayIoOptions {
-  ArrayIo path = ArrayIo::kAuto;
-  MpiIoHints hints;
-};
 
 // The path one global array took in a save.
 enum class ArrayPath { kDirect, kMpiIo };

@@ -17,6 +17,7 @@
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
 #include "integrity_header.hpp"
+#include "local_copy_load.hpp"
 #include "regular_file.hpp"
 
 namespace epochrun {
@@ -216,6 +217,17 @@ Loaded load_checkpoint(const CheckpointDirectory& directory, const Communicator&
     stored = share_layout(comm, root);
   }
   if (stored) {
+    // The node-local copies of the epoch, when every rank of the run that wrote it has a whole
+    // one that matches the file's checksums, are read instead of the shared file.
+    if (!request.local_dir.empty() &&
+        stored->description.ranks() == static_cast<std::uint64_t>(comm.size())) {
+      const step_times::Named step("read the node-local copies");
+      if (auto copied = load_local_copies(request.local_dir, *stored, request, comm, timeout)) {
+        auto loaded = put_loaded_values(std::move(*copied), *stored, workspace);
+        loaded.from_local_copies = true;
+        return loaded;
+      }
+    }
     return load_values_v3(file, comm, request, workspace, timeout, *stored, std::move(opened));
   }
   Loaded loaded;

@@ -8,7 +8,6 @@
 #include "collective_errors.hpp"
 #include "epochrun/errors.hpp"
 #include "global_array_io.hpp"
-#include "local_copy_load.hpp"
 #include "regular_file.hpp"
 #include "step_times.hpp"
 #include "stored_file_codec.hpp"
@@ -256,26 +255,24 @@ Loaded load_values_v3(const std::filesystem::path& file, const Communicator& com
   // whatever the rank count. Every byte a rank reads is checked against the checksums rank 0
   // read, so a file system that shows a rank on another host other bytes fails the load.
   const std::string context = "checkpoint " + file.string();
-  Loaded loaded;
   std::vector<std::pair<std::string, Blob>> values;
-  if (!request.local_dir.empty() &&
-      stored.description.ranks() == static_cast<std::uint64_t>(comm.size())) {
-    const step_times::Named step("read the node-local copies");
-    if (auto copied = load_local_copies(request.local_dir, stored, request, comm, timeout)) {
-      values = std::move(*copied);
-      loaded.from_local_copies = true;
-    }
+  std::vector<std::string> recreated;
+  {
+    const step_times::Named step("read and verify");
+    run_then_agree_within(comm, context, timeout, [&] {
+      auto fd = opened.valid() ? std::move(opened) : open_regular_file_for_reading(file);
+      values = read_values(fd.get(), stored, request, comm, recreated);
+    });
   }
-  if (!loaded.from_local_copies) {
-    {
-      const step_times::Named step("read and verify");
-      run_then_agree_within(comm, context, timeout, [&] {
-        auto fd = opened.valid() ? std::move(opened) : open_regular_file_for_reading(file);
-        values = read_values(fd.get(), stored, request, comm, loaded.recreated);
-      });
-    }
-    read_arrays(file, stored, request, comm, context, timeout, values);
-  }
+  read_arrays(file, stored, request, comm, context, timeout, values);
+  auto loaded = put_loaded_values(std::move(values), stored, workspace);
+  loaded.recreated = std::move(recreated);
+  return loaded;
+}
+
+Loaded put_loaded_values(std::vector<std::pair<std::string, Blob>> values,
+                         const StoredFileV3& stored, Workspace& workspace) {
+  Loaded loaded;
   loaded.written_by_ranks = static_cast<std::int64_t>(stored.description.ranks());
   loaded.config_json = stored.description.config_json;
   for (auto& [name, blob] : values) {
