@@ -43,7 +43,8 @@ set(public_checkpoint/options array_io.hpp checkpoint_directory.hpp checkpoint_f
   checkpoint_policy.hpp retention.hpp uploader.hpp)
 set(public_job blob_handle.hpp epoch_limiter.hpp job.hpp job_library.hpp job_options.hpp
   job_registry.hpp task.hpp)
-set(public_run job_runner.hpp run_history.hpp run_summary.hpp stop_decision.hpp)
+set(public_run checkpoint_manager.hpp job_runner.hpp run_history.hpp run_summary.hpp
+  stop_decision.hpp)
 set(public_cli epochrun.hpp run_main.hpp)
 set(layers base platform parallel h5 format ${checkpoint_layers} job run cli)
 

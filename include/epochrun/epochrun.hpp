@@ -6,6 +6,7 @@
 #include "epochrun/blob_file.hpp"
 #include "epochrun/checkpoint_directory.hpp"
 #include "epochrun/checkpoint_file.hpp"
+#include "epochrun/checkpoint_manager.hpp"
 #include "epochrun/communicator.hpp"
 #include "epochrun/epoch_limiter.hpp"
 #include "epochrun/errors.hpp"

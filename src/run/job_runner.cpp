@@ -12,23 +12,19 @@
 
 #include "blob_plans.hpp"
 #include "checkpoint_interval_choice.hpp"
+#include "checkpoint_manager_impl.hpp"
 #include "checkpoint_saver.hpp"
 #include "collective_errors.hpp"
-#include "directory_lock.hpp"
 #include "download_gather.hpp"
 #include "epochrun/errors.hpp"
 #include "epochrun/mpi_session.hpp"
 #include "fault_injection.hpp"
-#include "host_name.hpp"
 #include "human_bytes.hpp"
-#include "local_copy.hpp"
 #include "post_commit_steps.hpp"
 #include "preemption_signals.hpp"
-#include "resume.hpp"
 #include "run_history_file.hpp"
 #include "run_metrics.hpp"
 #include "seconds_since.hpp"
-#include "shared_directory_check.hpp"
 #include "slurm_environment.hpp"
 #include "stop_decider.hpp"
 #include "time_budget.hpp"
@@ -111,66 +107,11 @@ void record_save(const SaveOutcome& save, RunSummary& summary) {
   }
 }
 
-// What the checkpoint layer takes of the run's options.
-CheckpointOptions checkpoint_options(const RunOptions& options) {
-  return CheckpointOptions{options.checkpoint_dir,
-                           options.config_json,
-                           options.retention,
-                           options.uploader,
-                           options.save_timeout,
-                           options.async_checkpoint,
-                           options.async_max_staging_bytes,
-                           ArrayIoOptions{options.array_io, options.mpi_io_hints},
-                           options.check_replicated,
-                           options.directory_lock,
-                           options.local_dir,
-                           FlushOptions{options.flush_every, options.flush_interval_seconds},
-                           options.local_keep,
-                           parse_local_redundancy(options.local_redundancy),
-                           options.xdmf_file};
-}
-
 // The epoch of the newest checkpoint this run knows to be valid: the newest it committed or, when
 // it committed none, the one it resumed from (nothing for a run from scratch that committed none).
 std::optional<std::int64_t> last_valid_epoch(const RunSummary& summary) {
   return !summary.committed.empty() ? std::optional(summary.committed.back())
                                     : summary.resumed_from;
-}
-
-// Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).
-std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const RunOptions& options) {
-  std::unique_ptr<DirectoryLock> lock;
-  run_on_root_then_agree(comm, "lock", [&] {
-    if (options.checkpoint_dir.empty()) {
-      return;
-    }
-    if (!options.directory_lock) {
-      spdlog::warn(
-          "running without the checkpoint directory lock (--no-directory-lock): no other "
-          "run may use {} meanwhile",
-          options.checkpoint_dir.string());
-      return;
-    }
-    lock = std::make_unique<DirectoryLock>(options.checkpoint_dir);
-  });
-  return lock;
-}
-
-// Every rank can keep its node-local copies in --local-dir, on its own host, created there when
-// missing (UsageError on every rank naming the lowest failing rank, its host and why,
-// otherwise).
-void check_local_directories(const Communicator& comm, const RunOptions& options) {
-  if (options.local_dir.empty()) {
-    return;
-  }
-  run_then_agree_within(comm, "check --local-dir on every rank", options.save_timeout, [&] {
-    try {
-      check_local_directory(options.local_dir, options.checkpoint_dir);
-    } catch (const UsageError& error) {
-      throw UsageError("rank " + std::to_string(comm.rank()) + " on " + host_name() + ": " +
-                       error.what());
-    }
-  });
 }
 
 }  // namespace
@@ -180,6 +121,7 @@ struct JobRunner::Impl {
 
   // This run's checkpoint steps: the post-commit steps, the saver, the metrics.
   struct Steps {
+    CheckpointManager::Impl& manager;
     PostCommitSteps& post_commit;
     CheckpointSaver& saver;
     const RunMetrics& metrics;
@@ -309,17 +251,12 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   // Installs the handlers for the whole run; the stop decider reads what they received.
   const PreemptionSignals signals(options.preempt_signals);
   tell_the_launcher_that_the_ranks_catch_signals(comm);
-  // Held by rank 0 for the whole run: nothing below may run twice on one directory.
-  auto lock = lock_directory(comm, options);
-  check_shared_directory(comm, options.checkpoint_dir, options.save_timeout,
-                         options.directory_lock);
-  check_local_directories(comm, options);
+  // The run saves and resumes through a checkpoint manager, as a loop of one's own does: rank 0
+  // holds the directory's lock while it lives, so nothing below may run twice on one directory.
+  CheckpointManager::Impl manager(job, comm, options, started_at);
   auto summary = begin_run();
-  const auto checkpointing = checkpoint_options(options);
-  PostCommitSteps post_commit(comm, checkpointing, job.name());
-  CheckpointSaver saver(job.name(), comm, checkpointing, node_names, post_commit);
-  const RunMetrics metrics(comm, options.checkpoint_dir, started_at);
-  Steps steps{post_commit, saver, metrics};
+  Steps steps{manager, manager.post_commit, manager.saver, manager.metrics};
+  auto& post_commit = manager.post_commit;
   TaskContext context{workspace, job_comm, node_name, 0, nullptr};
   const StopDecider decider(job, comm, node_names, options.num_epochs, *time_budget);
   const auto resumed = start(steps, context, summary);
@@ -335,7 +272,7 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   post_commit.wait_for_the_index();
   // When run() returns on any rank, the directory is in its final state, lock released. (On
   // the failure paths every rank throws together and rank 0 drops the lock while unwinding.)
-  lock.reset();
+  manager.lock.reset();
   comm.barrier();
   return summary;
 }
@@ -381,13 +318,9 @@ RunSummary JobRunner::Impl::begin_run() {
 std::optional<std::int64_t> JobRunner::Impl::start(Steps& steps, TaskContext& context,
                                                    RunSummary& summary) {
   check_global_arrays(job, comm, options.save_timeout);
-  if (auto resumed = resume(job, comm, options, node_names, steps.post_commit.index(),
-                            context.workspace, summary)) {
+  if (auto resumed = steps.manager.restore(options.resume, context.workspace, summary)) {
     summary.resumed_from = resumed->epoch;
     summary.resumed_from_ranks = resumed->written_by_ranks;
-    steps.metrics.load(resumed->epoch, resumed->seconds, resumed->bytes);
-    steps.saver.set_blobs(blob_plans(job, comm, resumed->blobs));
-    steps.saver.resumed_from(resumed->epoch, resumed->node_local);
     // Until this run has saved, a save is taken to cost what the load did.
     time_budget->record_save(resumed->seconds);
     return resumed->epoch;
@@ -396,7 +329,7 @@ std::optional<std::int64_t> JobRunner::Impl::start(Steps& steps, TaskContext& co
   run_group(job.init_group, context);
   const double init_seconds = seconds_since(init_started);
   // As in the reference: what init created is what every checkpoint of this run holds.
-  steps.saver.set_blobs(blob_plans(job, comm, context.workspace.names()));
+  steps.manager.save_arrays(context.workspace.names());
   spdlog::info("job {} initialized on {} ranks ({} blobs, {} on rank 0)", job.name(), comm.size(),
                context.workspace.names().size(),
                human_bytes(double(context.workspace.byte_size())));

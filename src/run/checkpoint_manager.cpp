@@ -1,0 +1,192 @@
+#include "epochrun/checkpoint_manager.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+
+#include "blob_plans.hpp"
+#include "checkpoint_manager_impl.hpp"
+#include "collective_errors.hpp"
+#include "epochrun/errors.hpp"
+#include "host_name.hpp"
+#include "local_copy.hpp"
+#include "shared_directory_check.hpp"
+
+namespace epochrun {
+namespace {
+
+// Rank 0's lock on the checkpoint directory (none without a directory or when unlocked).
+std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const RunOptions& options) {
+  std::unique_ptr<DirectoryLock> lock;
+  run_on_root_then_agree(comm, "lock", [&] {
+    if (options.checkpoint_dir.empty()) {
+      return;
+    }
+    if (!options.directory_lock) {
+      spdlog::warn(
+          "running without the checkpoint directory lock (--no-directory-lock): no other "
+          "run may use {} meanwhile",
+          options.checkpoint_dir.string());
+      return;
+    }
+    lock = std::make_unique<DirectoryLock>(options.checkpoint_dir);
+  });
+  return lock;
+}
+
+// Every rank can keep its node-local copies in --local-dir, on its own host, created there when
+// missing (UsageError on every rank naming the lowest failing rank, its host and why,
+// otherwise).
+void check_local_directories(const Communicator& comm, const RunOptions& options) {
+  if (options.local_dir.empty()) {
+    return;
+  }
+  run_then_agree_within(comm, "check --local-dir on every rank", options.save_timeout, [&] {
+    try {
+      check_local_directory(options.local_dir, options.checkpoint_dir);
+    } catch (const UsageError& error) {
+      throw UsageError("rank " + std::to_string(comm.rank()) + " on " + host_name() + ": " +
+                       error.what());
+    }
+  });
+}
+
+// The directory's lock, once every rank sees the same checkpoint directory and can write its
+// node-local one.
+std::unique_ptr<DirectoryLock> open_directory(const Communicator& comm, const RunOptions& options) {
+  auto lock = lock_directory(comm, options);
+  check_shared_directory(comm, options.checkpoint_dir, options.save_timeout,
+                         options.directory_lock);
+  check_local_directories(comm, options);
+  return lock;
+}
+
+SaveResult result_of(const SaveOutcome& outcome) {
+  return SaveResult{outcome.epoch,           outcome.committed, outcome.node_local,
+                    outcome.in_background,   outcome.failure,   outcome.seconds,
+                    outcome.blocked_seconds, outcome.bytes};
+}
+
+std::vector<std::string> node_names_of(const Communicator& comm) {
+  std::vector<std::string> names;
+  for (int rank = 0; rank < comm.size(); ++rank) {
+    names.push_back(Job::node_name(rank));
+  }
+  return names;
+}
+
+}  // namespace
+
+CheckpointOptions checkpoint_options(const RunOptions& options) {
+  return CheckpointOptions{options.checkpoint_dir,
+                           options.config_json,
+                           options.retention,
+                           options.uploader,
+                           options.save_timeout,
+                           options.async_checkpoint,
+                           options.async_max_staging_bytes,
+                           ArrayIoOptions{options.array_io, options.mpi_io_hints},
+                           options.check_replicated,
+                           options.directory_lock,
+                           options.local_dir,
+                           FlushOptions{options.flush_every, options.flush_interval_seconds},
+                           options.local_keep,
+                           parse_local_redundancy(options.local_redundancy),
+                           options.xdmf_file};
+}
+
+CheckpointManager::Impl::Impl(const Job& declared, const Communicator& on,
+                              const RunOptions& run_options,
+                              std::chrono::system_clock::time_point started)
+    : arrays(declared),
+      comm(on),
+      options(run_options),
+      node_names(node_names_of(comm)),
+      lock(open_directory(comm, options)),
+      checkpointing(checkpoint_options(options)),
+      post_commit(comm, checkpointing, arrays.name()),
+      saver(arrays.name(), comm, checkpointing, node_names, post_commit),
+      metrics(comm, options.checkpoint_dir, started) {}
+
+std::optional<Resumed> CheckpointManager::Impl::restore(const ResumeRequest& request,
+                                                        Workspace& workspace, RunSummary& into) {
+  auto resume_options = options;
+  resume_options.resume = request;
+  auto resumed =
+      resume(arrays, comm, resume_options, node_names, post_commit.index(), workspace, into);
+  if (resumed) {
+    metrics.load(resumed->epoch, resumed->seconds, resumed->bytes);
+    save_arrays(resumed->blobs);
+    saver.resumed_from(resumed->epoch, resumed->node_local);
+  }
+  return resumed;
+}
+
+void CheckpointManager::Impl::save_arrays(const std::vector<std::string>& names) {
+  saver.set_blobs(blob_plans(arrays, comm, names));
+  saved_names = names;
+}
+
+CheckpointManager::CheckpointManager(const Job& arrays, const Communicator& comm,
+                                     const RunOptions& options)
+    : comm_(comm.duplicate()) {
+  check_global_arrays(arrays, comm_, options.save_timeout);
+  impl_ = std::make_unique<Impl>(arrays, comm_, options, std::chrono::system_clock::now());
+}
+
+CheckpointManager::~CheckpointManager() {
+  if (std::uncaught_exceptions() == 0) {
+    try {
+      wait();
+      impl_->post_commit.wait_for_the_index();
+    } catch (const std::exception& error) {
+      spdlog::warn("the checkpoint manager's save in flight was not committed: {}", error.what());
+    }
+  }
+}
+
+void CheckpointManager::create(Workspace& workspace) const {
+  for (const auto& spec : impl_->arrays.expected_blobs()) {
+    workspace.put(spec.name, spec.created(comm_.rank(), comm_.size()));
+  }
+}
+
+std::optional<Restored> CheckpointManager::restore(const ResumeRequest& request,
+                                                   Workspace& workspace) {
+  wait();
+  auto resumed = impl_->restore(request, workspace, impl_->summary);
+  if (!resumed) {
+    return std::nullopt;
+  }
+  return Restored{resumed->epoch, resumed->written_by_ranks, resumed->node_local, resumed->blobs};
+}
+
+SaveResult CheckpointManager::save(std::int64_t epoch, const Workspace& workspace, bool last) {
+  wait();
+  if (impl_->saved_names != workspace.names()) {
+    impl_->save_arrays(workspace.names());
+  }
+  const auto outcome = impl_->saver.save(epoch, workspace, !last);
+  if (!outcome.in_background) {
+    impl_->metrics.save(outcome);
+  }
+  return result_of(outcome);
+}
+
+std::optional<SaveResult> CheckpointManager::wait() {
+  auto outcome = impl_->saver.complete();
+  for (const auto& exchange : impl_->saver.take_settled_exchanges()) {
+    impl_->metrics.redundancy(exchange.epoch, exchange.seconds);
+  }
+  if (!outcome) {
+    return std::nullopt;
+  }
+  impl_->metrics.save(*outcome);
+  return result_of(*outcome);
+}
+
+std::optional<std::int64_t> CheckpointManager::latest() const {
+  return impl_->post_commit.latest();
+}
+
+}  // namespace epochrun
