@@ -52,7 +52,9 @@ TEST(Mtbf, AutoCheckpointsByTheInterval) {
   }
   {
     ScratchDir cwd;
-    auto frequent = run_sgd({"--mtbf", "0.0000001", "--checkpoint-every", "auto"}, cwd);
+    // An interval of 3.6 ns (the MTBF itself, as the cost is more than twice it): every epoch takes
+    // longer, on every rank.
+    auto frequent = run_sgd({"--mtbf", "0.000000000001", "--checkpoint-every", "auto"}, cwd);
     ASSERT_EQ(frequent.exit_code, 0) << frequent.err;
     EXPECT_EQ(CheckpointDirectory(cwd / "D").committed_epochs(),
               (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5}));

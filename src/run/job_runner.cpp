@@ -148,6 +148,8 @@ struct JobRunner::Impl {
   // After a save: the first one measures what a checkpoint costs and, with --mtbf, chooses the
   // Young/Daly interval (applied with --checkpoint-every auto).
   void choose_interval(const SaveOutcome& save);
+  // Agreed on every rank: whether the checkpoint policy saves the epoch that just ran.
+  bool checkpoint_due(const Steps& steps, const TaskContext& context) const;
   // Saves the epoch that just ran when the checkpoint policy or a stop says so.
   std::optional<SaveOutcome> checkpoint_epoch(const StopDecision& decision, Steps& steps,
                                               const TaskContext& context, RunSummary& summary);
@@ -425,8 +427,7 @@ std::optional<SaveOutcome> JobRunner::Impl::checkpoint_epoch(const StopDecision&
                                                              Steps& steps,
                                                              const TaskContext& context,
                                                              RunSummary& summary) {
-  if (!decision.stops() && !options.checkpoint_policy.due(
-                               context.epoch, seconds_since(steps.saver.last_commit_time()))) {
+  if (!decision.stops() && !checkpoint_due(steps, context)) {
     return std::nullopt;
   }
   // The checkpoint a run stops with is synchronous: nothing follows that it could overlap.
@@ -437,6 +438,15 @@ std::optional<SaveOutcome> JobRunner::Impl::checkpoint_epoch(const StopDecision&
   }
   choose_interval(save);
   return save;
+}
+
+bool JobRunner::Impl::checkpoint_due(const Steps& steps, const TaskContext& context) const {
+  const auto& policy = options.checkpoint_policy;
+  const bool due = policy.due(context.epoch, seconds_since(steps.saver.last_commit_time()));
+  // By epoch every rank decides alike; by time, each rank's clock, which may stand on either
+  // side of the interval (a save commits on rank 0 last): any rank's says so, or the ranks that
+  // save would wait for the others forever.
+  return policy.interval_seconds ? comm.any_true(due) : due;
 }
 
 void JobRunner::Impl::choose_interval(const SaveOutcome& save) {
