@@ -15,8 +15,9 @@
 # allocation across nodes: ON_EVERY_NODE="srun --ntasks-per-node=1"), as node-local storage is.
 #
 # The defaults are the target's setup (at most 1.10 times the time without checkpoints):
-# 2 ranks x 256 MiB, 24 sweeps per epoch (about 1 s on the machine of docs/benchmarks.md: pick
-# SWEEPS for about 1 s on yours), 10 epochs, 3 rounds.
+# 2 ranks x 256 MiB, 24 sweeps per epoch (about 1 s on the machine of docs/benchmarks-history.md,
+# "What a checkpoint every epoch costs a job": pick SWEEPS for about 1 s on yours), 10 epochs,
+# 3 rounds.
 set -eu
 build=${1:-build}
 dir=${2:-/tmp/epochrun-async-overhead}

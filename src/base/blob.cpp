@@ -17,7 +17,7 @@ namespace {
 // memory, only the page faults of fresh memory (on a virtual machine they can cost more than
 // reading the bytes from the page cache). No transparent huge pages are asked for: on a virtual
 // machine that reports free memory to its host, they made a load after a pause several times
-// slower (docs/benchmarks.md, "Loads against the h5py peer"). Nothing for zero bytes.
+// slower (docs/benchmarks-history.md, "Loads against the h5py peer"). Nothing for zero bytes.
 //
 // A blob of kPageAlignedFrom bytes or more starts on a page boundary, so that a save can hand
 // its bytes to the disk with direct I/O (O_DIRECT asks for an aligned buffer), with no copy
