@@ -14,8 +14,8 @@
 // collective MPI-IO write (kMpiIo). (Interleaved blocks written by each rank, a run per row
 // through the page cache, were tried and dropped: at 96 ranks on 2 cores, eight ranks' runs
 // share each page and their writes queued on the page locks, 0.86 s a save of 64 KiB per rank
-// against 0.31 s collectively, docs/benchmarks.md.) The bytes, the checksums and the layout are
-// the same either way.
+// against 0.31 s collectively, docs/benchmarks-history.md, "Inside a job".) The bytes, the
+// checksums and the layout are the same either way.
 #pragma once
 
 #include <cstdint>

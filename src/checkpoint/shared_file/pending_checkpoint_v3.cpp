@@ -611,7 +611,7 @@ void PendingCheckpointV3::write_arrays() {
   // save everywhere when any rank failed, before any rank writes. From there on a rank whose
   // write or sync fails keeps the error and still makes every collective call, and finish()
   // agrees on it: at 96 ranks on 2 cores each agreement costs about as much as the writes of a
-  // small array (docs/benchmarks.md).
+  // small array (docs/benchmarks-history.md, "Inside a job").
   const auto rank = static_cast<std::size_t>(comm_.rank());
   std::optional<MpiIoFile> file;
   agreed_step("open for collective writes", SavePhase::kWrite, false, [&] {

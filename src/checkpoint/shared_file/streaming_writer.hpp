@@ -21,9 +21,10 @@ namespace epochrun {
 // straight from their memory; small ones adjacent in the file (a pack) are gathered and
 // written together. Every kWritebackBytes written through the page cache, it asks the kernel
 // to start writing them to the disk (sync_file_range, no wait): the disk works while the next
-// pieces are copied, instead of all at the final fsync (measured, docs/benchmarks.md: a 3 x
-// 256 MiB save went from 1.35 to under 1 times a plain pwrite + fsync). A blob marked direct
-// goes to `direct_fd` (O_DIRECT; -1: none) in its aligned part, the rest through the cache.
+// pieces are copied, instead of all at the final fsync (measured, docs/benchmarks-history.md, "The
+// targets": a 3 x 256 MiB save went from 1.35 to under 1 times a plain pwrite + fsync). A blob
+// marked direct goes to `direct_fd` (O_DIRECT; -1: none) in its aligned part, the rest through the
+// cache.
 class StreamingWriter {
  public:
   // What follows the write: an fsync (the hints above make it cheaper), or nothing (a cache
