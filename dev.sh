@@ -38,6 +38,8 @@ test_packages=(
   hdf5-tools python3-h5py
   # the durability tests observe epochrun's fsyncs
   strace
+  # the Debian package's test: cpack's dpkg-shlibdeps
+  dpkg-dev
   # the Python package's tests (python/tests): its dependencies, pytest, pandas for its
   # DataFrames, and ParaView's own Python, rendering in a virtual X server (Debian's ParaView
   # has no offscreen build)
