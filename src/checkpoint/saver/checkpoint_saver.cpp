@@ -19,7 +19,8 @@ CheckpointSaver::CheckpointSaver(std::string job, const Communicator& comm,
     : comm_(comm),
       options_(options),
       post_commit_(post_commit),
-      local_(job, comm, options),
+      local_(options.local_dir.empty() ? nullptr
+                                       : std::make_unique<NodeLocalLevel>(job, comm, options)),
       shared_(std::move(job), comm, options, std::move(node_names)) {}
 
 void CheckpointSaver::resumed_from(std::int64_t epoch, bool node_local) {
@@ -27,7 +28,9 @@ void CheckpointSaver::resumed_from(std::int64_t epoch, bool node_local) {
     last_committed_ = epoch;
   }
   last_commit_time_ = Clock::now();
-  local_.resumed(epoch, node_local, last_commit_time_);
+  if (local_) {
+    local_->resumed(epoch, node_local, last_commit_time_);
+  }
 }
 
 void CheckpointSaver::set_blobs(std::vector<BlobPlan> blobs) {
@@ -56,7 +59,7 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
   auto blobs = saved_blobs(workspace);
   try {
     if (route.node_local) {
-      if (auto copies = local_.begin(epoch, std::move(blobs), route, outcome)) {
+      if (auto copies = local_->begin(epoch, std::move(blobs), route, outcome)) {
         blobs = std::move(*copies);
       } else {
         // The node-local file system failed: the level is off, and this checkpoint is flushed
@@ -88,7 +91,9 @@ SaveOutcome CheckpointSaver::save(std::int64_t epoch, const Workspace& workspace
   } catch (const std::exception& error) {
     commit_failed(epoch, error, outcome);
     shared_.done(false);
-    local_.done(false);
+    if (local_) {
+      local_->done(false);
+    }
     outcome.seconds = outcome.blocked_seconds = seconds_since(started);
     outcome.phases.faults = PageFaults::now() - faults_before;
     return outcome;
@@ -124,7 +129,9 @@ std::optional<SaveOutcome> CheckpointSaver::complete() {
   // The levels in the order the save went through them: the node-local level's finish-later
   // step (a node-local epoch's redundancy exchange in the background) is part of the save in
   // flight, waited for here as the shared file's write is next.
-  local_.commit(outcome);
+  if (local_) {
+    local_->commit(outcome);
+  }
   if (!shared_.in_flight()) {
     return std::nullopt;
   }
@@ -137,7 +144,9 @@ std::optional<SaveOutcome> CheckpointSaver::complete() {
     commit_failed(outcome.epoch, error, outcome);
   }
   shared_.done(outcome.committed);
-  local_.done(outcome.committed);
+  if (local_) {
+    local_->done(outcome.committed);
+  }
   outcome.blocked_seconds = seconds_since(waiting);
   outcome.seconds = seconds_since(in_flight_started_);
   outcome.phases.faults += PageFaults::now() - faults_before;
@@ -147,12 +156,14 @@ std::optional<SaveOutcome> CheckpointSaver::complete() {
 SaveRoute CheckpointSaver::route(std::int64_t epoch, bool may_run_in_background,
                                  std::uint64_t bytes, Clock::time_point now) {
   SaveRoute route;
-  route.node_local = local_.active();
-  route.flushed = !(route.node_local && may_run_in_background && !local_.flush_due(now));
+  route.node_local = local_ && local_->active();
+  route.flushed = !(route.node_local && may_run_in_background && !local_->flush_due(now));
   if (!route.flushed) {
     return route;
   }
-  local_.saved(true, now);
+  if (local_) {
+    local_->saved(true, now);
+  }
   // The last checkpoint and one at a stop are written at once: nothing follows that they could
   // overlap.
   route.later = may_run_in_background && (route.node_local || options_.async_checkpoint);
@@ -199,12 +210,12 @@ std::vector<SavedBlob> CheckpointSaver::snapshot(std::vector<SavedBlob> blobs, S
 
 SaveOutcome CheckpointSaver::saved_node_local(SaveOutcome outcome, Clock::time_point started,
                                               PageFaults faults_before) {
-  local_.saved(false, started);
+  local_->saved(false, started);
   last_commit_time_ = Clock::now();
   outcome.log = fmt::format("checkpoint saved node-local in {} ({} in {:.3f} s, not flushed)",
                             options_.local_dir.string(), human_bytes(double(outcome.bytes)),
                             seconds_since(started));
-  local_.done(true);
+  local_->done(true);
   outcome.seconds = outcome.blocked_seconds = seconds_since(started);
   outcome.phases.faults = PageFaults::now() - faults_before;
   return outcome;
@@ -219,7 +230,9 @@ void CheckpointSaver::committed(SaveOutcome& outcome) {
   {
     const PhaseTimer timer(outcome.phases, SavePhase::kPostCommit);
     outcome.deleted = post_commit_.after_commit(outcome.epoch, stats.file_bytes);
-    local_.flushed();
+    if (local_) {
+      local_->flushed();
+    }
   }
   step_times::add_since("index and retention", after);
   outcome.log = fmt::format("checkpoint {} {} in {:.3f} s ({}/s)", stats.file.filename().string(),

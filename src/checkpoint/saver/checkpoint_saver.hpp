@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,12 +83,16 @@ class CheckpointSaver {
 
   // Deletes this rank's node-local copies (the checkpoints they stand in for are deleted:
   // --delete-checkpoints-on-success).
-  void delete_local_copies() { local_.delete_all(); }
+  void delete_local_copies() {
+    if (local_) {
+      local_->delete_all();
+    }
+  }
 
   // The node-local epochs' redundancy exchanges that ran in the background and settled since
   // the last call (LocalLevel::take_settled_exchanges).
   std::vector<LocalLevel::SettledExchange> take_settled_exchanges() {
-    return local_.take_settled_exchanges();
+    return local_ ? local_->take_settled_exchanges() : std::vector<LocalLevel::SettledExchange>{};
   }
 
   std::optional<std::int64_t> last_committed() const { return last_committed_; }
@@ -124,7 +129,8 @@ class CheckpointSaver {
 
   // Declared before the levels: the shared file's thread may still read it as they end.
   std::vector<StagingBuffer> staging_;  // the snapshot of the save in flight
-  NodeLocalLevel local_;
+  // The levels of this run, chosen once from its options: the node-local one with --local-dir.
+  std::unique_ptr<NodeLocalLevel> local_;
   SharedFileLevel shared_;
   SaveOutcome in_flight_outcome_;  // of the save whose shared file is in flight
   Clock::time_point in_flight_started_;
