@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <span>
 
 #include "checkpoint_layout_v3.hpp"
 #include "epochrun/blob.hpp"
@@ -19,5 +21,16 @@ namespace epochrun {
 // whole array when `part` is empty; UsageError for a part of other dimensions or outside it.
 Blob read_array_v3(int fd, const StoredFileV3& stored, std::size_t blob,
                    const std::optional<Block>& part);
+
+// Verifies every writer block of global array `blob` of the file open as `fd`, keeping none of
+// its bytes: its dataset read once, front to back, in pieces of scratch.size() bytes into
+// `scratch` (kVerifyPiece is the size meant), each piece's runs of each block fed to that
+// block's hash while they are in the CPU cache -- one pass over the file whatever the blocks'
+// shapes, where verifying block after block would read a block of columns' rows once per block.
+// A block of no cells is not checked (read_array_v3 reads nothing of it). CorruptCheckpoint as
+// read_array_v3 words it, for the first writer block (in writer order) that does not match.
+// Returns the bytes verified.
+std::uint64_t verify_array_v3(int fd, const StoredFileV3& stored, std::size_t blob,
+                              std::span<std::byte> scratch);
 
 }  // namespace epochrun
