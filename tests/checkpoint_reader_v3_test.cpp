@@ -224,9 +224,13 @@ TEST_F(ReaderV3, AnyPartOfTheArrayReadsBackWhateverBlocksWroteIt) {
   if (!world_.is_root()) {
     return;
   }
-  // Rows 2..5 and columns 1..3 cross the row bands of epoch 4 and the column bands of epoch 5.
+  // Rows 2..5 and columns 1..3 cross the row bands of epoch 4 and the column bands of epoch 5;
+  // rows 0..3 hold epoch 4's first block whole and a part of its second, columns 1..4 epoch 5's
+  // last two blocks whole and a part of its first (a block wholly inside the part is read
+  // straight into it, the others' cells copied).
   const std::vector<Block> parts = {{{2, 1}, {4, 3}}, {{0, 0}, {7, 1}}, {{6, 4}, {1, 1}},
-                                    {{3, 0}, {2, 5}}, {{0, 0}, kField}, {{1, 2}, {0, 3}}};
+                                    {{3, 0}, {2, 5}}, {{0, 0}, kField}, {{1, 2}, {0, 3}},
+                                    {{0, 0}, {4, 5}}, {{0, 1}, {7, 4}}};
   for (const std::int64_t epoch : {4, 5}) {
     CheckpointReader reader(file(epoch));
     for (const auto& part : parts) {

@@ -16,9 +16,11 @@ namespace epochrun {
 
 // The cells of `part` of global array `blob` (index in stored.description.blobs), row-major,
 // from the file open as `fd`: every writer block `part` meets is read whole and its xxh64
-// checked (CorruptCheckpoint naming the array and the block) before its cells are copied; the
-// hash covers a writer's block, not a cell, so there is no cheaper way to verify a cell. The
-// whole array when `part` is empty; UsageError for a part of other dimensions or outside it.
+// checked (CorruptCheckpoint naming the array and the block); the hash covers a writer's block,
+// not a cell, so there is no cheaper way to verify a cell. A block wholly inside `part` is read
+// straight into the result, hashed as it arrives; of any other, the cells `part` holds are
+// copied once it is verified. The whole array when `part` is empty; UsageError for a part of
+// other dimensions or outside it.
 Blob read_array_v3(int fd, const StoredFileV3& stored, std::size_t blob,
                    const std::optional<Block>& part);
 
