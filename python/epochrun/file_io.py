@@ -3,7 +3,8 @@ numpy array's buffer), never through an intermediate copy, and hashed with xxhas
 buffer -- no Python runs per element, so a large value costs what the read and the hash cost in
 C. A value of more than one piece is read piece by piece on a thread of its own while this one
 hashes the pieces already read (os.preadv lets go of the GIL): the hash then costs about no time
-beside the read, as epochrun's own reader hashes each piece as it arrives."""
+beside the read, as epochrun's own reader hashes each piece as it arrives. A verification that
+keeps no bytes reads them through one small buffer it reuses (hash_range)."""
 
 import os
 import stat
@@ -43,6 +44,10 @@ def read_into(fd, offset, buffer, what):
 # Bytes per read of a large value: large enough that a piece costs one system call's overhead
 # in thousands, small enough that the hashing follows the reading closely.
 PIECE = 8 << 20
+# Bytes per read of a verification that keeps none of them (hash_range), into one buffer: small
+# enough to stay in the CPU cache between the read and the hash (epochrun's kVerifyPiece,
+# src/checkpoint/load/verified_read.hpp).
+VERIFY_PIECE = 1 << 20
 
 
 def read_hashing(fd, offset, buffer, ranges, what):
@@ -73,6 +78,19 @@ def read_bytes(fd, offset, size, what):
     buffer = bytearray(size)
     read_into(fd, offset, buffer, what)
     return bytes(buffer)
+
+
+def hash_range(fd, offset, size, scratch, state, what):
+    """Feeds `size` bytes from `offset` of the file open as `fd` to `state` (an xxhash.xxh64),
+    read in pieces of len(scratch) into `scratch` (a bytearray, reused), each hashed while it
+    is still in the CPU cache."""
+    view = memoryview(scratch)
+    while size > 0:
+        piece = view[: min(size, len(view))]
+        read_into(fd, offset, piece, what)
+        state.update(piece)
+        offset += len(piece)
+        size -= len(piece)
 
 
 def read_array(fd, offset, dtype, shape, what, ranges=()):
