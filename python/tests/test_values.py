@@ -104,6 +104,20 @@ def test_read_in_pieces_each_block_is_hashed_as_it_arrives(runs, copy_of, monkey
             ("arrays/field", str(error.value))]
 
 
+def test_a_large_array_reads_into_a_mapping_of_its_own(runs, monkeypatch):
+    # From 1 MiB on, the array returned is an anonymous mapping of its own (4 KiB pages, not
+    # numpy's huge pages); below, from numpy's heap. The same values either way.
+    directory = epochrun.open(runs["heat"])
+    with directory.epoch(directory.epochs[-1]) as checkpoint:
+        small = checkpoint.array("field")
+        monkeypatch.setattr(epochrun.file_io, "_MAPPED_FROM", 1)
+        monkeypatch.setattr(epochrun.file_io, "PIECE", 4096)
+        mapped = checkpoint.array("field")
+    assert small.flags.owndata and not mapped.flags.owndata
+    assert mapped.flags.writeable and mapped.flags.c_contiguous
+    assert np.array_equal(small, mapped)
+
+
 def test_a_name_the_file_lacks_is_a_checkpoint_error(runs):
     with epochrun.open(runs["sgd"]).latest() as checkpoint:
         for read in (lambda: checkpoint.array("field"), lambda: checkpoint.replicated("nope"),
