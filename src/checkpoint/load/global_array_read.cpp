@@ -161,7 +161,7 @@ class BlockRuns {
   }
 
   bool done() const { return done_; }
-  // The run's first cell and its cells, counted in elements from the array's first.
+  // The run's first cell, counted in elements from the array's first.
   std::uint64_t offset() const {
     if (strides_.empty()) {
       return 0;
@@ -172,7 +172,7 @@ class BlockRuns {
     }
     return at;
   }
-  std::uint64_t length() const { return run_; }
+  std::uint64_t length() const { return run_; }  // in cells
   void next() {
     std::size_t d = k_;
     while (d > 0 && ++index_[d - 1] == block_.count[d - 1]) {
@@ -241,7 +241,7 @@ std::uint64_t verify_array_v3(int fd, const StoredFileV3& stored, std::size_t bl
   std::vector<State> states;
   std::vector<BlockRuns> runs;
   states.reserve(blocks.size());
-  runs.reserve(blocks.size());  // each refers to its block: never moved
+  runs.reserve(blocks.size());
   // The blocks tile the array (the judge checked it): merged by their offsets, their runs follow
   // one another through the dataset, and the pieces of the window are read front to back.
   using Next = std::pair<std::uint64_t, std::size_t>;  // a run's first cell, its writer
