@@ -224,9 +224,13 @@ TEST_F(ReaderV3, AnyPartOfTheArrayReadsBackWhateverBlocksWroteIt) {
   if (!world_.is_root()) {
     return;
   }
-  // Rows 2..5 and columns 1..3 cross the row bands of epoch 4 and the column bands of epoch 5.
+  // Rows 2..5 and columns 1..3 cross the row bands of epoch 4 and the column bands of epoch 5;
+  // rows 0..3 hold epoch 4's first block whole and a part of its second, columns 1..4 epoch 5's
+  // last two blocks whole and a part of its first (a block wholly inside the part is read
+  // straight into it, the others' cells copied).
   const std::vector<Block> parts = {{{2, 1}, {4, 3}}, {{0, 0}, {7, 1}}, {{6, 4}, {1, 1}},
-                                    {{3, 0}, {2, 5}}, {{0, 0}, kField}, {{1, 2}, {0, 3}}};
+                                    {{3, 0}, {2, 5}}, {{0, 0}, kField}, {{1, 2}, {0, 3}},
+                                    {{0, 0}, {4, 5}}, {{0, 1}, {7, 4}}};
   for (const std::int64_t epoch : {4, 5}) {
     CheckpointReader reader(file(epoch));
     for (const auto& part : parts) {
@@ -277,6 +281,88 @@ TEST_F(ReaderV3, ADamagedByteInsideTheArrayIsCorruptWhereverAPartMeetsItsBlock) 
   EXPECT_NE(verify.out.find("found: arrays/field: "), std::string::npos) << verify.out;
   EXPECT_NE(verify.out.find("writer block 1 [3:5, 0:5]: checksum mismatch"), std::string::npos)
       << verify.out;
+}
+
+// The error a read or a verification of the reader throws: what() of its CorruptCheckpoint.
+template <typename Call>
+std::string corrupt_error(Call&& call) {
+  try {
+    call();
+  } catch (const CorruptCheckpoint& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+// `bytes` written at `offset` of `file`.
+void write_bytes(const fs::path& file, std::uint64_t offset, const std::string& bytes) {
+  FileDescriptor fd(::open(file.c_str(), O_RDWR));
+  ASSERT_EQ(::pwrite(fd.get(), bytes.data(), bytes.size(), static_cast<off_t>(offset)),
+            static_cast<ssize_t>(bytes.size()));
+}
+
+// The verifications that keep no bytes verify what the reads read, row bands and column bands
+// alike, and say how many bytes; a name the file lacks is refused as the read refuses it.
+TEST_F(ReaderV3, EveryValueVerifiesAsItReads) {
+  if (!world_.is_root()) {
+    return;
+  }
+  for (const std::int64_t epoch : {4, 5}) {
+    CheckpointReader reader(file(epoch));
+    for (const auto& [node, records] : reader.header().blobs) {
+      for (const auto& record : records) {
+        EXPECT_EQ(reader.verify_blob(node, record.name), record.byte_size())
+            << node << "/" << record.name;
+      }
+    }
+    EXPECT_EQ(reader.verify_replicated("model"), 16U);
+    EXPECT_EQ(reader.verify_array("field"), 7U * 5U * 8U);
+    EXPECT_THROW(reader.verify_blob("trainer_0", "model"), CheckpointError);
+    EXPECT_THROW(reader.verify_blob("nobody", "weights"), CheckpointError);
+    EXPECT_THROW(reader.verify_replicated("weights"), CheckpointError);
+    EXPECT_THROW(reader.verify_array("model"), CheckpointError);
+  }
+}
+
+// A damaged byte is refused by a verification in the words of the read of the same value: a
+// node's value, and the first damaged writer block (in writer order) of an array written in
+// column bands, whose blocks' cells interleave in the file.
+TEST_F(ReaderV3, AVerificationRefusesADamagedValueInTheReadsWords) {
+  if (!world_.is_root()) {
+    return;
+  }
+  ScratchDir scratch;
+  const auto damaged = scratch / "damaged.h5";
+  fs::copy_file(file(5), damaged);
+  std::uint64_t field_offset = 0;
+  std::uint64_t weights_offset = 0;
+  {
+    FileDescriptor fd(::open(damaged.c_str(), O_RDONLY));
+    const auto stored = read_checkpoint_layout_v3(fd.get(), verify_checkpoint_file(fd.get(), "t"));
+    for (std::size_t i = 0; i < stored.description.blobs.size(); ++i) {
+      if (stored.description.blobs[i].name == "field") {
+        field_offset = stored.layout.offsets[i];
+      }
+      if (stored.description.blobs[i].name == "weights") {
+        weights_offset = stored.layout.offsets[i];
+      }
+    }
+  }
+  ASSERT_GT(field_offset, 0U);
+  ASSERT_GT(weights_offset, 0U);
+  // Cells (6, 4) in writer block 2 (columns 4..4) and (2, 2) in writer block 1 (columns 2..3);
+  // node 1's weights (80,000 bytes each, node after node).
+  write_bytes(damaged, field_offset + 8 * (6 * 5 + 4) + 1, "\x5a");
+  write_bytes(damaged, field_offset + 8 * (2 * 5 + 2) + 1, "\x5a");
+  write_bytes(damaged, weights_offset + 80000 + 12345, "\x5a");
+  CheckpointReader reader(damaged);
+  const auto read = corrupt_error([&] { reader.read_array("field"); });
+  EXPECT_NE(read.find("writer block 1 [0:7, 2:4]: checksum mismatch"), std::string::npos) << read;
+  EXPECT_EQ(corrupt_error([&] { reader.verify_array("field"); }), read);
+  const auto blob = corrupt_error([&] { reader.read_blob("trainer_1", "weights"); });
+  EXPECT_NE(blob.find("checksum mismatch"), std::string::npos) << blob;
+  EXPECT_EQ(corrupt_error([&] { reader.verify_blob("trainer_1", "weights"); }), blob);
+  EXPECT_EQ(reader.verify_blob("trainer_0", "weights"), 80000U);
 }
 
 TEST_F(ReaderV3, LoadBlobsTakesReplicatedBlobsAndWholeArraysWithoutANode) {

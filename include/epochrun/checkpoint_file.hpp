@@ -48,6 +48,17 @@ class EPOCHRUN_API CheckpointReader {
   // verified. CheckpointError when there is no such array, UsageError for a part outside it.
   Blob read_array(const std::string& name, std::optional<Block> part = {}) const;
 
+  // Verification that keeps no value (`epochrun inspect --verify`): each reads what the read_*
+  // of the same name reads and checks it against its checksums, failing as that read fails
+  // (the same errors, the same words), but the bytes go through one buffer of the reader's, so
+  // that verifying a file costs reading and hashing its bytes once, with no fresh memory for
+  // values that would be dropped at once. A global array's dataset is read once, front to back,
+  // for all of its writer blocks. Each returns the bytes it verified. Calls on one reader from
+  // several threads take turns (they share the buffer).
+  std::uint64_t verify_blob(const std::string& node, const std::string& blob) const;
+  std::uint64_t verify_replicated(const std::string& name) const;
+  std::uint64_t verify_array(const std::string& name) const;
+
  private:
   struct EPOCHRUN_HIDDEN Impl;
   std::unique_ptr<Impl> impl_;

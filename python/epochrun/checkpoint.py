@@ -7,10 +7,12 @@ import json
 import os
 
 import numpy as np
+import xxhash
 
-from .array_read import read_global_array
+from . import file_io
+from .array_read import read_global_array, verify_global_array
 from .errors import CheckpointError, CorruptCheckpoint
-from .file_io import check_checksum, open_checkpoint_file, read_array
+from .file_io import check_checksum, hash_range, open_checkpoint_file, read_array
 from .judge import judge
 from .layout import NUMPY_DTYPES
 
@@ -35,6 +37,7 @@ class Checkpoint:
         self.verify = verify
         self._context = f"checkpoint {self.path}"
         self._fd = None  # until it is open: __del__ closes what is open
+        self._scratch = None  # the verifications' buffer, made at the first
         self._fd = open_checkpoint_file(self.path)
         try:
             header, self._layout = judge(self._fd, self.path, self._context)
@@ -174,15 +177,15 @@ class Checkpoint:
     def verification(self):
         """verify_all's findings with what was checked: {"checked": values read, "bytes_read":
         their bytes, "problems": [(blob, error)]}, going on past a damaged value so that one
-        pass names every damaged one."""
+        pass names every damaged one. The values' bytes are read through one small buffer and
+        kept nowhere, and a global array's dataset is read once for all of its writer blocks."""
         checks = [
-            (f"{node}/{value.name}", value.nbytes, lambda value=value: self._read(value, verify=True))
+            (f"{node}/{value.name}", value.nbytes, lambda value=value: self._verify(value))
             for node in self._layout.node_names
             for value in self._layout.node_values[node]
         ]
         checks += [
-            (f"replicated/{value.name}", value.nbytes,
-             lambda value=value: self._read(value, verify=True))
+            (f"replicated/{value.name}", value.nbytes, lambda value=value: self._verify(value))
             for value in self._layout.replicated
         ]
         checks += [
@@ -199,11 +202,27 @@ class Checkpoint:
                 problems.append((name, error))
         return {"checked": len(checks), "bytes_read": read, "problems": problems}
 
+    def _scratch_buffer(self):
+        if self._scratch is None or len(self._scratch) != file_io.VERIFY_PIECE:
+            self._scratch = bytearray(file_io.VERIFY_PIECE)
+        return self._scratch
+
     def _verify_array(self, array):
-        # A writer block at a time: no more than one block's rows held at once.
-        for start, count in array.blocks:
-            index = tuple(slice(s, s + c) for s, c in zip(start, count))
-            self._reading(lambda: read_global_array(self._fd, array, index, True, self._context, self.path))
+        self._reading(lambda: verify_global_array(self._fd, array, self._scratch_buffer(),
+                                                  self._context, self.path))
+
+    def _verify(self, value):
+        """Verifies a per-node or replicated value as _read does, in its words, keeping none of
+        its bytes."""
+        what = f"{self._context}: {value.what}"
+
+        def verify():
+            state = xxhash.xxh64()
+            hash_range(self._fd, value.offset, value.nbytes, self._scratch_buffer(), state, what)
+            check_checksum(state.intdigest(), value.xxh64, what, file=self.path, blob=value.name,
+                           node=value.node)
+
+        self._reading(verify)
 
     def _reading(self, read):
         if self._fd is None:

@@ -80,8 +80,10 @@ def test_any_numpy_index_reads_what_h5py_reads_of_the_whole_array(runs, name, in
 @pytest.mark.parametrize("name", ["heat", "heat4"])
 def test_read_in_pieces_each_block_is_hashed_as_it_arrives(runs, copy_of, monkeypatch, name):
     # Values of more than a piece (8 MiB) are read on a second thread and hashed piece by piece:
-    # pieces of 1000 bytes take that path here, bands and 2 x 2 blocks alike.
+    # pieces of 1000 bytes take that path here, bands and 2 x 2 blocks alike; and a verification
+    # that keeps no bytes reads bands of 3 rows (960 bytes) through its buffer of 1000.
     monkeypatch.setattr(epochrun.file_io, "PIECE", 1000)
+    monkeypatch.setattr(epochrun.file_io, "VERIFY_PIECE", 1000)
     directory = epochrun.open(runs[name])
     with directory.epoch(directory.epochs[-1]) as checkpoint:
         with h5py.File(checkpoint.path, "r") as f:
@@ -94,8 +96,26 @@ def test_read_in_pieces_each_block_is_hashed_as_it_arrives(runs, copy_of, monkey
     with h5py.File(file, "r") as f:
         offset = f["arrays/field"].id.get_offset()
     flip_byte(file, offset + (47 * 40 + 39) * 8)  # the last cell: the last writer's block
-    with pytest.raises(epochrun.CorruptCheckpoint, match=r"writer block \d \[24:48, "):
-        epochrun.open(damaged).epoch(directory.epochs[-1]).array("field")
+    with epochrun.open(damaged).epoch(directory.epochs[-1]) as checkpoint:
+        with pytest.raises(epochrun.CorruptCheckpoint, match=r"writer block \d \[24:48, ") as error:
+            checkpoint.array("field")
+        # The verification that keeps no bytes refuses it in the read's words.
+        assert [(blob, str(e)) for blob, e in checkpoint.verify_all()] == [
+            ("arrays/field", str(error.value))]
+
+
+def test_a_large_array_reads_into_a_mapping_of_its_own(runs, monkeypatch):
+    # From 1 MiB on, the array returned is an anonymous mapping of its own (4 KiB pages, not
+    # numpy's huge pages); below, from numpy's heap. The same values either way.
+    directory = epochrun.open(runs["heat"])
+    with directory.epoch(directory.epochs[-1]) as checkpoint:
+        small = checkpoint.array("field")
+        monkeypatch.setattr(epochrun.file_io, "_MAPPED_FROM", 1)
+        monkeypatch.setattr(epochrun.file_io, "PIECE", 4096)
+        mapped = checkpoint.array("field")
+    assert small.flags.owndata and not mapped.flags.owndata
+    assert mapped.flags.writeable and mapped.flags.c_contiguous
+    assert np.array_equal(small, mapped)
 
 
 def test_a_name_the_file_lacks_is_a_checkpoint_error(runs):

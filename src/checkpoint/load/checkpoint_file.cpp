@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "blob_records.hpp"
@@ -155,7 +156,48 @@ struct CheckpointReader::Impl {
   // Version 3 only: the file as read, for its replicated blobs and global arrays.
   std::optional<StoredFileV3> v3;
 
+  // The buffer the verifications read through (kVerifyPiece bytes, made at the first), and
+  // the lock that gives it to one at a time.
+  mutable std::mutex scratch_lock;
+  mutable std::unique_ptr<std::byte[]> scratch;
+
   std::string context() const { return "checkpoint " + file.string(); }
+  // Node `node`'s blob `blob`: its record, where it is, and how errors name it;
+  // CheckpointError when there is none.
+  struct Found {
+    const BlobRecord* record = nullptr;
+    BlobPlace place;
+    std::string what;
+  };
+  Found find(const std::string& node, const std::string& blob) const {
+    const auto& blobs = layout.header.blobs;
+    auto found = blobs.find(node);
+    if (found == blobs.end()) {
+      throw CheckpointError(context() + ": it has no node '" + node + "'");
+    }
+    auto record = std::find_if(found->second.begin(), found->second.end(),
+                               [&](const BlobRecord& entry) { return entry.name == blob; });
+    if (record == found->second.end()) {
+      throw CheckpointError(context() + ": node '" + node + "' has no blob '" + blob + "'");
+    }
+    const auto place =
+        place_of(layout, node, static_cast<std::size_t>(record - found->second.begin()));
+    // Version 3 keeps a node's value as a row of the blob's dataset, or in the one pack.
+    auto what = !v3            ? blob_what(node, blob, place.packed)
+                : place.packed ? "packed blob " + node + "/" + blob + " (in /index/packed)"
+                               : "dataset /nodes/" + blob + ", the value of node " + node;
+    return Found{&*record, place, std::move(what)};
+  }
+  // Runs `verify` with the buffer, this reader's verifications one at a time.
+  template <typename Verify>
+  std::uint64_t with_scratch(Verify&& verify) const {
+    const std::lock_guard lock(scratch_lock);
+    if (!scratch) {
+      // Not zeroed: every byte of it is read into before it is hashed.
+      scratch = std::make_unique_for_overwrite<std::byte[]>(kVerifyPiece);
+    }
+    return verify(std::span(scratch.get(), kVerifyPiece));
+  }
   // The version 3 blob `name` of `kind`; CheckpointError naming what the file lacks.
   std::size_t v3_blob(const std::string& name, StorageKind kind, const char* what) const {
     const auto found = v3 ? find_blob_v3(*v3, name, kind) : std::nullopt;
@@ -200,26 +242,24 @@ std::uint64_t CheckpointReader::file_bytes() const {
 }
 
 Blob CheckpointReader::read_blob(const std::string& node, const std::string& blob) const {
-  const std::string context = "checkpoint " + impl_->file.string();
-  auto found = header().blobs.find(node);
-  if (found == header().blobs.end()) {
-    throw CheckpointError(context + ": it has no node '" + node + "'");
-  }
-  auto record = std::find_if(found->second.begin(), found->second.end(),
-                             [&](const BlobRecord& entry) { return entry.name == blob; });
-  if (record == found->second.end()) {
-    throw CheckpointError(context + ": node '" + node + "' has no blob '" + blob + "'");
-  }
-  const auto place =
-      place_of(impl_->layout, node, static_cast<std::size_t>(record - found->second.begin()));
-  // Version 3 keeps a node's value as a row of the blob's dataset, or in the one pack.
-  const auto what = !impl_->v3     ? blob_what(node, blob, place.packed)
-                    : place.packed ? "packed blob " + node + "/" + blob + " (in /index/packed)"
-                                   : "dataset /nodes/" + blob + ", the value of node " + node;
+  const auto found = impl_->find(node, blob);
   try {
-    return read_verified_blob(impl_->fd.get(), *record, place.offset, what);
+    return read_verified_blob(impl_->fd.get(), *found.record, found.place.offset, found.what);
   } catch (...) {
-    rethrow_with_context(std::current_exception(), context);
+    rethrow_with_context(std::current_exception(), impl_->context());
+  }
+}
+
+std::uint64_t CheckpointReader::verify_blob(const std::string& node,
+                                            const std::string& blob) const {
+  const auto found = impl_->find(node, blob);
+  try {
+    return impl_->with_scratch([&](std::span<std::byte> scratch) {
+      verify_stored_blob(impl_->fd.get(), *found.record, found.place.offset, found.what, scratch);
+      return found.record->byte_size();
+    });
+  } catch (...) {
+    rethrow_with_context(std::current_exception(), impl_->context());
   }
 }
 
@@ -236,6 +276,28 @@ Blob CheckpointReader::read_array(const std::string& name, std::optional<Block> 
   const auto blob = impl_->v3_blob(name, StorageKind::kGlobalArray, "global array");
   try {
     return read_array_v3(impl_->fd.get(), *impl_->v3, blob, part);
+  } catch (...) {
+    rethrow_with_context(std::current_exception(), impl_->context());
+  }
+}
+
+std::uint64_t CheckpointReader::verify_replicated(const std::string& name) const {
+  const auto blob = impl_->v3_blob(name, StorageKind::kReplicated, "replicated blob");
+  try {
+    return impl_->with_scratch([&](std::span<std::byte> scratch) {
+      return verify_replicated_v3(impl_->fd.get(), *impl_->v3, blob, scratch);
+    });
+  } catch (...) {
+    rethrow_with_context(std::current_exception(), impl_->context());
+  }
+}
+
+std::uint64_t CheckpointReader::verify_array(const std::string& name) const {
+  const auto blob = impl_->v3_blob(name, StorageKind::kGlobalArray, "global array");
+  try {
+    return impl_->with_scratch([&](std::span<std::byte> scratch) {
+      return verify_array_v3(impl_->fd.get(), *impl_->v3, blob, scratch);
+    });
   } catch (...) {
     rethrow_with_context(std::current_exception(), impl_->context());
   }

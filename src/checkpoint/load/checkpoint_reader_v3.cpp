@@ -67,4 +67,12 @@ Blob read_replicated_v3(int fd, const StoredFileV3& stored, std::size_t blob) {
                             "dataset " + dataset_path(stored.description.blobs.at(blob)));
 }
 
+std::uint64_t verify_replicated_v3(int fd, const StoredFileV3& stored, std::size_t blob,
+                                   std::span<std::byte> scratch) {
+  const auto value = stored_value(stored, blob, 0);
+  verify_stored_blob(fd, value.record, value.offset,
+                     "dataset " + dataset_path(stored.description.blobs.at(blob)), scratch);
+  return value.record.byte_size();
+}
+
 }  // namespace epochrun

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "checkpoint_layout.hpp"
@@ -28,5 +29,9 @@ std::optional<std::size_t> find_blob_v3(const StoredFileV3& stored, const std::s
 // Reads and verifies replicated blob `blob` (an index as find_blob_v3 returns) from the file
 // open as `fd`; CorruptCheckpoint naming its dataset when its bytes do not match.
 Blob read_replicated_v3(int fd, const StoredFileV3& stored, std::size_t blob);
+// The same verified through `scratch`, keeping no byte (verify_stored_blob); returns the bytes
+// verified.
+std::uint64_t verify_replicated_v3(int fd, const StoredFileV3& stored, std::size_t blob,
+                                   std::span<std::byte> scratch);
 
 }  // namespace epochrun

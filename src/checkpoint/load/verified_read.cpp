@@ -55,6 +55,29 @@ Blob read_verified_blob(int fd, const BlobRecord& record, std::uint64_t offset,
   return blob;
 }
 
+void hash_file_range(int fd, std::uint64_t offset, std::uint64_t bytes,
+                     std::span<std::byte> scratch, XXH64_state_t* state, const std::string& what) {
+  while (bytes > 0) {
+    const auto piece =
+        scratch.first(static_cast<std::size_t>(std::min<std::uint64_t>(bytes, scratch.size())));
+    read_at(fd, offset, piece, what);
+    XXH64_update(state, piece.data(), piece.size());
+    offset += piece.size();
+    bytes -= piece.size();
+  }
+}
+
+void verify_stored_blob(int fd, const BlobRecord& record, std::uint64_t offset,
+                        const std::string& what, std::span<std::byte> scratch) {
+  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
+                                                                   XXH64_freeState);
+  XXH64_reset(state.get(), 0);
+  read_or_corrupt([&] {  // an unreadable checkpoint is not a usable one
+    hash_file_range(fd, offset, record.byte_size(), scratch, state.get(), what);
+  });
+  check_checksum(XXH64_digest(state.get()), record, what);
+}
+
 std::vector<Blob> read_verified_blobs(int fd, std::span<const BlobRecord> records,
                                       std::span<const std::uint64_t> offsets,
                                       const std::function<std::string(std::size_t)>& what) {

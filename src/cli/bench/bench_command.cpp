@@ -3,7 +3,9 @@
 // each measure times); with --targets, the targets at their sizes (save and load against the
 // disk, many small blobs against one, a commit into a long history against a short one), each
 // printed with its measured ratio, its limit and MET or NOT MET; with --global-arrays, a global
-// array's collective save and load (global_array_bench.hpp) against the same limits.
+// array's collective save and load (global_array_bench.hpp) against the same limits; with
+// --verify, `epochrun inspect --verify`'s verification of a file against reading and hashing its
+// bytes (verify_bench.hpp).
 //
 // Rounds alternate the order, A B then B A: a disk drains a burst for seconds after it, and
 // whatever runs second would otherwise always pay for what ran first. Ratios are medians of
@@ -28,6 +30,7 @@
 #include "bench/machine_figures.hpp"
 #include "bench/redundancy_bench.hpp"
 #include "bench/scale_bench.hpp"
+#include "bench/verify_bench.hpp"
 #include "collective_errors.hpp"
 #include "command_line.hpp"
 #include "epochrun/epochrun.hpp"
@@ -50,6 +53,7 @@ struct BenchOptions {
   bool global_arrays = false;
   bool redundancy = false;
   bool scale = false;
+  bool verify = false;
   std::string layout_ranks = "1000,10000,100000";
   std::int64_t layout_blobs = 10;
   std::int64_t small_blobs = 10'000;
@@ -116,6 +120,11 @@ po::options_description bench_options_description(BenchOptions& o) {
       "--mib-per-rank: the partner exchange and the XOR exchange against MPI_Sendrecv of the "
       "same bytes between the same ranks, the XOR arithmetic against a memcpy of the same bytes "
       "(1.25 each; 2 ranks at least)")("scale", po::bool_switch(&o.scale), scale_help().c_str())(
+      "verify", po::bool_switch(&o.verify),
+      "measure `epochrun inspect --verify` instead: a checkpoint of --mib-per-rank per rank (a "
+      "global array's band each) verified as inspect verifies it, against the floor of the same "
+      "bytes read in reads of 1 MiB and hashed with xxh64, from the disk (the file's pages "
+      "dropped before each read) and from the page cache (1.25 each)")(
       "layout-ranks", po::value(&o.layout_ranks)->default_value(o.layout_ranks),
       "--scale: the rank counts of the one-process lay-out, comma-separated, or none")(
       "layout-blobs", po::value(&o.layout_blobs)->default_value(o.layout_blobs),
@@ -184,6 +193,12 @@ void check_bench_options(const BenchOptions& o) {
     throw UsageError(
         "--redundancy measures one node-local copy per rank; --targets, --global-arrays, --scale "
         "and --blobs do not go with it");
+  }
+  if (o.verify && (o.targets || o.global_arrays || o.scale || o.redundancy || o.blobs != 1 ||
+                   !o.local_dir.empty() || !o.job.job.empty())) {
+    throw UsageError(
+        "--verify measures the verification of one checkpoint; --targets, --global-arrays, "
+        "--scale, --redundancy, --local-dir, --job and --blobs do not go with it");
   }
   if (o.scale) {
     parse_layout_ranks(o.layout_ranks);
@@ -272,6 +287,16 @@ void print_heading(const nlohmann::json& rows, const BenchOptions& options, int 
         "(A B C D E, E D C B A, ...), in %s\n",
         options.job.job.c_str(), ranks, static_cast<long long>(options.job.epochs),
         rows.at(1)["job_options"].dump().c_str(), static_cast<long long>(options.rounds),
+        directory.c_str());
+    return;
+  }
+  if (options.verify) {
+    std::printf(
+        "epochrun bench --verify: %d ranks x %g MiB (one file of %.0f bytes, verified by rank "
+        "0), at least %lld rounds (A B C, C B A, ...), cold (the file's pages dropped%s) and "
+        "warm, in %s\n",
+        ranks, options.mib_per_rank, rows.at(1)["file_bytes"].get<double>(),
+        static_cast<long long>(options.rounds), cold ? ", and the whole page cache" : "",
         directory.c_str());
     return;
   }
@@ -388,7 +413,7 @@ void print_table(const nlohmann::json& rows, const BenchOptions& options, int ra
     print_scale(rows);
   }
   if (options.targets || options.global_arrays || options.scale || options.redundancy ||
-      !options.job.job.empty() || !options.local_dir.empty()) {
+      options.verify || !options.job.job.empty() || !options.local_dir.empty()) {
     std::printf("targets (ratio <= limit):\n");
     for (const auto& row : rows) {
       if (row.contains("met") && row.contains("ratio")) {
@@ -442,8 +467,9 @@ nlohmann::json measure(const BenchOptions& options, const Communicator& comm,
        : !options.job.job.empty() ? measure_job(comm, directory, options.job, settings)
        : options.global_arrays    ? measure_global_arrays(comm, directory, bytes_per_rank, settings)
        : options.redundancy       ? measure_redundancy(comm, directory, bytes_per_rank, settings)
-                            : measure_disk(comm, directory, bytes_per_rank, options.blobs, settings,
-                                           options.targets)) {
+       : options.verify           ? measure_verify(comm, directory, bytes_per_rank, settings)
+                        : measure_disk(comm, directory, bytes_per_rank, options.blobs, settings,
+                                       options.targets)) {
     rows.push_back(std::move(row));
   }
   if (options.scale) {
