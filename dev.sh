@@ -38,6 +38,9 @@ test_packages=(
   hdf5-tools python3-h5py
   # the durability tests observe epochrun's fsyncs
   strace
+  # the clusters of the SLURM and multi-host tests (tests/clusters): SLURM and munge, the
+  # GlusterFS server and FUSE client of the hosts' shared volume, ip for their namespaces
+  slurmctld slurmd slurm-client munge glusterfs-server glusterfs-client iproute2
   # the Python package's tests (python/tests): its dependencies, pytest, pandas for its
   # DataFrames, and ParaView's own Python, rendering in a virtual X server (Debian's ParaView
   # has no offscreen build)
