@@ -58,13 +58,16 @@ has_ended() {
 # record FILE NAME PID
 record() { echo "$2 $3 $(start_time "$3")" >>"$1"; }
 # recorded FILE PATTERN: the PIDs of the records whose name matches the shell PATTERN and whose
-# process is still the recorded one.
+# process is still the recorded one, and running (a killed daemon may stay a zombie for a while:
+# its parent, often PID 1, reaps it when it gets to it).
 recorded() {
     [ -f "$1" ] || return 0
     local name pid started
     while read -r name pid started; do
         # shellcheck disable=SC2254
-        case $name in $2) [ "$(start_time "$pid")" = "$started" ] && echo "$pid" ;; esac
+        case $name in
+        $2) [ "$(start_time "$pid")" = "$started" ] && ! has_ended "$pid" && echo "$pid" ;;
+        esac
     done <"$1"
     return 0
 }
@@ -103,6 +106,7 @@ all_ended() {
 
 # --- SLURM: what the single-node cluster and the hosts' cluster share --------------------------
 
+# shellcheck disable=SC2034 # (the sourcing scripts')
 SLURM_PACKAGES=(slurmctld slurmd slurm-client munge)
 
 # start_munged DIRECTORY RECORDS: a munged of its own (key, socket, pid, log in DIRECTORY), never
@@ -208,9 +212,10 @@ stop_slurm() {
     end_processes 10 $(recorded "$records" 'slurmd*')
     # shellcheck disable=SC2046
     end_processes 10 $(recorded "$records" slurmctld)
-    local steps=() entry
+    local steps=() entry comm
     for entry in /proc/[0-9]*; do
-        [ "$(cat "$entry/comm" 2>/dev/null)" = slurmstepd ] || continue
+        read -r comm 2>/dev/null <"$entry/comm" || continue
+        [ "$comm" = slurmstepd ] || continue
         tr '\0' '\n' <"$entry/environ" 2>/dev/null | grep -qxF "EPOCHRUN_TEST_CLUSTER=$dir" &&
             steps+=("${entry#/proc/}")
     done

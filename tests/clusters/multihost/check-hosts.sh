@@ -26,6 +26,7 @@ done
 for host in "${HOSTS[@]}"; do on "$host" "rm -f $LOCAL/check-$host $SHARED/.check-$host"; done
 
 hosts=$(IFS=,; echo "${HOSTS[*]}")
+# shellcheck disable=SC2016 # (the ranks' shell expands it)
 ranks=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 \
     mpirun --mca plm_rsh_agent "$HERE/host-exec" --mca plm_rsh_no_tree_spawn 1 \
     --host "$hosts" -np "${#HOSTS[@]}" --mca btl tcp,self \

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Sourced by the multihost scripts after ../lib.sh: the names and paths they share, and how to
 # run a command in a host's or the storage's namespaces.
+# shellcheck disable=SC2034 # (the variables are the sourcing scripts')
 
 STATE=${MULTIHOST_STATE:-/run/multihost}
 RECORDS=$STATE/pids

@@ -25,6 +25,13 @@ stop() {
     say "stopped"
 }
 
+stop_after_failure() {
+    local status=$?
+    [ "$status" -eq 0 ] && return
+    say "start failed: stopping what it started"
+    stop
+}
+
 start() {
     local started_at=$SECONDS host pid k=0 memory_mb
     grep -qx 'UP=1' "$STATE/config" 2>/dev/null || die "the hosts are not up: run start-hosts.sh first"
@@ -36,7 +43,7 @@ start() {
     fi
     [ ! -d "$DIR" ] || stop
     install_missing "${SLURM_PACKAGES[@]}"
-    trap 'status=$?; [ "$status" -eq 0 ] || { say "start failed: stopping what it started"; stop; }' EXIT
+    trap stop_after_failure EXIT
     mkdir -p "$DIR"
     : >"$DAEMONS"
     start_munged "$DIR" "$DAEMONS"

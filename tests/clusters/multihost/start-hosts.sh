@@ -13,7 +13,10 @@
 #
 # Environment: MULTIHOST_N hosts (default 3), MULTIHOST_STATE (default /run/multihost: the
 # namespace files, the records of the processes started, logs), MULTIHOST_SUBNET (default
-# 10.77.7, three octets of a /24 this machine does not use), MULTIHOST_BRIDGE (default mhbr0).
+# 10.77.7, three octets of a /24 this machine does not use), MULTIHOST_BRIDGE (default mhbr0);
+# MULTIHOST_GLUSTER_OPTS ("key=value ..." for `gluster volume set` before the volume starts) and
+# MULTIHOST_CLIENT_OPTS (more options of every host's glusterfs client), both empty by default:
+# the volume's and clients' defaults.
 #
 # Up with the same settings: only says so. Up, but a host's client gone (a test killed it): that
 # host gets a new one, nothing else changes. Otherwise anything left is stopped (stop-hosts.sh)
@@ -30,6 +33,8 @@ TOOL=start-hosts
 N=${MULTIHOST_N:-3}
 SUBNET=${MULTIHOST_SUBNET:-10.77.7}
 BRIDGE=${MULTIHOST_BRIDGE:-mhbr0}
+GLUSTER_OPTS=${MULTIHOST_GLUSTER_OPTS:-}
+CLIENT_OPTS=${MULTIHOST_CLIENT_OPTS:-}
 started_at=$SECONDS
 
 need_root
@@ -45,7 +50,7 @@ unshare --net --mount --uts true 2>/dev/null ||
 HOSTS=()
 for k in $(seq 1 "$N"); do HOSTS+=("host$k"); done
 STORAGE_IP=$SUBNET.2
-SETTINGS="n=$N subnet=$SUBNET bridge=$BRIDGE"
+SETTINGS="n=$N subnet=$SUBNET bridge=$BRIDGE volume options=$GLUSTER_OPTS client options=$CLIENT_OPTS"
 BRICK=/var/tmp/$(basename "$STATE")-brick
 STORAGE_DIR=$STATE/$STORAGE
 
@@ -54,7 +59,7 @@ STORAGE_DIR=$STATE/$STORAGE
 # Whether the harness in $STATE was started with these settings and finished starting.
 started_as_asked() {
     [ -f "$STATE/.multihost" ] && [ -f "$STATE/config" ] || return 1
-    grep -qxF "SETTINGS='$SETTINGS'" "$STATE/config" && grep -qx 'UP=1' "$STATE/config" &&
+    grep -qxF "SETTINGS=$(printf %q "$SETTINGS")" "$STATE/config" && grep -qx 'UP=1' "$STATE/config" &&
         ip link show "$BRIDGE" >/dev/null 2>&1
 }
 # Whether host $1's client is the recorded one and its mount answers.
@@ -63,7 +68,8 @@ client_serves() {
 }
 start_client() { # host
     mkdir -p "$STATE/$1"
-    in_host "$1" glusterfs --volfile-server="$STORAGE_IP" --volfile-id="$VOLUME" \
+    # shellcheck disable=SC2086
+    in_host "$1" glusterfs --volfile-server="$STORAGE_IP" --volfile-id="$VOLUME" $CLIENT_OPTS \
         --pid-file="$STATE/$1/glusterfs.pid" --log-file="$STATE/$1/glusterfs.log" "$SHARED"
 }
 # The client of each host in $@ started: wait for every mount, then record the clients.
@@ -147,7 +153,7 @@ done
 write_config() { # UP
     {
         printf 'UP=%s\n' "$1"
-        printf "SETTINGS='%s'\n" "$SETTINGS"
+        printf 'SETTINGS=%q\n' "$SETTINGS"
         printf 'SUBNET=%s\nBRIDGE=%s\nBRICK=%q\n' "$SUBNET" "$BRIDGE" "$BRICK"
         printf 'HOSTS=(%s)\n' "${HOSTS[*]}"
         printf 'NETNS_MOUNT=%s\n' "$netns_mount"
@@ -213,6 +219,10 @@ wait_until 60 in_storage timeout -k 2 20 gluster --mode=script pool list >/dev/n
 record "$RECORDS" glusterd "$(cat "$STORAGE_DIR/run/glusterd.pid")"
 # One brick on a directory of the machine's file system, which takes `force`.
 in_storage timeout -k 2 60 gluster --mode=script volume create "$VOLUME" "$STORAGE_IP:$BRICK/vol" force >/dev/null
+for option in $GLUSTER_OPTS; do
+    in_storage timeout -k 2 60 gluster --mode=script volume set "$VOLUME" "${option%%=*}" "${option#*=}" >/dev/null ||
+        die "gluster volume set $VOLUME ${option%%=*} ${option#*=} failed"
+done
 in_storage timeout -k 2 60 gluster --mode=script volume start "$VOLUME" >/dev/null
 brick_pid() {
     local file
