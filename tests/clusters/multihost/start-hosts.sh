@@ -144,7 +144,7 @@ on_exit() {
 trap on_exit EXIT
 
 # What stop-hosts.sh needs to undo this is written before anything is made.
-mkdir -p "$STATE/ns" "$STORAGE_DIR"/{lib,log,run/gluster}
+mkdir -p "$STATE/ns" "$STORAGE_DIR"/{lib,log,run/gluster,run/brick}
 echo "$MARK" >"$STATE/.multihost"
 created=()
 for directory in "$SHARED" "$LOCAL"; do
@@ -202,7 +202,9 @@ for k in $(seq 1 "$N"); do add_network_namespace "host$k" "$SUBNET.$((10 + k))" 
 
 # --- Storage: glusterd with its fixed paths (/var/lib/glusterd, /var/log/glusterfs, /run)
 # bound from $STATE/storage in its own mount namespace, so that a system glusterd, if any, is
-# neither seen nor disturbed; without the package's hook scripts. ----------------------------
+# neither seen nor disturbed; without the package's hook scripts. The brick is /run/brick
+# there: `gluster volume status` breaks a longer brick name over two lines, and the tests read
+# the brick's state from its line. ----------------------------------------------------------
 touch "$STATE/ns/$STORAGE.mnt"
 # shellcheck disable=SC2016
 unshare --mount="$STATE/ns/$STORAGE.mnt" --propagation private sh -ec '
@@ -211,14 +213,15 @@ unshare --mount="$STATE/ns/$STORAGE.mnt" --propagation private sh -ec '
     mkdir -p /var/lib/glusterd /var/log/glusterfs
     mount --bind "$2/lib" /var/lib/glusterd
     mount --bind "$2/log" /var/log/glusterfs
-    mount --bind "$2/run" /run' sh "$STATE" "$STORAGE_DIR"
+    mount --bind "$2/run" /run
+    mount --bind "$3" /run/brick' sh "$STATE" "$STORAGE_DIR" "$BRICK"
 in_storage glusterd -p /run/glusterd.pid
 # glusterd's first start takes seconds (it makes its UUID, looks for geo-replication tools).
 wait_until 60 in_storage timeout -k 2 20 gluster --mode=script pool list >/dev/null 2>&1 ||
     die "glusterd does not answer within 60 s: $(tail -3 "$STORAGE_DIR/log/glusterd.log")"
 record "$RECORDS" glusterd "$(cat "$STORAGE_DIR/run/glusterd.pid")"
 # One brick on a directory of the machine's file system, which takes `force`.
-in_storage timeout -k 2 60 gluster --mode=script volume create "$VOLUME" "$STORAGE_IP:$BRICK/vol" force >/dev/null
+in_storage timeout -k 2 60 gluster --mode=script volume create "$VOLUME" "$STORAGE_IP:/run/brick/vol" force >/dev/null
 for option in $GLUSTER_OPTS; do
     in_storage timeout -k 2 60 gluster --mode=script volume set "$VOLUME" "${option%%=*}" "${option#*=}" >/dev/null ||
         die "gluster volume set $VOLUME ${option%%=*} ${option#*=} failed"
