@@ -1,7 +1,9 @@
 # shellcheck shell=bash
 # Sourced by the scripts of tests/clusters: logging, packages, bounded waits, and the records of
 # the processes a script started ("name pid starttime" lines), by which its stop script ends
-# exactly those and nothing else. Set TOOL before sourcing (the name in every log line).
+# exactly those and nothing else. Set TOOL before sourcing (the name in every log line). Every
+# command that could wait (a daemon's start, a client of one) runs under `timeout`, so that a
+# hang fails the start instead of holding the test until its own limit.
 
 TOOL=${TOOL:-$(basename "$0")}
 
@@ -117,14 +119,15 @@ start_munged() {
     mkdir -p "$dir/munge"
     chmod 0755 "$dir"
     chmod 0700 "$dir/munge"
-    mungekey --create --force --keyfile="$dir/munge/munge.key"
+    timeout -k 5 30 mungekey --create --force --keyfile="$dir/munge/munge.key"
     chmod 0600 "$dir/munge/munge.key"
-    munged --socket="$dir/munge.socket" --key-file="$dir/munge/munge.key" \
+    timeout -k 5 30 munged --socket="$dir/munge.socket" --key-file="$dir/munge/munge.key" \
         --pid-file="$dir/munged.pid" --log-file="$dir/munged.log" \
         --seed-file="$dir/munge/munged.seed" || die "munged failed: $(tail -3 "$dir/munged.log")"
     pid=$(pid_file_pid "$dir/munged.pid" 10) || die "munged did not start: $(tail -3 "$dir/munged.log")"
     record "$records" munged "$pid"
-    munge -n --socket="$dir/munge.socket" | unmunge --socket="$dir/munge.socket" >/dev/null ||
+    timeout 10 munge -n --socket="$dir/munge.socket" |
+        timeout 10 unmunge --socket="$dir/munge.socket" >/dev/null ||
         die "munged does not answer on $dir/munge.socket"
 }
 
@@ -177,7 +180,7 @@ start_slurmctld() {
     local conf=$1 dir=$2 records=$3 pid
     mkdir -p "$dir/ctld"
     chmod 0700 "$dir/ctld"
-    env SLURM_CONF="$conf" EPOCHRUN_TEST_CLUSTER="$dir" slurmctld -c -f "$conf" ||
+    timeout -k 5 30 env SLURM_CONF="$conf" EPOCHRUN_TEST_CLUSTER="$dir" slurmctld -c -f "$conf" ||
         die "slurmctld failed: $(tail -5 "$dir/slurmctld.log" 2>/dev/null)"
     pid=$(pid_file_pid "$dir/slurmctld.pid" 10) ||
         die "slurmctld did not start: $(tail -5 "$dir/slurmctld.log" 2>/dev/null)"
@@ -189,7 +192,7 @@ start_slurmctld() {
 controller_answers() { SLURM_CONF=$1 timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP'; }
 
 # nodes_idle CONF COUNT: whether all COUNT nodes are idle.
-nodes_idle() { [ "$(SLURM_CONF=$1 sinfo -h -o '%T %D' 2>/dev/null)" = "idle $2" ]; }
+nodes_idle() { [ "$(SLURM_CONF=$1 timeout 10 sinfo -h -o '%T %D' 2>/dev/null)" = "idle $2" ]; }
 
 queue_empty() { [ -z "$(SLURM_CONF=$1 timeout 10 squeue -h -o %A 2>/dev/null)" ]; }
 

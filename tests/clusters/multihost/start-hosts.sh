@@ -69,7 +69,7 @@ client_serves() {
 start_client() { # host
     mkdir -p "$STATE/$1"
     # shellcheck disable=SC2086
-    in_host "$1" glusterfs --volfile-server="$STORAGE_IP" --volfile-id="$VOLUME" $CLIENT_OPTS \
+    in_host "$1" timeout -k 5 60 glusterfs --volfile-server="$STORAGE_IP" --volfile-id="$VOLUME" $CLIENT_OPTS \
         --pid-file="$STATE/$1/glusterfs.pid" --log-file="$STATE/$1/glusterfs.log" "$SHARED"
 }
 # The client of each host in $@ started: wait for every mount, then record the clients.
@@ -215,7 +215,7 @@ unshare --mount="$STATE/ns/$STORAGE.mnt" --propagation private sh -ec '
     mount --bind "$2/log" /var/log/glusterfs
     mount --bind "$2/run" /run
     mount --bind "$3" /run/brick' sh "$STATE" "$STORAGE_DIR" "$BRICK"
-in_storage glusterd -p /run/glusterd.pid
+in_storage timeout -k 5 60 glusterd -p /run/glusterd.pid
 # glusterd's first start takes seconds (it makes its UUID, looks for geo-replication tools).
 wait_until 60 in_storage timeout -k 2 20 gluster --mode=script pool list >/dev/null 2>&1 ||
     die "glusterd does not answer within 60 s: $(tail -3 "$STORAGE_DIR/log/glusterd.log")"

@@ -66,7 +66,7 @@ CONF
 } >"$CONF"
 start_slurmctld "$CONF" "$STATE" "$RECORDS"
 
-env SLURM_CONF="$CONF" EPOCHRUN_TEST_CLUSTER="$STATE" slurmd -c -N "$NODE" -f "$CONF" ||
+timeout -k 5 30 env SLURM_CONF="$CONF" EPOCHRUN_TEST_CLUSTER="$STATE" slurmd -c -N "$NODE" -f "$CONF" ||
     die "slurmd failed: $(tail -5 "$STATE/slurmd.log" 2>/dev/null)"
 pid=$(pid_file_pid "$STATE/slurmd.pid" 10) || die "slurmd did not start: $(tail -5 "$STATE/slurmd.log")"
 record "$RECORDS" slurmd "$pid"
