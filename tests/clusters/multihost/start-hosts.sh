@@ -177,6 +177,30 @@ mkdir -p "$BRICK"
 mount --bind "$STATE/ns" "$STATE/ns"
 mount --make-private "$STATE/ns"
 
+# keep_namespaces FILE... -- UNSHARE-ARGUMENTS...: unshare, its namespaces kept by the FILEs it
+# names (--mount=FILE, --uts=FILE). The kernel binds a mount namespace's file only where that
+# namespace is newer than the binder's, and run from any mount namespace but the machine's first
+# (in a container, under `unshare -m`) a namespace made on one CPU can count as older than one
+# made before on another: with the binder's namespace made on CPU 1, the bind of one made on
+# CPU 0 failed 20 times in 20 (EINVAL), on CPU 1 never. So it is tried on each CPU in turn.
+keep_namespaces() {
+    local files=() cpu error file
+    while [ "$1" != -- ]; do files+=("$1") && shift; done
+    shift
+    # shellcheck disable=SC2013 # (one CPU number a line)
+    for cpu in $(awk '/^Cpus_allowed_list:/ { n = split($2, ranges, ",")
+            for (i = 1; i <= n; i++) { m = split(ranges[i], r, "-")
+                for (c = r[1]; c <= r[m]; c++) print c } }' /proc/self/status); do
+        error=$(taskset -c "$cpu" unshare "$@" 2>&1 >/dev/null) && return 0
+        # What a failed attempt bound is unbound again (each file at most once).
+        for file in "${files[@]}"; do
+            [ "$(stat -f -c %T "$file" 2>/dev/null)" != nsfs ] || umount "$file"
+        done
+        [[ $error == *"ns/mnt on "*"Invalid argument"* ]] || die "unshare $*: $error"
+    done
+    die "unshare $*: on every CPU: $error"
+}
+
 # --- Network: the bridge, a veth per namespace (port <bridge>pK for hostK, p0 for storage) ----
 ip link add "$BRIDGE" type bridge
 ip addr add "$SUBNET.1/24" dev "$BRIDGE"
@@ -207,7 +231,7 @@ for k in $(seq 1 "$N"); do add_network_namespace "host$k" "$SUBNET.$((10 + k))" 
 # the brick's state from its line. ----------------------------------------------------------
 touch "$STATE/ns/$STORAGE.mnt"
 # shellcheck disable=SC2016
-unshare --mount="$STATE/ns/$STORAGE.mnt" --propagation private sh -ec '
+keep_namespaces "$STATE/ns/$STORAGE.mnt" -- --mount="$STATE/ns/$STORAGE.mnt" --propagation private sh -ec '
     umount -l "$1/ns"
     umount -l /run/netns 2>/dev/null || true
     mkdir -p /var/lib/glusterd /var/log/glusterfs
@@ -242,7 +266,8 @@ record "$RECORDS" glusterfsd "$(brick_pid)"
 for host in "${HOSTS[@]}"; do
     touch "$STATE/ns/$host.mnt" "$STATE/ns/$host.uts"
     # shellcheck disable=SC2016
-    unshare --mount="$STATE/ns/$host.mnt" --uts="$STATE/ns/$host.uts" --propagation private sh -ec '
+    keep_namespaces "$STATE/ns/$host.mnt" "$STATE/ns/$host.uts" -- \
+        --mount="$STATE/ns/$host.mnt" --uts="$STATE/ns/$host.uts" --propagation private sh -ec '
         umount -l "$1/ns"
         umount -l /run/netns 2>/dev/null || true
         hostname "$2"
