@@ -40,6 +40,9 @@ test_packages=(
   strace
   # the Debian package's test: cpack's dpkg-shlibdeps
   dpkg-dev
+  # the clusters of the SLURM and multi-host tests (tests/clusters): SLURM and munge, the
+  # GlusterFS server and FUSE client of the hosts' shared volume, ip for their namespaces
+  slurmctld slurmd slurm-client munge glusterfs-server glusterfs-client iproute2
   # the Python package's tests (python/tests): its dependencies, pytest, pandas for its
   # DataFrames, and ParaView's own Python, rendering in a virtual X server (Debian's ParaView
   # has no offscreen build)

@@ -3,11 +3,11 @@
 // (opened it) while rank 0 was writing it kept the content of that moment and served it for
 // minutes after the commit, to every reader on that host, even past a drop of the kernel's
 // caches: the bytes of rank 0's replicated values read as zeros there (seen about once in 400
-// saves on ../shared/multihost; docs/CLUSTERS.md). A client drops such a copy when its own host
-// writes to the file, or when it sees the modification time change. So: a rank with nothing to
-// write never opens the file, and rank 0 marks it modified after every rank's bytes are durable
-// and before the rename. The race itself is too rare to catch in a test; these tests watch the
-// system calls (strace) that close it, on one host.
+// saves on the hosts of tests/clusters/multihost; docs/CLUSTERS.md). A client drops such a copy
+// when its own host writes to the file, or when it sees the modification time change. So: a rank
+// with nothing to write never opens the file, and rank 0 marks it modified after every rank's bytes
+// are durable and before the rename. The race itself is too rare to catch in a test; these tests
+// watch the system calls (strace) that close it, on one host.
 #include <gtest/gtest.h>
 
 #include <algorithm>

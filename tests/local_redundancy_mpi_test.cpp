@@ -3,7 +3,7 @@
 // on the others and a fresh host, bit-identical; two hosts of one set lost, reported on every
 // rank; a damaged byte in a partner copy or a parity block found and never used, and an intact
 // copy other than the one the parity names never XORed in.
-// tests/multihost_test.cpp runs the same across the hosts of ../shared/multihost.
+// tests/multihost_test.cpp runs the same across the hosts of tests/clusters/multihost.
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 #
-# The directory lock's race across hosts, as the harness's examples/epochrun-lock-race.sh stages
-# it (../shared/multihost), with heat_diffusion's options of today (that example still passes
-# --heat_diffusion.mib_per_rank, which the job no longer has: every run of it fails at its
-# options). Run by multihost_tests; by hand:
+# The directory lock's race across hosts, on the hosts of tests/clusters/multihost (README
+# there; HARNESS is that directory), with real runs of heat_diffusion. Run by multihost_tests;
+# by hand:
 #
-#   EPOCHRUN=build/epochrun tests/lock_race_across_hosts.sh HARNESS DIR    (harness up)
+#   EPOCHRUN=build/epochrun tests/lock_race_across_hosts.sh tests/clusters/multihost DIR
+#   (the hosts up: tests/clusters/multihost/start-hosts.sh; DIR on /shared)
 #
 # A (host1) holds DIR/.epochrun.lock the way an older epochrun did and, at the end, unlinks it
 # while holding it, then closes it. B, a real run with rank 0 on host2, opens the lock file while

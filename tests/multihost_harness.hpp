@@ -1,18 +1,21 @@
-// The harness of ../shared/multihost (README there) for the tests that run across its hosts:
-// started once per test program (EPOCHRUN_MULTIHOST_HOSTS hosts, 3 unless the program defines it
-// before including this) and stopped at its end, also when the program is killed; commands on a
-// host, and mpirun across the hosts. Every program that uses it is run under
-// `flock /tmp/multihost.lock` when others may share the machine.
+// The project's multi-host harness (tests/clusters/multihost, README there) for the tests that
+// run across its hosts: started once per test program (EPOCHRUN_MULTIHOST_HOSTS hosts, 3 unless
+// the program defines it before including this) and stopped at its end, also when the program is
+// killed; commands on a host, and mpirun across the hosts. Every program that uses it is run
+// under `flock /tmp/multihost.lock` when others may share the machine.
 #pragma once
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -29,17 +32,11 @@
 
 namespace epochrun::testing {
 
-// The harness, as the SLURM tests find ../shared/slurm; EPOCHRUN_MULTIHOST_HARNESS overrides it
-// (a git worktree lies elsewhere).
-inline std::filesystem::path harness_directory() {
-  if (const char* path = std::getenv("EPOCHRUN_MULTIHOST_HARNESS"); path != nullptr && *path) {
-    return path;
-  }
-  return std::filesystem::path(EPOCHRUN_SOURCE_DIR) / ".." / "shared" / "multihost";
-}
-const std::filesystem::path kHarness = harness_directory();
-// Always the default instance: another one (MULTIHOST_STATE=...) may run beside it and must
-// never be stopped by this test, whatever the caller's environment says.
+// The harness's scripts, in this source tree.
+const std::filesystem::path kHarness =
+    std::filesystem::path(EPOCHRUN_SOURCE_DIR) / "tests" / "clusters" / "multihost";
+// Always the default state directory, whatever the caller's environment says: the tests read
+// the harness's files there (config, pids).
 // MULTIHOST_N: EPOCHRUN_MULTIHOST_HOSTS, which a test program defines before it includes this
 // header (3 unless).
 const std::map<std::string, std::string> kHarnessEnvironment = {
@@ -121,11 +118,41 @@ inline ProcessResult on_host(const std::string& host, const std::string& command
   return run_harness({(kHarness / "host-exec").string(), host, command});
 }
 
+// Why this machine cannot have the harness's hosts, in one line; empty when it can. They need
+// root, FUSE (each host's GlusterFS client) and network, mount and UTS namespaces (tried in a
+// child process: a container may forbid them even to root).
+inline std::string why_no_hosts_here() {
+  if (::geteuid() != 0) {
+    return "the multi-host harness needs root (network namespaces, mounts), and this runs as uid " +
+           std::to_string(::geteuid());
+  }
+  const int fuse = ::open("/dev/fuse", O_RDWR | O_CLOEXEC);
+  if (fuse < 0) {
+    return std::string("the multi-host harness needs FUSE for its GlusterFS clients: /dev/fuse: ") +
+           std::strerror(errno);
+  }
+  ::close(fuse);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::_exit(::unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS) == 0 ? 0 : errno);
+  }
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status)) {
+    return "could not try making namespaces here (fork failed)";
+  }
+  if (WEXITSTATUS(status) != 0) {
+    return std::string("the multi-host harness needs network, mount and UTS namespaces: ") +
+           "unshare: " + std::strerror(WEXITSTATUS(status));
+  }
+  return "";
+}
+
 // Starts the harness once for the whole test program and stops it at the end.
 class Harness : public ::testing::Environment {
  public:
   void SetUp() override {
-    if (!std::filesystem::is_directory(kHarness)) {
+    unavailable_ = why_no_hosts_here();
+    if (!unavailable_.empty()) {
       return;
     }
     guard_ = std::make_unique<StopHarnessOnExit>();
@@ -152,6 +179,8 @@ class Harness : public ::testing::Environment {
     }
   }
 
+  // Why the machine cannot have the hosts (every case then skips saying so); empty when it can.
+  static inline std::string unavailable_;
   static inline bool up_ = false;
   static inline std::string subnet_;  // the bridge's, e.g. 10.77.7.0/24
   static inline std::string bridge_;  // its name, e.g. mhbr0: hostK's port is <bridge>pK
@@ -174,7 +203,7 @@ inline std::map<std::string, std::string> launcher_environment(const std::string
   return environment;
 }
 
-// mpirun across the hosts (../shared/multihost/README.md, "MPI across the hosts"): `hosts` as
+// mpirun across the hosts (tests/clusters/README.md, "MPI across the hosts"): `hosts` as
 // Open MPI's --host ("host1,host2:2,host3": ranks fill each host's slots in turn), TCP only,
 // restricted to the bridge, the ranks working in `directory` on the volume. EPOCHRUN_FAULT
 // reaches the ranks only through -x (host-exec clears the environment).

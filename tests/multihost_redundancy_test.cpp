@@ -1,4 +1,4 @@
-// --local-redundancy across real hosts: five hosts of ../shared/multihost (each its own /local
+// --local-redundancy across real hosts: five hosts of tests/clusters/multihost (each its own /local
 // tmpfs), MPI over TCP between them, four ranks, one a host. The end-to-end trial of a lost host:
 // heat_diffusion (partner, none) and sgd_regression (xor:4) with --local-dir on /local and
 // --flush-every 5, host2's rank killed in epoch 8 (epochs 6 and 7 node-local only) and host2's
@@ -31,8 +31,8 @@ const std::string kRestartHosts = "host1,host5,host3,host4";
 class MultihostRedundancy : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::is_directory(kHarness)) {
-      GTEST_SKIP() << "no multihost harness: " << kHarness;
+    if (!Harness::unavailable_.empty()) {
+      GTEST_SKIP() << Harness::unavailable_;
     }
     ASSERT_TRUE(Harness::up_) << "start-hosts.sh failed";
     const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();

@@ -1,4 +1,4 @@
-// epochrun across hosts: the harness of ../shared/multihost (README there) turns this machine
+// epochrun across hosts: the harness of tests/clusters (README there) turns this machine
 // into three hosts (network namespaces with their own hostname, IP, /dev/shm and /local) that
 // share a real GlusterFS volume at /shared, each through its own FUSE client. The test starts
 // it, runs epochrun with Open MPI over TCP between the hosts (host-exec as the rsh agent, the
@@ -127,9 +127,8 @@ std::optional<int> recorded_pid(const std::string& name) {
 class Multihost : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::is_directory(kHarness)) {
-      GTEST_SKIP() << "no multihost harness: " << kHarness
-                   << " does not exist (set EPOCHRUN_MULTIHOST_HARNESS)";
+    if (!Harness::unavailable_.empty()) {
+      GTEST_SKIP() << Harness::unavailable_;
     }
     ASSERT_TRUE(Harness::up_) << "start-hosts.sh failed";
     const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -378,8 +377,8 @@ TEST_F(Multihost, ANodeLocalCheckpointDirectoryIsRefusedBeforeTheFirstEpoch) {
   }
 }
 
-// tests/lock_race_across_hosts.sh (the harness's examples/epochrun-lock-race.sh with today's job
-// options), under the volume's default options and with performance.open-behind off: a process
+// tests/lock_race_across_hosts.sh, under the volume's default options and with
+// performance.open-behind off: a process
 // unlinks the lock file while holding it just as run B on another host has opened it, and run C
 // starts on a third host while B runs. B must take the directory and end 0, C must be refused
 // with exit 3 (before: B was refused with ESTALE under the defaults, and with open-behind off B
@@ -821,7 +820,7 @@ SlurmJobState slurm_job_state(const std::string& id) {
 class MultihostSlurmCluster : public Multihost {
  protected:
   static void SetUpTestSuite() {
-    if (!std::filesystem::is_directory(kHarness) || !Harness::up_) {
+    if (!Harness::up_) {
       return;
     }
     const auto started = run_harness({(kHarness / "slurm-hosts.sh").string(), "start"}, 300);

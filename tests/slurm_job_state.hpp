@@ -57,7 +57,7 @@ inline bool killed_by_an_early_warning(const SlurmJobState& state, const std::st
 }
 
 // Whether a slurmstepd of job `id` ("slurmstepd: [ID.batch]", "[ID.0]") still runs here (on any
-// host of ../shared/multihost: they share one PID space). A requeued job let start again while
+// host of tests/clusters/multihost: they share one PID space). A requeued job let start again while
 // its previous run's batch step was still ending was marked COMPLETED by that old step's exit
 // (seen once, after its ranks had died of a signal).
 inline bool has_slurm_step_processes(const std::string& id) {

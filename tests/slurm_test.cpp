@@ -1,19 +1,21 @@
-// slurm/epochrun.sbatch on a real SLURM cluster (../shared/slurm/start-slurm.sh, started by the
-// fixture and stopped at the end): sgd_regression on 3 ranks, launched with srun and with
+// slurm/epochrun.sbatch on a real SLURM cluster (tests/clusters/slurm/start-slurm.sh, started by
+// the fixture and stopped at the end): sgd_regression on 3 ranks, launched with srun and with
 // mpirun, preempted with `scancel --signal=USR1 --full`, `scancel --signal=TERM --full`,
 // `scontrol requeue`, and a one-minute `--time` with `--signal=B:USR1@50`; and while a run is
 // starting: `scancel --signal=USR1 --full` before the launch, and `--batch` as soon as its ranks
 // exist (in the first run and right after the requeue). In every case the job must end
 // COMPLETED after its restarts with nobody acting but SLURM and the script (the test only skips
-// SLURM's two-minute requeue delay, as ../shared/slurm/README.md says), no rank ended by a
+// SLURM's two-minute requeue delay, as tests/clusters/README.md says), no rank ended by a
 // signal, its final checkpoint and model bit-identical to an uninterrupted run's, SLURM's
 // restart count equal to the runs the history recorded, and no epoch but the one in progress
 // computed twice.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -34,7 +36,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 const std::filesystem::path kSlurmTools =
-    std::filesystem::path(EPOCHRUN_SOURCE_DIR) / ".." / "shared" / "slurm";
+    std::filesystem::path(EPOCHRUN_SOURCE_DIR) / "tests" / "clusters" / "slurm";
+// Where the cluster keeps its config and daemons' files: always this one, whatever the caller's
+// environment says, so that the test talks to the cluster it started and stops only that.
+const std::map<std::string, std::string> kSlurmState = {
+    {"EPOCHRUN_SLURM_STATE", "/run/epochrun-slurm"}};
 const std::filesystem::path kBatchScript =
     std::filesystem::path(EPOCHRUN_SOURCE_DIR) / "slurm" / "epochrun.sbatch";
 // A preemption is sent once this epoch has committed: the job is well under way.
@@ -206,26 +212,32 @@ std::string case_name(const std::tuple<Launcher, Preemption>& param) {
 class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemption>> {
  protected:
   static void SetUpTestSuite() {
-    if (!std::filesystem::is_directory(kSlurmTools)) {
+    // Its daemons run as root (SlurmUser=root): that alone this machine must allow.
+    if (::geteuid() != 0) {
+      unavailable_ = "the SLURM test cluster runs its daemons as root, and this runs as uid " +
+                     std::to_string(::geteuid());
       return;
     }
-    // About 10 s, more when it installs SLURM first.
-    ChildProcess start({(kSlurmTools / "start-slurm.sh").string()}, "/");
+    // About a second, 10 s when it installs SLURM first.
+    ChildProcess start({(kSlurmTools / "start-slurm.sh").string()}, "/", kSlurmState);
     const auto started = start.wait(300);
     ASSERT_TRUE(started.has_value()) << "start-slurm.sh did not end within 300 s";
     cluster_up_ = started->exit_code == 0;
     ASSERT_TRUE(cluster_up_) << started->out << started->err;
+    // sbatch, scontrol, scancel and the batch script's srun find the cluster by it (the machine's
+    // /etc/slurm is not touched).
+    ::setenv("SLURM_CONF", (kSlurmState.at("EPOCHRUN_SLURM_STATE") + "/slurm.conf").c_str(), 1);
   }
   static void TearDownTestSuite() {
-    if (std::filesystem::is_directory(kSlurmTools)) {
-      ChildProcess stop({(kSlurmTools / "stop-slurm.sh").string()}, "/");
+    if (unavailable_.empty()) {
+      ChildProcess stop({(kSlurmTools / "stop-slurm.sh").string()}, "/", kSlurmState);
       EXPECT_TRUE(stop.wait(120).has_value()) << "stop-slurm.sh did not end within 120 s";
     }
     references_.clear();
   }
   void SetUp() override {
-    if (!std::filesystem::is_directory(kSlurmTools)) {
-      GTEST_SKIP() << "no SLURM test cluster: " << kSlurmTools << " does not exist";
+    if (!unavailable_.empty()) {
+      GTEST_SKIP() << unavailable_;
     }
     ASSERT_TRUE(cluster_up_) << "start-slurm.sh failed";
   }
@@ -466,6 +478,8 @@ class SlurmCluster : public ::testing::TestWithParam<std::tuple<Launcher, Preemp
     }
   }
 
+  // Why this machine cannot have the cluster (every case then skips saying so); empty when it can.
+  static inline std::string unavailable_;
   static inline bool cluster_up_ = false;
   // The uninterrupted runs by batches per epoch, and how long each took here and now (the
   // machine's pace).
