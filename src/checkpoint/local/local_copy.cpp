@@ -33,6 +33,9 @@ namespace {
 
 constexpr char kLocalCopyMagic[8] = {'E', 'P', 'R', 'L', 'O', 'C', 'L', '1'};
 constexpr std::size_t kLocalCopyTail = 16;  // the record's length (uint64 LE), then the magic
+// A record holds a couple of hundred bytes a value: one that says it is longer than this is
+// damaged, and is judged so without being read.
+constexpr std::uint64_t kMaxLocalCopyRecord = std::uint64_t{256} << 20;
 
 std::uint64_t aligned_up(std::uint64_t offset) {
   return (offset + kDirectIoAlignment - 1) / kDirectIoAlignment * kDirectIoAlignment;
@@ -225,6 +228,9 @@ LocalCopyRecord read_local_copy_record(int fd, const std::string& what) {
     std::memcpy(&length, tail.data(), 8);
     if (std::memcmp(tail.data() + 8, kLocalCopyMagic, 8) != 0 || length > size - kLocalCopyTail) {
       throw Error("no node-local copy record at its end");
+    }
+    if (length > kMaxLocalCopyRecord) {
+      throw Error("its record says it is " + std::to_string(length) + " bytes long");
     }
     std::string text(length, '\0');
     read_at(fd, size - kLocalCopyTail - length, std::as_writable_bytes(std::span(text)), what);
