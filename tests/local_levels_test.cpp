@@ -8,7 +8,9 @@
 // checkpoint, and one that fills mid-run is left with nothing of the level once an epoch is
 // flushed; a rank change deletes the files of the ranks it no longer has; a missing --local-dir
 // is created; bad values are refused with one line and exit 2. On three hosts (three_hosts.hpp):
-// metadata files that read as terabytes are judged damaged, never read.
+// metadata files that read as terabytes are judged damaged, never read; a copy that vanishes
+// before its manifest fails the save on every rank; a run sharing --local-dir with a killed one
+// ends.
 // No wait here depends on a timing.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -17,9 +19,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 
 #include "epochrun/blob_file.hpp"
 #include "local_copy_files.hpp"
@@ -578,6 +583,36 @@ class LocalLevelsOnThreeHosts : public LocalLevels {
               read_blob_file(sync_->path() / "model.h5"));
   }
 
+  // The run of ACopyThatVanishesBeforeItsManifestFailsTheSaveOnEveryRank (below) whose rank
+  // `rank` loses its copy.
+  void lose_the_copy_of_epoch_2_before_its_manifest(int rank) {
+    for (const auto* leftover : {"D", "h1", "h2", "h3"}) {
+      std::filesystem::remove_all(cwd_ / leftover);
+    }
+    const auto copy = "L/epoch-000002.rank-" + std::to_string(rank) + ".local";
+    ChildProcess job(
+        on_hosts({"--flush-every", "10", "--local-redundancy", "partner", "--save-timeout", "20"}),
+        cwd_.path(), with_fault("save-redundancy@2:" + std::to_string(rank) + ":STOP"));
+    const auto paused = wait_for_a_stopped_child(job);
+    ASSERT_TRUE(paused.has_value()) << "rank " << rank << " never paused";
+    ASSERT_TRUE(std::filesystem::remove(host_dir(cwd_.path(), rank) / copy));
+    ::kill(*paused, SIGCONT);
+    const auto result = job.wait(kSmallSgdRunSeconds);
+    ASSERT_TRUE(result.has_value()) << "the job did not end";
+    EXPECT_EQ(result->exit_code, 0) << result->err;
+    const auto all = result->out + result->err;
+    EXPECT_NE(all.find("checkpoint for epoch 2 failed, the job goes on: save epoch 2: node-local "
+                       "manifest: " +
+                       std::string(rank == 0 ? "" : "rank 1: ") + "the node-local copy " + copy +
+                       " on " + host_of_rank(rank) + ": No such file or directory"),
+              std::string::npos)
+        << all;
+    EXPECT_EQ(all.find("did not arrive within"), std::string::npos) << all;
+    ASSERT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(),
+              (std::vector<std::int64_t>{0, 5}));
+    expect_ends_as_synchronous();
+  }
+
   std::filesystem::path manifest(std::int64_t epoch) const {
     return cwd_ / "D" / manifest_name(epoch);
   }
@@ -700,6 +735,73 @@ TEST_F(LocalLevelsOnThreeHosts, MetadataFilesThatReadAsHugeAreJudgedDamagedNotRe
   EXPECT_TRUE(no_stray_exception(all)) << all;
   expect_ends_as_synchronous();
   EXPECT_LT(blocks_under(cwd_.path()), 64u << 11);
+}
+
+// A node-local copy that vanishes after the ranks agreed on it (another run sharing --local-dir
+// deletes it: here the test, while its rank is paused at epoch 2's exchange, save-redundancy@2:R:
+// STOP), rank 0's and then rank 1's: that save fails on every rank with one warning line naming
+// the rank, its host and the copy, and the job goes on to the end as the synchronous run. Before,
+// the rank alone failed to read its copy's size and went on to its next epoch, out of step with
+// the others' collective calls: with rank 0, the others waited for its manifest until
+// --save-timeout ran out (exit 1); with rank 1, silently (only rank 0 reports a failed save),
+// every rank waited for good in the next stop decision's gather and broadcast.
+TEST_F(LocalLevelsOnThreeHosts, ACopyThatVanishesBeforeItsManifestFailsTheSaveOnEveryRank) {
+  for (const int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    lose_the_copy_of_epoch_2_before_its_manifest(rank);
+  }
+}
+
+// Two runs sharing each host's --local-dir (against the advice of docs/CLUSTERS.md: they delete
+// and replace each other's copies, spares and redundancy files), the second with another seed and
+// checkpoint directory; the first killed (every rank, SIGKILL) after its node-local epoch 5
+// (unless it ended before, its level switched off by what the second took of its files). The
+// second must end however it meets the first's files, without waiting out --save-timeout: exit 0,
+// its last epoch committed. Eight trials (a couple of seconds each). Before, two of eight trials
+// ended only when --save-timeout ran out and one never (a rank whose copy was gone failed alone:
+// the test above).
+TEST_F(LocalLevelsOnThreeHosts, ARunSharingItsLocalDirectoryWithAKilledOneEndsWithinItsBound) {
+  constexpr int kTrials = 8;
+  const auto heat = [&](const std::string& seed, const std::string& directory) {
+    std::vector<std::string> args;
+    std::istringstream options(
+        "run --job heat_diffusion --local-dir L --flush-every 3 --local-keep 1 "
+        "--local-redundancy partner --save-timeout 20 --log-level warn --heat_diffusion.rows 256 "
+        "--heat_diffusion.columns 512 --heat_diffusion.max_epochs 12 --heat_diffusion.tolerance 0");
+    for (std::string option; options >> option;) {
+      args.push_back(option);
+    }
+    args.insert(args.end(),
+                {"--checkpoint-dir", (cwd_ / directory).string(), "--heat_diffusion.seed", seed,
+                 "--heat_diffusion.output_file", "heat-" + seed + ".json"});
+    return epochrun_on_three_hosts(cwd_.path(), args);
+  };
+  for (int trial = 0; trial < kTrials; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    for (const auto* leftover : {"A", "B", "h1", "h2", "h3"}) {
+      std::filesystem::remove_all(cwd_ / leftover);
+    }
+    ChildProcess first(heat("1", "A"), cwd_.path(), kMpiEnvironment);
+    ChildProcess second(heat("2", "B"), cwd_.path(), kMpiEnvironment);
+    // Until its node-local epoch 5 is committed, or it ended first (its level switched off
+    // when the second run took its files: then every checkpoint is flushed).
+    std::optional<ProcessResult> ended;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!std::filesystem::exists(cwd_ / "A" / manifest_name(5)) &&
+           !(ended = first.wait(0.005)) && std::chrono::steady_clock::now() < deadline) {
+    }
+    if (!ended) {
+      for (const int rank : first.children()) {
+        ::kill(rank, SIGKILL);
+      }
+      ASSERT_TRUE(first.wait(kSmallSgdRunSeconds).has_value()) << "the killed run did not end";
+    }
+    const auto result = second.wait(kSmallSgdRunSeconds);
+    ASSERT_TRUE(result.has_value()) << "the second run did not end";
+    EXPECT_EQ(result->exit_code, 0) << result->err;
+    EXPECT_EQ(result->err.find("did not arrive within"), std::string::npos) << result->err;
+    EXPECT_TRUE(std::filesystem::exists(cwd_ / "B" / "epoch-000012.h5")) << result->err;
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <utility>
 
 #include "collective_errors.hpp"
+#include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
 #include "host_name.hpp"
@@ -241,26 +243,35 @@ std::string LocalLevel::store_redundancy(std::int64_t epoch, const Communicator&
 
 LocalManifest LocalLevel::commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
                                           const std::string& redundancy) {
-  const auto file_bytes =
-      std::filesystem::file_size(local_copy_file(options_.local_dir, epoch, comm_.rank()));
-  std::ostringstream part;
-  part << local_copy_record_xxh64(record) << ' ' << file_bytes << ' ' << record.host;
-  const auto text = part.str();
+  const auto context = "save epoch " + std::to_string(epoch) + ": node-local manifest";
+  // Agreed: a copy gone since the ranks agreed on it (deleted or renamed by another run that
+  // shares --local-dir, against the advice) fails the commit on every rank. A rank that failed
+  // alone went on to its next epoch out of step with the others' collective calls: they waited
+  // for its part until --save-timeout, or for good.
+  std::string text;
+  run_then_agree_within(comm_, context, options_.save_timeout, [&] {
+    const auto file = local_copy_file(options_.local_dir, epoch, comm_.rank());
+    struct stat status {};
+    if (::stat(file.c_str(), &status) != 0) {
+      throw Error(errno_message("the node-local copy " + file.string() + " on " + host_name()));
+    }
+    std::ostringstream part;
+    part << local_copy_record_xxh64(record) << ' ' << status.st_size << ' ' << record.host;
+    text = part.str();
+  });
   const auto gathered = comm_.gather(std::as_bytes(std::span(text.data(), text.size())));
   LocalManifest manifest{job_, epoch, comm_.size(), redundancy, options_.config_json, {}};
-  run_on_root_then_agree_within(
-      comm_, "save epoch " + std::to_string(epoch) + ": node-local manifest", options_.save_timeout,
-      [&] {
-        for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
-          std::istringstream in(std::string(reinterpret_cast<const char*>(gathered[rank].data()),
-                                            gathered[rank].size()));
-          LocalPart described{static_cast<int>(rank), {}, 0, 0};
-          in >> described.record_xxh64 >> described.file_bytes >> std::ws;
-          std::getline(in, described.host);
-          manifest.parts.push_back(std::move(described));
-        }
-        write_local_manifest(options_.checkpoint_dir, manifest);
-      });
+  run_on_root_then_agree_within(comm_, context, options_.save_timeout, [&] {
+    for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+      std::istringstream in(
+          std::string(reinterpret_cast<const char*>(gathered[rank].data()), gathered[rank].size()));
+      LocalPart described{static_cast<int>(rank), {}, 0, 0};
+      in >> described.record_xxh64 >> described.file_bytes >> std::ws;
+      std::getline(in, described.host);
+      manifest.parts.push_back(std::move(described));
+    }
+    write_local_manifest(options_.checkpoint_dir, manifest);
+  });
   return manifest;
 }
 
