@@ -8,9 +8,9 @@
 // checkpoint, and one that fills mid-run is left with nothing of the level once an epoch is
 // flushed; a rank change deletes the files of the ranks it no longer has; a missing --local-dir
 // is created; bad values are refused with one line and exit 2. On three hosts (three_hosts.hpp):
-// metadata files that read as terabytes are judged damaged, never read; a copy that vanishes
-// before its manifest fails the save on every rank; a run sharing --local-dir with a killed one
-// ends.
+// a host lost while an exchange is unfinished costs only that exchange's epoch; metadata files
+// that read as terabytes are judged damaged, never read; a copy that vanishes before its manifest
+// fails the save on every rank; a run sharing --local-dir with a killed one ends.
 // No wait here depends on a timing.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -583,6 +583,53 @@ class LocalLevelsOnThreeHosts : public LocalLevels {
               read_blob_file(sync_->path() / "model.h5"));
   }
 
+  // The run of ALostHostCostsOnlyTheEpochWhoseExchangeHadNotFinished (below) with
+  // --local-redundancy `redundancy`, and its resume.
+  void lose_a_host_during_the_exchange_of_epoch_2(const std::string& redundancy, bool async) {
+    for (const auto* leftover : {"D", "h1", "h2", "h3"}) {
+      std::filesystem::remove_all(cwd_ / leftover);
+    }
+    std::vector<std::string> options = {"--flush-every", "10", "--local-redundancy", redundancy};
+    if (async) {
+      options.push_back("--async-checkpoint");
+    }
+    {
+      auto environment =
+          with_fault(async ? "save-redundancy@2:WAIT,epoch@3:0:STOP" : "save-redundancy@2:0:STOP");
+      environment["EPOCHRUN_FAULT_RELEASE"] = (cwd_ / "never-released").string();
+      ChildProcess job(on_hosts(options), cwd_.path(), environment);
+      const auto paused = wait_for_a_stopped_child(job);
+      ASSERT_TRUE(paused.has_value()) << "rank 0 never paused";
+      for (const int rank : job.children()) {
+        ::kill(rank, SIGKILL);
+      }
+      ASSERT_TRUE(job.wait(kSmallSgdRunSeconds).has_value()) << "the killed job did not end";
+    }
+    ASSERT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), (std::vector<std::int64_t>{0}));
+    ASSERT_TRUE(std::filesystem::exists(manifest(1))) << "epoch 1 was not kept";
+    EXPECT_NE(redundancy_of(1), "none");
+    if (async) {
+      EXPECT_EQ(redundancy_of(2), "none");
+    } else {
+      EXPECT_FALSE(std::filesystem::exists(manifest(2)));
+    }
+    std::filesystem::remove_all(host_dir(cwd_.path(), 1) / "L");
+
+    options.insert(options.end(), {"--resume-from-epoch", "latest"});
+    auto resumed = run_bounded(on_hosts(options), cwd_.path());
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const auto all = resumed.out + resumed.err;
+    EXPECT_NE(all.find("resumed job sgd_regression from node-local epoch 1"), std::string::npos)
+        << all;
+    EXPECT_NE(all.find("rt-h2: 1 part "), std::string::npos) << all;
+    if (async) {
+      EXPECT_NE(all.find("epoch 2 not recoverable"), std::string::npos) << all;
+      EXPECT_NE(all.find("resuming from node-local epoch 1, 1 epoch lost"), std::string::npos)
+          << all;
+    }
+    expect_ends_as_synchronous();
+  }
+
   // The run of ACopyThatVanishesBeforeItsManifestFailsTheSaveOnEveryRank (below) whose rank
   // `rank` loses its copy.
   void lose_the_copy_of_epoch_2_before_its_manifest(int rank) {
@@ -620,6 +667,24 @@ class LocalLevelsOnThreeHosts : public LocalLevels {
     return nlohmann::json::parse(read_file(manifest(epoch)))["redundancy"].get<std::string>();
   }
 };
+
+// A host lost while epoch 2's redundancy exchange has not finished (--flush-every 10, the default
+// --local-keep 1): the resume recovers node-local epoch 1, which its manifest says is protected,
+// from the other hosts' files, losing only epoch 2 (with --async-checkpoint epoch 2 is committed
+// unprotected meanwhile, and is itself lost with the host). Each run is killed (every rank,
+// SIGKILL) while epoch 2's exchange is held: on the job's thread (save-redundancy@2:0:STOP)
+// synchronously; in the background (save-redundancy@2:WAIT, never released) once rank 0 ran epoch
+// 3 (epoch@3:0:STOP), asynchronously. Then host 2's node-local directory is wiped. Before,
+// retention deleted epoch 1 (its manifest, copies and redundancy files) as soon as epoch 2 was
+// committed unprotected, and the asynchronous resumes fell back to flushed epoch 0.
+TEST_F(LocalLevelsOnThreeHosts, ALostHostCostsOnlyTheEpochWhoseExchangeHadNotFinished) {
+  for (const auto* redundancy : {"partner", "xor"}) {
+    for (const bool async : {false, true}) {
+      SCOPED_TRACE(std::string(redundancy) + (async ? ", --async-checkpoint" : ", synchronous"));
+      lose_a_host_during_the_exchange_of_epoch_2(redundancy, async);
+    }
+  }
+}
 
 // Blocks of 512 bytes `directory`'s files take on their file systems, all of them.
 std::uintmax_t blocks_under(const std::filesystem::path& directory) {
