@@ -158,19 +158,31 @@ std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const Ru
 
 // Every rank can keep its node-local copies in --local-dir, on its own host, created there when
 // missing (UsageError on every rank naming the lowest failing rank, its host and why,
-// otherwise).
+// otherwise). Before anything is written into the checkpoint directory: a refused run leaves
+// none.
 void check_local_directories(const Communicator& comm, const RunOptions& options) {
   if (options.local_dir.empty()) {
     return;
   }
+  // This rank's refusal; the agreement bounds the check in time (a hung node-local file system)
+  // and passes on any other failure. The refusal itself is named once, with its rank and host,
+  // in the words below (the agreement's would name the rank twice).
+  std::string refused;
   run_then_agree_within(comm, "check --local-dir on every rank", options.save_timeout, [&] {
     try {
       check_local_directory(options.local_dir, options.checkpoint_dir);
     } catch (const UsageError& error) {
-      throw UsageError("rank " + std::to_string(comm.rank()) + " on " + host_name() + ": " +
-                       error.what());
+      refused = error.what();
     }
   });
+  const auto refusals = comm.allgather(refused.empty() ? refused : host_name() + "\n" + refused);
+  for (std::size_t rank = 0; rank < refusals.size(); ++rank) {
+    if (const auto& refusal = refusals[rank]; !refusal.empty()) {
+      const auto host_end = refusal.find('\n');
+      throw UsageError("rank " + std::to_string(rank) + " on " + refusal.substr(0, host_end) +
+                       ": " + refusal.substr(host_end + 1));
+    }
+  }
 }
 
 }  // namespace
@@ -309,11 +321,13 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   // Installs the handlers for the whole run; the stop decider reads what they received.
   const PreemptionSignals signals(options.preempt_signals);
   tell_the_launcher_that_the_ranks_catch_signals(comm);
+  // Nothing is written into the checkpoint directory before every check of the options'
+  // directories passed: the lock's file is its first.
+  check_local_directories(comm, options);
   // Held by rank 0 for the whole run: nothing below may run twice on one directory.
   auto lock = lock_directory(comm, options);
   check_shared_directory(comm, options.checkpoint_dir, options.save_timeout,
                          options.directory_lock);
-  check_local_directories(comm, options);
   auto summary = begin_run();
   const auto checkpointing = checkpoint_options(options);
   PostCommitSteps post_commit(comm, checkpointing, job.name());

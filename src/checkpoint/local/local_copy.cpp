@@ -353,11 +353,33 @@ int remove_local_copies(const std::filesystem::path& dir, int rank, int ranks,
   return failed;
 }
 
+namespace {
+
+// `path` made absolute, its symlinks resolved as far as it exists, its . and .. removed; `path`
+// itself when that fails (a symlink loop: the checks after it say so).
+std::filesystem::path resolved(const std::filesystem::path& path) {
+  std::error_code error;
+  auto normal = std::filesystem::weakly_canonical(std::filesystem::absolute(path, error), error)
+                    .lexically_normal();
+  if (error) {
+    return path;
+  }
+  // "D/" and "D" are one directory.
+  return normal.has_filename() || !normal.has_parent_path() ? normal : normal.parent_path();
+}
+
+}  // namespace
+
 void check_local_directory(const std::filesystem::path& dir,
                            const std::filesystem::path& checkpoint_dir) {
   const auto refuse = [&](const std::string& why) {
     throw UsageError("--local-dir '" + dir.string() + "' cannot hold node-local copies: " + why);
   };
+  // Before anything is created: the run checks --local-dir before it creates the checkpoint
+  // directory, which may not exist yet (and would then be created here, as --local-dir).
+  if (!checkpoint_dir.empty() && resolved(dir) == resolved(checkpoint_dir)) {
+    refuse("it is the checkpoint directory itself");
+  }
   std::error_code error;
   if (!std::filesystem::exists(dir, error) && !error) {
     try {

@@ -124,8 +124,9 @@ int remove_local_copies(const std::filesystem::path& dir, int rank, int ranks,
                         const std::vector<std::int64_t>& keep, SpareCopy spare);
 
 // Creates `dir` when it is missing (as --checkpoint-dir is created), then UsageError with one
-// line unless it is a directory this process can create a file in, and not the checkpoint
-// directory itself.
+// line unless it is a directory this process can create a file in (its probe,
+// DIR/.probe.local.tmp.<pid>.<random>, created and removed), and not the checkpoint directory
+// itself. Creates nothing when `dir` names the checkpoint directory, which need not exist yet.
 void check_local_directory(const std::filesystem::path& dir,
                            const std::filesystem::path& checkpoint_dir);
 
