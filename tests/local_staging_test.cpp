@@ -6,8 +6,8 @@
 // bit-identical; a resume loads the node-local copies when every rank's is complete and
 // verified, and the shared file when one is missing or damaged; a shared file whose metadata is
 // damaged is refused however whole its copies are; a --local-dir that cannot be used is refused
-// with one line and exit code 2, before anything is written into the checkpoint directory. No wait
-// here depends on a timing.
+// with one line and exit code 2, before anything is written into the checkpoint directory; the
+// probe a crashed start-up check left in --local-dir is removed. No wait here depends on a timing.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
@@ -394,6 +394,56 @@ TEST_F(LocalStaging, ARefusedLocalDirectoryWritesNothingIntoTheCheckpointDirecto
       << lines[0];
   EXPECT_EQ(lines[0].find("rank 2: "), std::string::npos) << lines[0];
   EXPECT_FALSE(std::filesystem::exists(cwd_ / "R" / "ck")) << "the checkpoint directory was made";
+}
+
+// The probe of the start-up check of --local-dir (L/.probe.local.tmp.<pid>.<16 hex digits>)
+// that a crash between its creation and its removal left is removed by the next run that holds
+// the checkpoint directory's lock: only a regular file of exactly that name; a symlink of that
+// name (and what it points to), a directory of that name and look-alikes stay, and so does the
+// probe under --no-directory-lock. Before: nothing ever removed it.
+TEST_F(LocalStaging, AProbeOfACrashedLocalDirectoryCheckIsRemoved) {
+  const std::string probe = ".probe.local.tmp.4242.0123456789abcdef";
+  const std::string link = ".probe.local.tmp.4243.fedcba9876543210";
+  const std::string directory = ".probe.local.tmp.4244.00112233445566aa";
+  const std::vector<std::string> alike = {".probe.local.tmp.4245.0123",
+                                          ".probe.localx.tmp.4246.0123456789abcdef", "probe.local"};
+  write_file(cwd_ / "outside", "not a probe\n");
+  const auto plant = [&] {
+    write_file(cwd_ / "L" / probe, "");
+    std::filesystem::create_directory(cwd_ / "L" / directory);
+    for (const auto& name : alike) {
+      write_file(cwd_ / "L" / name, "");
+    }
+    if (!std::filesystem::is_symlink(cwd_ / "L" / link)) {
+      std::filesystem::create_symlink(cwd_ / "outside", cwd_ / "L" / link);
+    }
+  };
+  const auto expect_left_alone = [&] {
+    EXPECT_TRUE(std::filesystem::is_symlink(cwd_ / "L" / link));
+    EXPECT_EQ(read_file(cwd_ / "outside"), "not a probe\n");
+    EXPECT_TRUE(std::filesystem::is_directory(cwd_ / "L" / directory));
+    for (const auto& name : alike) {
+      EXPECT_TRUE(std::filesystem::exists(cwd_ / "L" / name)) << name;
+    }
+  };
+  plant();
+  auto unlocked = run_bounded(
+      small_sgd({"--local-dir", "L", "--no-directory-lock", "--num-epochs", "1"}), cwd_.path());
+  ASSERT_EQ(unlocked.exit_code, 0) << unlocked.err;
+  EXPECT_TRUE(std::filesystem::exists(cwd_ / "L" / probe)) << "removed without the lock";
+  expect_left_alone();
+
+  auto locked = run_bounded(
+      small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
+      cwd_.path());
+  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "L" / probe));
+  EXPECT_NE((locked.out + locked.err)
+                .find("removed 1 probe file(s) of an interrupted start-up "
+                      "check from L"),
+            std::string::npos)
+      << locked.out + locked.err;
+  expect_left_alone();
 }
 
 }  // namespace

@@ -185,6 +185,22 @@ void check_local_directories(const Communicator& comm, const RunOptions& options
   }
 }
 
+// Collective, once every rank's own check of --local-dir is done and rank 0 holds the
+// checkpoint directory's lock: each rank removes from its --local-dir the probes of a check that
+// crashed before their removal (every check picks a new name, so nothing else would remove
+// them), and rank 0 says how many went on all hosts.
+void remove_crashed_checks_probes(const Communicator& comm, const RunOptions& options) {
+  if (options.local_dir.empty() || options.checkpoint_dir.empty() || !options.directory_lock) {
+    return;
+  }
+  const auto removed =
+      comm.allreduce(std::int64_t{remove_stale_local_probes(options.local_dir)}, Reduction::kSum);
+  if (removed > 0 && comm.is_root()) {
+    spdlog::info("removed {} probe file(s) of an interrupted start-up check from {}", removed,
+                 options.local_dir.string());
+  }
+}
+
 }  // namespace
 
 struct JobRunner::Impl {
@@ -328,6 +344,7 @@ RunSummary JobRunner::Impl::run(Workspace& workspace) {
   auto lock = lock_directory(comm, options);
   check_shared_directory(comm, options.checkpoint_dir, options.save_timeout,
                          options.directory_lock);
+  remove_crashed_checks_probes(comm, options);
   auto summary = begin_run();
   const auto checkpointing = checkpoint_options(options);
   PostCommitSteps post_commit(comm, checkpointing, job.name());

@@ -355,6 +355,10 @@ int remove_local_copies(const std::filesystem::path& dir, int rank, int ranks,
 
 namespace {
 
+// The name check_local_directory's probe has before its random part: temporary_sibling's of
+// DIR/probe.local.
+constexpr char kProbeTarget[] = "probe.local";
+
 // `path` made absolute, its symlinks resolved as far as it exists, its . and .. removed; `path`
 // itself when that fails (a symlink loop: the checks after it say so).
 std::filesystem::path resolved(const std::filesystem::path& path) {
@@ -394,7 +398,7 @@ void check_local_directory(const std::filesystem::path& dir,
   if (std::filesystem::equivalent(dir, checkpoint_dir, error)) {
     refuse("it is the checkpoint directory itself");
   }
-  const auto probe = temporary_sibling(dir / "probe.local");
+  const auto probe = temporary_sibling(dir / kProbeTarget);
   try {
     auto fd = create_new_file(probe);
     fd.close(probe.string());
@@ -402,6 +406,13 @@ void check_local_directory(const std::filesystem::path& dir,
     refuse(failure.what());
   }
   ::unlink(probe.c_str());
+}
+
+int remove_stale_local_probes(const std::filesystem::path& dir) {
+  return remove_own_files(dir, [](const std::string& name) {
+    const auto target = temporary_target(name);
+    return target && *target == kProbeTarget;
+  });
 }
 
 }  // namespace epochrun
