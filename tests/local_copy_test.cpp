@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "durable_file.hpp"
+#include "epochrun/errors.hpp"
 #include "local_copy.hpp"
 #include "test_support.hpp"
 
@@ -154,6 +155,31 @@ TEST_F(LocalCopySpare, TheFilesOfARankTheRunDoesNotHaveAreDeletedByItsRanks) {
   left.insert(left.end(), others.begin(), others.end());
   std::sort(left.begin(), left.end());
   EXPECT_EQ(list_directory(dir_.path()), left);
+}
+
+// A copy whose tail says its record is a tebibyte long, in a copy made 8 TiB long (sparse): the
+// record is refused as damaged by its length, never read. Before: the read allocated the
+// tebibyte first, and the copy was refused as "std::bad_alloc".
+TEST_F(LocalCopySpare, ARecordThatSaysItIsHugeIsRefusedUnread) {
+  write(1, 4096);
+  constexpr off_t kSize = off_t{8} << 40;
+  ASSERT_EQ(::truncate(copy(1).c_str(), kSize), 0);
+  {
+    std::fstream tail(copy(1), std::ios::in | std::ios::out | std::ios::binary);
+    tail.seekp(kSize - 16);
+    const std::uint64_t length = std::uint64_t{1} << 40;
+    tail.write(reinterpret_cast<const char*>(&length), 8);
+    tail.write("EPRLOCL1", 8);
+    ASSERT_TRUE(tail.good());
+  }
+  try {
+    MappedLocalCopy::open(copy(1));
+    ADD_FAILURE() << "the copy was accepted";
+  } catch (const CorruptCheckpoint& error) {
+    EXPECT_NE(std::string(error.what()).find("its record says it is 1099511627776 bytes long"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace

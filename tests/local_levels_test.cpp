@@ -7,22 +7,30 @@
 // flushed epoch; a stop flushes; a full node-local file system degrades to flushing every
 // checkpoint, and one that fills mid-run is left with nothing of the level once an epoch is
 // flushed; a rank change deletes the files of the ranks it no longer has; a missing --local-dir
-// is created; bad values are refused with one line and exit 2.
+// is created; bad values are refused with one line and exit 2. On three hosts (three_hosts.hpp):
+// a host lost while an exchange is unfinished costs only that exchange's epoch; metadata files
+// that read as terabytes are judged damaged, never read; a copy that vanishes before its manifest
+// fails the save on every rank; a run sharing --local-dir with a killed one ends.
 // No wait here depends on a timing.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 
 #include "epochrun/blob_file.hpp"
 #include "local_copy_files.hpp"
 #include "small_sgd_run.hpp"
 #include "test_support.hpp"
+#include "three_hosts.hpp"
 
 namespace epochrun::testing {
 namespace {
@@ -543,6 +551,322 @@ TEST_F(LocalLevels, ANodeLocalFileSystemFullInTheMiddleOfARunIsLeftWithNothingOf
   EXPECT_TRUE(files_in("D", ".local.json").empty());
   EXPECT_EQ(list_directory(cwd_ / "L"), (std::vector<std::string>{"filler"}));
   EXPECT_EQ(all.find("could not be deleted"), std::string::npos) << all;
+}
+
+// The same runs on three hosts (three_hosts.hpp): the checkpoint directory D shared, each host's
+// --local-dir L its own (h1/L, h2/L, h3/L), so that --local-redundancy protects each host's
+// copies on the others and a host can be lost by wiping its directory.
+class LocalLevelsOnThreeHosts : public LocalLevels {
+ protected:
+  void SetUp() override {
+    if (!can_name_hosts()) {
+      GTEST_SKIP() << "cannot give a process a host name of its own (unshare --uts needs root)";
+    }
+  }
+
+  // small_sgd's job on the three hosts, logging at info, `extra` after its options.
+  std::vector<std::string> on_hosts(const std::vector<std::string>& extra) const {
+    auto args = small_sgd_regression_options(kSmallSgdLastEpoch);
+    const auto level = std::find(args.begin(), args.end(), "--log-level");
+    args.erase(level, level + 2);
+    args.insert(args.begin(), {"run", "--checkpoint-dir", (cwd_ / "D").string(), "--local-dir", "L",
+                               "--log-level", "info"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return epochrun_on_three_hosts(cwd_.path(), args);
+  }
+
+  // The run ended as the synchronous one: last epoch, and the model rank 0 exported (h1's).
+  void expect_ends_as_synchronous() const {
+    EXPECT_EQ(epoch_of(cwd_.path(), kSmallSgdLastEpoch),
+              epoch_of(sync_->path(), kSmallSgdLastEpoch));
+    EXPECT_EQ(read_blob_file(host_dir(cwd_.path(), 0) / "model.h5"),
+              read_blob_file(sync_->path() / "model.h5"));
+  }
+
+  // The run of ALostHostCostsOnlyTheEpochWhoseExchangeHadNotFinished (below) with
+  // --local-redundancy `redundancy`, and its resume.
+  void lose_a_host_during_the_exchange_of_epoch_2(const std::string& redundancy, bool async) {
+    for (const auto* leftover : {"D", "h1", "h2", "h3"}) {
+      std::filesystem::remove_all(cwd_ / leftover);
+    }
+    std::vector<std::string> options = {"--flush-every", "10", "--local-redundancy", redundancy};
+    if (async) {
+      options.push_back("--async-checkpoint");
+    }
+    {
+      auto environment =
+          with_fault(async ? "save-redundancy@2:WAIT,epoch@3:0:STOP" : "save-redundancy@2:0:STOP");
+      environment["EPOCHRUN_FAULT_RELEASE"] = (cwd_ / "never-released").string();
+      ChildProcess job(on_hosts(options), cwd_.path(), environment);
+      const auto paused = wait_for_a_stopped_child(job);
+      ASSERT_TRUE(paused.has_value()) << "rank 0 never paused";
+      for (const int rank : job.children()) {
+        ::kill(rank, SIGKILL);
+      }
+      ASSERT_TRUE(job.wait(kSmallSgdRunSeconds).has_value()) << "the killed job did not end";
+    }
+    ASSERT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(), (std::vector<std::int64_t>{0}));
+    ASSERT_TRUE(std::filesystem::exists(manifest(1))) << "epoch 1 was not kept";
+    EXPECT_NE(redundancy_of(1), "none");
+    if (async) {
+      EXPECT_EQ(redundancy_of(2), "none");
+    } else {
+      EXPECT_FALSE(std::filesystem::exists(manifest(2)));
+    }
+    std::filesystem::remove_all(host_dir(cwd_.path(), 1) / "L");
+
+    options.insert(options.end(), {"--resume-from-epoch", "latest"});
+    auto resumed = run_bounded(on_hosts(options), cwd_.path());
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const auto all = resumed.out + resumed.err;
+    EXPECT_NE(all.find("resumed job sgd_regression from node-local epoch 1"), std::string::npos)
+        << all;
+    EXPECT_NE(all.find("rt-h2: 1 part "), std::string::npos) << all;
+    if (async) {
+      EXPECT_NE(all.find("epoch 2 not recoverable"), std::string::npos) << all;
+      EXPECT_NE(all.find("resuming from node-local epoch 1, 1 epoch lost"), std::string::npos)
+          << all;
+    }
+    expect_ends_as_synchronous();
+  }
+
+  // The run of ACopyThatVanishesBeforeItsManifestFailsTheSaveOnEveryRank (below) whose rank
+  // `rank` loses its copy.
+  void lose_the_copy_of_epoch_2_before_its_manifest(int rank) {
+    for (const auto* leftover : {"D", "h1", "h2", "h3"}) {
+      std::filesystem::remove_all(cwd_ / leftover);
+    }
+    const auto copy = "L/epoch-000002.rank-" + std::to_string(rank) + ".local";
+    ChildProcess job(
+        on_hosts({"--flush-every", "10", "--local-redundancy", "partner", "--save-timeout", "20"}),
+        cwd_.path(), with_fault("save-redundancy@2:" + std::to_string(rank) + ":STOP"));
+    const auto paused = wait_for_a_stopped_child(job);
+    ASSERT_TRUE(paused.has_value()) << "rank " << rank << " never paused";
+    ASSERT_TRUE(std::filesystem::remove(host_dir(cwd_.path(), rank) / copy));
+    ::kill(*paused, SIGCONT);
+    const auto result = job.wait(kSmallSgdRunSeconds);
+    ASSERT_TRUE(result.has_value()) << "the job did not end";
+    EXPECT_EQ(result->exit_code, 0) << result->err;
+    const auto all = result->out + result->err;
+    EXPECT_NE(all.find("checkpoint for epoch 2 failed, the job goes on: save epoch 2: node-local "
+                       "manifest: " +
+                       std::string(rank == 0 ? "" : "rank 1: ") + "the node-local copy " + copy +
+                       " on " + host_of_rank(rank) + ": No such file or directory"),
+              std::string::npos)
+        << all;
+    EXPECT_EQ(all.find("did not arrive within"), std::string::npos) << all;
+    ASSERT_EQ(CheckpointDirectory(cwd_ / "D").committed_epochs(),
+              (std::vector<std::int64_t>{0, 5}));
+    expect_ends_as_synchronous();
+  }
+
+  std::filesystem::path manifest(std::int64_t epoch) const {
+    return cwd_ / "D" / manifest_name(epoch);
+  }
+  std::string redundancy_of(std::int64_t epoch) const {
+    return nlohmann::json::parse(read_file(manifest(epoch)))["redundancy"].get<std::string>();
+  }
+};
+
+// A host lost while epoch 2's redundancy exchange has not finished (--flush-every 10, the default
+// --local-keep 1): the resume recovers node-local epoch 1, which its manifest says is protected,
+// from the other hosts' files, losing only epoch 2 (with --async-checkpoint epoch 2 is committed
+// unprotected meanwhile, and is itself lost with the host). Each run is killed (every rank,
+// SIGKILL) while epoch 2's exchange is held: on the job's thread (save-redundancy@2:0:STOP)
+// synchronously; in the background (save-redundancy@2:WAIT, never released) once rank 0 ran epoch
+// 3 (epoch@3:0:STOP), asynchronously. Then host 2's node-local directory is wiped. Before,
+// retention deleted epoch 1 (its manifest, copies and redundancy files) as soon as epoch 2 was
+// committed unprotected, and the asynchronous resumes fell back to flushed epoch 0.
+TEST_F(LocalLevelsOnThreeHosts, ALostHostCostsOnlyTheEpochWhoseExchangeHadNotFinished) {
+  for (const auto* redundancy : {"partner", "xor"}) {
+    for (const bool async : {false, true}) {
+      SCOPED_TRACE(std::string(redundancy) + (async ? ", --async-checkpoint" : ", synchronous"));
+      lose_a_host_during_the_exchange_of_epoch_2(redundancy, async);
+    }
+  }
+}
+
+// Blocks of 512 bytes `directory`'s files take on their file systems, all of them.
+std::uintmax_t blocks_under(const std::filesystem::path& directory) {
+  std::uintmax_t blocks = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(directory)) {
+    struct stat status {};
+    if (::lstat(entry.path().c_str(), &status) == 0) {
+      blocks += static_cast<std::uintmax_t>(status.st_blocks);
+    }
+  }
+  return blocks;
+}
+
+// `file` made 8 TiB long as `truncate -s 8T` makes it (its bytes, then zeros that take no
+// space), created when missing.
+void forge_at_8_tebibytes(const std::filesystem::path& file) {
+  if (!std::filesystem::exists(file)) {
+    write_file(file, "");
+  }
+  ASSERT_EQ(::truncate(file.c_str(), off_t{8} << 40), 0) << file;
+}
+
+// Every metadata file the program reads, forged at 8 TiB (sparse: the test's files take a few
+// MiB), is judged by its size as damaged, never read whole: a node-local epoch's manifest, the run
+// history (runs.jsonl), metrics.jsonl, index.json (which no reader of the program reads) and a
+// partner copy's redundancy file; a checkpoint file too (its integrity header and layout record
+// are read within its user block). No error of a class outside the error table, no
+// std::bad_alloc, reaches the user: inspect lists the damaged manifest and run history and exits
+// 0, and exits 3 naming the checkpoint with --verify; a resume from the damaged manifest's epoch
+// exits 3 with one line; report exits 2 with one line; `latest` passes over the damaged manifest,
+// and over epoch 3, whose lost host's part only the damaged partner copy held, and resumes from
+// node-local epoch 2. Before: the resume ended with `node-local epoch 99:
+// std::bad_alloc` (exit 1), inspect listed it as "DAMAGED: std::bad_alloc", the run history was
+// "not read: std::bad_alloc" and report ended with "cannot read ...: std::bad_alloc".
+TEST_F(LocalLevelsOnThreeHosts, MetadataFilesThatReadAsHugeAreJudgedDamagedNotRead) {
+  std::vector<std::string> options = {"--flush-every", "10", "--local-keep", "2"};
+  options.insert(options.end(), {"--local-redundancy", "partner"});
+  {
+    auto result = run_bounded(on_hosts(options), cwd_.path(), with_fault("epoch@4:1:KILL"));
+    ASSERT_NE(result.exit_code, 0) << result.err;
+    ASSERT_EQ(files_in("D", ".local.json"),
+              (std::vector<std::string>{manifest_name(2), manifest_name(3)}));
+  }
+  const auto huge = [](const std::string& all) {
+    return all.find("holds 8.0 TiB, more than the") != std::string::npos &&
+           all.find("it is damaged") != std::string::npos;
+  };
+  const auto no_stray_exception = [](const std::string& all) {
+    return all.find("bad_alloc") == std::string::npos &&
+           all.find("length_error") == std::string::npos &&
+           all.find("filesystem error") == std::string::npos;
+  };
+  forge_at_8_tebibytes(manifest(99));
+  forge_at_8_tebibytes(cwd_ / "D" / "runs.jsonl");
+  forge_at_8_tebibytes(cwd_ / "D" / "metrics.jsonl");
+  forge_at_8_tebibytes(cwd_ / "D" / "index.json");
+  // Rank 1's part of epoch 3 held only by its partner copy (on host 3, the next host), damaged.
+  std::filesystem::remove(host_dir(cwd_.path(), 1) / "L" / "epoch-000003.rank-1.local");
+  forge_at_8_tebibytes(host_dir(cwd_.path(), 2) / "L" / "epoch-000003.rank-1.partner");
+  EXPECT_LT(blocks_under(cwd_.path()), 64u << 11) << "the forged files take space";
+
+  auto listed = run_bounded({EPOCHRUN_BINARY, "inspect", (cwd_ / "D").string()}, cwd_.path(), {});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  const auto listing = listed.out + listed.err;
+  EXPECT_NE(listing.find("epoch 99  epoch-000099.local.json  DAMAGED: "), std::string::npos)
+      << listing;
+  EXPECT_NE(listing.find("run history not read: " + (cwd_ / "D" / "runs.jsonl").string() +
+                         " holds 8.0 TiB"),
+            std::string::npos)
+      << listing;
+  EXPECT_TRUE(huge(listing)) << listing;
+  EXPECT_TRUE(no_stray_exception(listing)) << listing;
+
+  // A checkpoint file at 8 TiB: its integrity header and layout record are read within its user
+  // block, and the file is damaged (not the size it was committed at).
+  forge_at_8_tebibytes(cwd_ / "D" / "epoch-000000.h5");
+  auto verified =
+      run_bounded({EPOCHRUN_BINARY, "inspect", (cwd_ / "D").string(), "--verify"}, cwd_.path(), {});
+  EXPECT_EQ(verified.exit_code, 3) << verified.err;
+  const auto verification = verified.out + verified.err;
+  EXPECT_NE(verification.find("the file has 8796093022208 bytes"), std::string::npos)
+      << verification;
+  EXPECT_TRUE(no_stray_exception(verification)) << verification;
+
+  auto reported = run_bounded(
+      {EPOCHRUN_BINARY, "report", (cwd_ / "D").string(), "-o", (cwd_ / "timeline.svg").string()},
+      cwd_.path(), {});
+  EXPECT_EQ(reported.exit_code, 2) << reported.err;
+  const auto report_lines = error_lines(reported);
+  ASSERT_EQ(report_lines.size(), 1u) << reported.err;
+  EXPECT_TRUE(huge(report_lines[0])) << report_lines[0];
+  EXPECT_NE(report_lines[0].find("metrics.jsonl"), std::string::npos) << report_lines[0];
+
+  auto explicit_epoch = options;
+  explicit_epoch.insert(explicit_epoch.end(), {"--resume-from-epoch", "99"});
+  auto refused = run_bounded(on_hosts(explicit_epoch), cwd_.path());
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  const auto refused_lines = error_lines(refused);
+  ASSERT_EQ(refused_lines.size(), 1u) << refused.err;
+  EXPECT_TRUE(huge(refused_lines[0])) << refused_lines[0];
+  EXPECT_NE(refused_lines[0].find(manifest_name(99)), std::string::npos) << refused_lines[0];
+
+  auto latest = options;
+  latest.insert(latest.end(), {"--resume-from-epoch", "latest"});
+  auto resumed = run_bounded(on_hosts(latest), cwd_.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto all = resumed.out + resumed.err;
+  EXPECT_NE(all.find("epoch 99 not recoverable: "), std::string::npos) << all;
+  EXPECT_TRUE(huge(all)) << all;
+  EXPECT_NE(all.find("node-local epoch 3 not recoverable either"), std::string::npos) << all;
+  EXPECT_NE(all.find("resumed job sgd_regression from node-local epoch 2"), std::string::npos)
+      << all;
+  EXPECT_TRUE(no_stray_exception(all)) << all;
+  expect_ends_as_synchronous();
+  EXPECT_LT(blocks_under(cwd_.path()), 64u << 11);
+}
+
+// A node-local copy that vanishes after the ranks agreed on it (another run sharing --local-dir
+// deletes it: here the test, while its rank is paused at epoch 2's exchange, save-redundancy@2:R:
+// STOP), rank 0's and then rank 1's: that save fails on every rank with one warning line naming
+// the rank, its host and the copy, and the job goes on to the end as the synchronous run. Before,
+// the rank alone failed to read its copy's size and went on to its next epoch, out of step with
+// the others' collective calls: with rank 0, the others waited for its manifest until
+// --save-timeout ran out (exit 1); with rank 1, silently (only rank 0 reports a failed save),
+// every rank waited for good in the next stop decision's gather and broadcast.
+TEST_F(LocalLevelsOnThreeHosts, ACopyThatVanishesBeforeItsManifestFailsTheSaveOnEveryRank) {
+  for (const int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    lose_the_copy_of_epoch_2_before_its_manifest(rank);
+  }
+}
+
+// Two runs sharing each host's --local-dir (against the advice of docs/CLUSTERS.md: they delete
+// and replace each other's copies, spares and redundancy files), the second with another seed and
+// checkpoint directory; the first killed (every rank, SIGKILL) after its node-local epoch 5
+// (unless it ended before, its level switched off by what the second took of its files). The
+// second must end however it meets the first's files, without waiting out --save-timeout: exit 0,
+// its last epoch committed. Eight trials (a couple of seconds each). Before, two of eight trials
+// ended only when --save-timeout ran out and one never (a rank whose copy was gone failed alone:
+// the test above).
+TEST_F(LocalLevelsOnThreeHosts, ARunSharingItsLocalDirectoryWithAKilledOneEndsWithinItsBound) {
+  constexpr int kTrials = 8;
+  const auto heat = [&](const std::string& seed, const std::string& directory) {
+    std::vector<std::string> args;
+    std::istringstream options(
+        "run --job heat_diffusion --local-dir L --flush-every 3 --local-keep 1 "
+        "--local-redundancy partner --save-timeout 20 --log-level warn --heat_diffusion.rows 256 "
+        "--heat_diffusion.columns 512 --heat_diffusion.max_epochs 12 --heat_diffusion.tolerance 0");
+    for (std::string option; options >> option;) {
+      args.push_back(option);
+    }
+    args.insert(args.end(),
+                {"--checkpoint-dir", (cwd_ / directory).string(), "--heat_diffusion.seed", seed,
+                 "--heat_diffusion.output_file", "heat-" + seed + ".json"});
+    return epochrun_on_three_hosts(cwd_.path(), args);
+  };
+  for (int trial = 0; trial < kTrials; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    for (const auto* leftover : {"A", "B", "h1", "h2", "h3"}) {
+      std::filesystem::remove_all(cwd_ / leftover);
+    }
+    ChildProcess first(heat("1", "A"), cwd_.path(), kMpiEnvironment);
+    ChildProcess second(heat("2", "B"), cwd_.path(), kMpiEnvironment);
+    // Until its node-local epoch 5 is committed, or it ended first (its level switched off
+    // when the second run took its files: then every checkpoint is flushed).
+    std::optional<ProcessResult> ended;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!std::filesystem::exists(cwd_ / "A" / manifest_name(5)) &&
+           !(ended = first.wait(0.005)) && std::chrono::steady_clock::now() < deadline) {
+    }
+    if (!ended) {
+      for (const int rank : first.children()) {
+        ::kill(rank, SIGKILL);
+      }
+      ASSERT_TRUE(first.wait(kSmallSgdRunSeconds).has_value()) << "the killed run did not end";
+    }
+    const auto result = second.wait(kSmallSgdRunSeconds);
+    ASSERT_TRUE(result.has_value()) << "the second run did not end";
+    EXPECT_EQ(result->exit_code, 0) << result->err;
+    EXPECT_EQ(result->err.find("did not arrive within"), std::string::npos) << result->err;
+    EXPECT_TRUE(std::filesystem::exists(cwd_ / "B" / "epoch-000012.h5")) << result->err;
+  }
 }
 
 }  // namespace

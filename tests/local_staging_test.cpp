@@ -6,9 +6,11 @@
 // bit-identical; a resume loads the node-local copies when every rank's is complete and
 // verified, and the shared file when one is missing or damaged; a shared file whose metadata is
 // damaged is refused however whole its copies are; a --local-dir that cannot be used is refused
-// with one line and exit code 2. No wait here depends on a timing.
+// with one line and exit code 2, before anything is written into the checkpoint directory; the
+// probe a crashed start-up check left in --local-dir is removed. No wait here depends on a timing.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include "local_copy_files.hpp"
 #include "small_sgd_run.hpp"
 #include "test_support.hpp"
+#include "three_hosts.hpp"
 
 namespace epochrun::testing {
 namespace {
@@ -318,6 +321,129 @@ TEST_F(LocalStaging, AnUnusableLocalDirectoryIsRefusedWithOneLine) {
                                                          "--no-checkpoints", "--local-dir", "L"}),
                                    cwd_.path());
   EXPECT_EQ(contradiction.exit_code, 2) << contradiction.err;
+}
+
+// RAII: a read-only tmpfs mounted at `where` (created), as a node whose node-local storage is
+// mounted read-only; unmounted on destruction. mounted() is false where it cannot mount (needs
+// root).
+class ReadOnlyTmpfs {
+ public:
+  explicit ReadOnlyTmpfs(const std::filesystem::path& where) : where_(where) {
+    std::filesystem::create_directories(where_);
+    mounted_ = ::mount("tmpfs", where_.c_str(), "tmpfs", MS_RDONLY, "size=1m") == 0;
+  }
+  ~ReadOnlyTmpfs() {
+    if (mounted_) {
+      ::umount2(where_.c_str(), MNT_DETACH);
+    }
+  }
+  ReadOnlyTmpfs(const ReadOnlyTmpfs&) = delete;
+  ReadOnlyTmpfs& operator=(const ReadOnlyTmpfs&) = delete;
+  bool mounted() const { return mounted_; }
+
+ private:
+  std::filesystem::path where_;
+  bool mounted_ = false;
+};
+
+// A --local-dir refused on some rank writes nothing at all: exit 2, one line naming the rank and
+// its host once, and no checkpoint directory (README's exit codes: "no file written"). A
+// read-only tmpfs as every rank's --local-dir; then on three hosts (three_hosts.hpp), only host 3's
+// node-local directory read-only; and the unusable directories of the test above. Before: the
+// checkpoint directory and its lock file were created before --local-dir was checked, and on three
+// hosts the line said "rank 2: rank 2 on rt-h3".
+TEST_F(LocalStaging, ARefusedLocalDirectoryWritesNothingIntoTheCheckpointDirectory) {
+  const ReadOnlyTmpfs read_only(cwd_ / "R" / "L");
+  if (!read_only.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  }
+  {
+    auto args = small_sgd_regression_options(kSmallSgdLastEpoch);
+    args.insert(args.begin(), {"run", "--checkpoint-dir", "R/ck", "--local-dir", "R/L"});
+    auto result = run_bounded(epochrun_on_ranks(3, args), cwd_.path());
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    const auto lines = error_lines(result);
+    ASSERT_EQ(lines.size(), 1u) << result.err;
+    EXPECT_NE(lines[0].find("rank 0 on "), std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("--local-dir 'R/L' cannot hold node-local copies: "), std::string::npos)
+        << lines[0];
+    EXPECT_NE(lines[0].find("Read-only file system"), std::string::npos) << lines[0];
+    EXPECT_FALSE(std::filesystem::exists(cwd_ / "R" / "ck")) << "the checkpoint directory was made";
+  }
+  write_file(cwd_ / "a-file", "");
+  for (const auto* local : {"a-file/below", "a-file", "D", "./D/", "/proc"}) {
+    SCOPED_TRACE(local);
+    auto result = run_bounded(small_sgd({"--local-dir", local}), cwd_.path());
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(cwd_ / "D")) << "the checkpoint directory was made";
+  }
+  if (!can_name_hosts()) {
+    GTEST_SKIP() << "cannot give a process a host name of its own (unshare --uts needs root)";
+  }
+  const ReadOnlyTmpfs host_3(host_dir(cwd_.path(), 2) / "L");
+  ASSERT_TRUE(host_3.mounted());
+  auto args = small_sgd_regression_options(kSmallSgdLastEpoch);
+  args.insert(args.begin(), {"run", "--checkpoint-dir", (cwd_ / "R" / "ck").string(), "--local-dir",
+                             "L", "--flush-every", "3"});
+  auto result = run_bounded(epochrun_on_three_hosts(cwd_.path(), args), cwd_.path());
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  const auto lines = error_lines(result);
+  ASSERT_EQ(lines.size(), 1u) << result.err;
+  EXPECT_NE(lines[0].find("rank 2 on rt-h3: --local-dir 'L' cannot hold node-local copies: "),
+            std::string::npos)
+      << lines[0];
+  EXPECT_EQ(lines[0].find("rank 2: "), std::string::npos) << lines[0];
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "R" / "ck")) << "the checkpoint directory was made";
+}
+
+// The probe of the start-up check of --local-dir (L/.probe.local.tmp.<pid>.<16 hex digits>)
+// that a crash between its creation and its removal left is removed by the next run that holds
+// the checkpoint directory's lock: only a regular file of exactly that name; a symlink of that
+// name (and what it points to), a directory of that name and look-alikes stay, and so does the
+// probe under --no-directory-lock. Before: nothing ever removed it.
+TEST_F(LocalStaging, AProbeOfACrashedLocalDirectoryCheckIsRemoved) {
+  const std::string probe = ".probe.local.tmp.4242.0123456789abcdef";
+  const std::string link = ".probe.local.tmp.4243.fedcba9876543210";
+  const std::string directory = ".probe.local.tmp.4244.00112233445566aa";
+  const std::vector<std::string> alike = {".probe.local.tmp.4245.0123",
+                                          ".probe.localx.tmp.4246.0123456789abcdef", "probe.local"};
+  write_file(cwd_ / "outside", "not a probe\n");
+  const auto plant = [&] {
+    write_file(cwd_ / "L" / probe, "");
+    std::filesystem::create_directory(cwd_ / "L" / directory);
+    for (const auto& name : alike) {
+      write_file(cwd_ / "L" / name, "");
+    }
+    if (!std::filesystem::is_symlink(cwd_ / "L" / link)) {
+      std::filesystem::create_symlink(cwd_ / "outside", cwd_ / "L" / link);
+    }
+  };
+  const auto expect_left_alone = [&] {
+    EXPECT_TRUE(std::filesystem::is_symlink(cwd_ / "L" / link));
+    EXPECT_EQ(read_file(cwd_ / "outside"), "not a probe\n");
+    EXPECT_TRUE(std::filesystem::is_directory(cwd_ / "L" / directory));
+    for (const auto& name : alike) {
+      EXPECT_TRUE(std::filesystem::exists(cwd_ / "L" / name)) << name;
+    }
+  };
+  plant();
+  auto unlocked = run_bounded(
+      small_sgd({"--local-dir", "L", "--no-directory-lock", "--num-epochs", "1"}), cwd_.path());
+  ASSERT_EQ(unlocked.exit_code, 0) << unlocked.err;
+  EXPECT_TRUE(std::filesystem::exists(cwd_ / "L" / probe)) << "removed without the lock";
+  expect_left_alone();
+
+  auto locked = run_bounded(
+      small_sgd({"--local-dir", "L", "--resume-from-epoch", "latest", "--log-level", "info"}),
+      cwd_.path());
+  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  EXPECT_FALSE(std::filesystem::exists(cwd_ / "L" / probe));
+  EXPECT_NE((locked.out + locked.err)
+                .find("removed 1 probe file(s) of an interrupted start-up "
+                      "check from L"),
+            std::string::npos)
+      << locked.out + locked.err;
+  expect_left_alone();
 }
 
 }  // namespace

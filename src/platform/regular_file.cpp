@@ -12,6 +12,7 @@
 
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
+#include "human_bytes.hpp"
 
 namespace epochrun {
 namespace {
@@ -44,9 +45,14 @@ FileDescriptor open_regular_file_for_reading(const std::filesystem::path& file) 
   return fd;
 }
 
-std::string read_regular_file(const std::filesystem::path& file) {
+std::string read_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes) {
   const auto fd = open_regular_file_for_reading(file);
-  std::string text(file_size(fd.get()), '\0');
+  const auto size = file_size(fd.get());
+  if (size > max_bytes) {
+    throw FileTooLarge(file.string() + " holds " + human_bytes(double(size)) + ", more than the " +
+                       human_bytes(double(max_bytes)) + " such a file can hold: it is damaged");
+  }
+  std::string text(size, '\0');
   read_at(fd.get(), 0, std::as_writable_bytes(std::span(text.data(), text.size())), file.string());
   return text;
 }

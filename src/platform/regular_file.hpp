@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 
+#include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
 
 namespace epochrun {
@@ -23,10 +24,18 @@ namespace epochrun {
 // a symlink), CheckpointError for any other failure.
 FileDescriptor open_regular_file_for_reading(const std::filesystem::path& file);
 
+// A file that read_regular_file refuses to read for its size: larger than its kind ever is, so
+// damaged (a sparse file of terabytes, say, whose read would exhaust memory before it failed).
+class FileTooLarge : public CorruptCheckpoint {
+ public:
+  using CorruptCheckpoint::CorruptCheckpoint;
+};
+
 // The whole of `file`, opened as open_regular_file_for_reading opens it and throwing as it does:
 // a manifest or a log (runs.jsonl, metrics.jsonl) read without ever waiting on a FIFO put under
-// its name.
-std::string read_regular_file(const std::filesystem::path& file);
+// its name. FileTooLarge, before any byte is read, when it holds more than `max_bytes`: each
+// caller's bound for its kind of file.
+std::string read_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes);
 
 // Write-only, for a file this run created. Throws Error when it cannot be opened or is not a
 // regular file.

@@ -36,28 +36,58 @@ std::unique_ptr<DirectoryLock> lock_directory(const Communicator& comm, const Ru
 
 // Every rank can keep its node-local copies in --local-dir, on its own host, created there when
 // missing (UsageError on every rank naming the lowest failing rank, its host and why,
-// otherwise).
+// otherwise). Before anything is written into the checkpoint directory: a refused run leaves
+// none.
 void check_local_directories(const Communicator& comm, const RunOptions& options) {
   if (options.local_dir.empty()) {
     return;
   }
+  // This rank's refusal; the agreement bounds the check in time (a hung node-local file system)
+  // and passes on any other failure. The refusal itself is named once, with its rank and host,
+  // in the words below (the agreement's would name the rank twice).
+  std::string refused;
   run_then_agree_within(comm, "check --local-dir on every rank", options.save_timeout, [&] {
     try {
       check_local_directory(options.local_dir, options.checkpoint_dir);
     } catch (const UsageError& error) {
-      throw UsageError("rank " + std::to_string(comm.rank()) + " on " + host_name() + ": " +
-                       error.what());
+      refused = error.what();
     }
   });
+  const auto refusals = comm.allgather(refused.empty() ? refused : host_name() + "\n" + refused);
+  for (std::size_t rank = 0; rank < refusals.size(); ++rank) {
+    if (const auto& refusal = refusals[rank]; !refusal.empty()) {
+      const auto host_end = refusal.find('\n');
+      throw UsageError("rank " + std::to_string(rank) + " on " + refusal.substr(0, host_end) +
+                       ": " + refusal.substr(host_end + 1));
+    }
+  }
 }
 
-// The directory's lock, once every rank sees the same checkpoint directory and can write its
-// node-local one.
+// Collective, once every rank's own check of --local-dir is done and rank 0 holds the
+// checkpoint directory's lock: each rank removes from its --local-dir the probes of a check that
+// crashed before their removal (every check picks a new name, so nothing else would remove
+// them), and rank 0 says how many went on all hosts.
+void remove_crashed_checks_probes(const Communicator& comm, const RunOptions& options) {
+  if (options.local_dir.empty() || options.checkpoint_dir.empty() || !options.directory_lock) {
+    return;
+  }
+  const auto removed =
+      comm.allreduce(std::int64_t{remove_stale_local_probes(options.local_dir)}, Reduction::kSum);
+  if (removed > 0 && comm.is_root()) {
+    spdlog::info("removed {} probe file(s) of an interrupted start-up check from {}", removed,
+                 options.local_dir.string());
+  }
+}
+
+// The directory's lock, once every rank can write its node-local directory (nothing is written
+// into the checkpoint directory before every check of the options' directories passed: the
+// lock's file is its first) and sees the same checkpoint directory.
 std::unique_ptr<DirectoryLock> open_directory(const Communicator& comm, const RunOptions& options) {
+  check_local_directories(comm, options);
   auto lock = lock_directory(comm, options);
   check_shared_directory(comm, options.checkpoint_dir, options.save_timeout,
                          options.directory_lock);
-  check_local_directories(comm, options);
+  remove_crashed_checks_probes(comm, options);
   return lock;
 }
 

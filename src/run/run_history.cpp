@@ -16,6 +16,11 @@
 namespace epochrun {
 namespace {
 
+// A run's record is a kilobyte or two: a run history larger than this (over 100,000 runs) is
+// damaged, and is judged so without being read (one that reads as terabytes would exhaust
+// memory first).
+constexpr std::uint64_t kMaxRunHistoryBytes = std::uint64_t{256} << 20;
+
 template <typename T>
 nlohmann::json optional_json(const std::optional<T>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
@@ -111,7 +116,7 @@ void append_run_record(const std::filesystem::path& directory, const RunRecord& 
 std::vector<RunRecord> read_run_history(const std::filesystem::path& directory) {
   std::string text;
   try {
-    text = read_regular_file(directory / kRunHistoryFileName);
+    text = read_regular_file(directory / kRunHistoryFileName, kMaxRunHistoryBytes);
   } catch (const CheckpointNotFound&) {
     return {};  // no run recorded yet
   } catch (const std::exception& error) {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <utility>
 
 #include "collective_errors.hpp"
+#include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
 #include "host_name.hpp"
@@ -77,7 +79,19 @@ void LocalLevel::settle() {
   std::unique_lock lock(exchange_mutex_);
   exchange_wake_.wait(lock, [&] { return !exchange_task_; });
   settled_.push_back({*exchanging_, exchange_seconds_});
+  if (exchange_protected_) {
+    // The epoch protected before this one goes at the next write_copies, when no flush is in
+    // flight: here one may be, whose copy retention would take for an older epoch's.
+    protect(*exchanging_);
+    prune_ = true;
+  }
   exchanging_.reset();
+}
+
+void LocalLevel::protect(std::int64_t epoch) {
+  if (!protected_ || epoch > *protected_) {
+    protected_ = epoch;
+  }
 }
 
 std::vector<LocalLevel::SettledExchange> LocalLevel::take_settled_exchanges() {
@@ -94,10 +108,11 @@ void LocalLevel::run_exchanges() {
     auto manifest = *exchange_task_;
     lock.unlock();
     const auto started = std::chrono::steady_clock::now();
-    protect_in_background(std::move(manifest));
+    const bool stored = protect_in_background(std::move(manifest));
     const double took = seconds_since(started);
     lock.lock();
     exchange_seconds_ = took;
+    exchange_protected_ = stored;
     exchange_task_.reset();
     exchange_wake_.notify_all();
   }
@@ -107,6 +122,11 @@ std::optional<LocalCopyRecord> LocalLevel::write_copies(std::int64_t epoch,
                                                         const std::vector<SavedBlob>& blobs,
                                                         const std::function<void()>& then) {
   settle();
+  if (std::exchange(prune_, false)) {
+    // The epoch the settled exchange protected stands for the one protected before it, whose
+    // copy becomes the spare this copy is written over.
+    retain();
+  }
   std::optional<LocalCopyRecord> record;
   try {
     run_then_agree_within(comm_, "save epoch " + std::to_string(epoch) + ": node-local copy",
@@ -131,8 +151,11 @@ std::optional<LocalCopyRecord> LocalLevel::write_copies(std::int64_t epoch,
           "to the checkpoint directory from now on, without node-local copies; the job goes on",
           options_.local_dir.string(), error.what());
     }
-    remove_local_copies(options_.local_dir, comm_.rank(), comm_.size(),
-                        {kept_.begin(), kept_.end()}, SpareCopy::kDelete);
+    std::vector<std::int64_t> keep(kept_.begin(), kept_.end());
+    if (protected_) {
+      keep.push_back(*protected_);
+    }
+    remove_local_copies(options_.local_dir, comm_.rank(), comm_.size(), keep, SpareCopy::kDelete);
     return std::nullopt;
   }
 }
@@ -191,25 +214,34 @@ void LocalLevel::commit_copies(std::int64_t epoch, const LocalCopyRecord& record
   }
   const PhaseTimer timer(phases, SavePhase::kCommit);
   commit_manifest(epoch, record, redundancy);
+  if (redundancy != "none") {
+    protect(epoch);
+  }
 }
 
-void LocalLevel::protect_in_background(LocalManifest manifest) {
+bool LocalLevel::protect_in_background(LocalManifest manifest) {
   const auto epoch = manifest.epoch;
   const auto& on = *exchange_comm_;
   try {
     const auto redundancy = store_redundancy(epoch, on);
+    if (redundancy == "none") {
+      return false;
+    }
     // store_redundancy agreed on every rank's files, complete under their names: only now may
     // the manifest say what protects the epoch. A manifest not rewritten keeps saying "none",
-    // which is true.
-    if (redundancy != "none" && on.is_root()) {
-      manifest.redundancy = redundancy;
-      write_local_manifest(options_.checkpoint_dir, manifest);
-    }
+    // which is true. Agreed, so that every rank knows which epoch its manifest protects
+    // (retention keeps the newest one).
+    manifest.redundancy = redundancy;
+    run_on_root_then_agree_within(on, "node-local epoch " + std::to_string(epoch) + ": manifest",
+                                  options_.save_timeout,
+                                  [&] { write_local_manifest(options_.checkpoint_dir, manifest); });
+    return true;
   } catch (const std::exception& error) {
     // A bounded agreement that ran out (store_redundancy rethrows it: not every rank may know),
     // or rank 0's rewrite of the manifest: the epoch stays saved and unprotected, as its
     // manifest says; each rank that saw it says so.
     leave_unprotected(options_.local_dir, epoch, error.what(), true);
+    return false;
   }
 }
 
@@ -241,26 +273,35 @@ std::string LocalLevel::store_redundancy(std::int64_t epoch, const Communicator&
 
 LocalManifest LocalLevel::commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
                                           const std::string& redundancy) {
-  const auto file_bytes =
-      std::filesystem::file_size(local_copy_file(options_.local_dir, epoch, comm_.rank()));
-  std::ostringstream part;
-  part << local_copy_record_xxh64(record) << ' ' << file_bytes << ' ' << record.host;
-  const auto text = part.str();
+  const auto context = "save epoch " + std::to_string(epoch) + ": node-local manifest";
+  // Agreed: a copy gone since the ranks agreed on it (deleted or renamed by another run that
+  // shares --local-dir, against the advice) fails the commit on every rank. A rank that failed
+  // alone went on to its next epoch out of step with the others' collective calls: they waited
+  // for its part until --save-timeout, or for good.
+  std::string text;
+  run_then_agree_within(comm_, context, options_.save_timeout, [&] {
+    const auto file = local_copy_file(options_.local_dir, epoch, comm_.rank());
+    struct stat status {};
+    if (::stat(file.c_str(), &status) != 0) {
+      throw Error(errno_message("the node-local copy " + file.string() + " on " + host_name()));
+    }
+    std::ostringstream part;
+    part << local_copy_record_xxh64(record) << ' ' << status.st_size << ' ' << record.host;
+    text = part.str();
+  });
   const auto gathered = comm_.gather(std::as_bytes(std::span(text.data(), text.size())));
   LocalManifest manifest{job_, epoch, comm_.size(), redundancy, options_.config_json, {}};
-  run_on_root_then_agree_within(
-      comm_, "save epoch " + std::to_string(epoch) + ": node-local manifest", options_.save_timeout,
-      [&] {
-        for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
-          std::istringstream in(std::string(reinterpret_cast<const char*>(gathered[rank].data()),
-                                            gathered[rank].size()));
-          LocalPart described{static_cast<int>(rank), {}, 0, 0};
-          in >> described.record_xxh64 >> described.file_bytes >> std::ws;
-          std::getline(in, described.host);
-          manifest.parts.push_back(std::move(described));
-        }
-        write_local_manifest(options_.checkpoint_dir, manifest);
-      });
+  run_on_root_then_agree_within(comm_, context, options_.save_timeout, [&] {
+    for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+      std::istringstream in(
+          std::string(reinterpret_cast<const char*>(gathered[rank].data()), gathered[rank].size()));
+      LocalPart described{static_cast<int>(rank), {}, 0, 0};
+      in >> described.record_xxh64 >> described.file_bytes >> std::ws;
+      std::getline(in, described.host);
+      manifest.parts.push_back(std::move(described));
+    }
+    write_local_manifest(options_.checkpoint_dir, manifest);
+  });
   return manifest;
 }
 
@@ -274,7 +315,8 @@ void LocalLevel::kept(std::int64_t epoch) {
     kept_.pop_front();
   }
   std::erase_if(manifested_, [&](std::int64_t manifested) {
-    return std::find(kept_.begin(), kept_.end(), manifested) == kept_.end();
+    return manifested != protected_ &&
+           std::find(kept_.begin(), kept_.end(), manifested) == kept_.end();
   });
 }
 
@@ -293,8 +335,15 @@ void LocalLevel::resumed(std::int64_t epoch, bool node_local) {
   settle();
   kept_.assign(1, epoch);
   manifested_.clear();
+  protected_.reset();
+  prune_ = false;
   if (node_local) {
     manifested_.push_back(epoch);
+    // What protects the epoch is its manifest's to say, which a resume does not hand on: taken
+    // as protected when the run protects its epochs, so that it stays until a newer one is.
+    if (!options_.local_redundancy.none()) {
+      protected_ = epoch;
+    }
   }
 }
 
@@ -305,6 +354,8 @@ void LocalLevel::delete_all() {
   settle();
   kept_.clear();
   manifested_.clear();
+  protected_.reset();
+  prune_ = false;
   remove({}, SpareCopy::kDelete);
 }
 
@@ -312,7 +363,11 @@ void LocalLevel::flushed() {
   // kept_ is frozen once the level failed: empty when it held nothing, or after this ran once.
   if (failed_ && !kept_.empty()) {
     delete_all();
+    return;
   }
+  // A committed flush is the newest epoch (the saver commits the save in flight before it saves
+  // another), and a lost host costs it nothing: no node-local epoch need stand in for it.
+  protected_.reset();
 }
 
 void LocalLevel::remove(std::vector<std::int64_t> keep, SpareCopy spare) {
@@ -320,6 +375,11 @@ void LocalLevel::remove(std::vector<std::int64_t> keep, SpareCopy spare) {
   // it settles.
   if (exchanging_) {
     keep.push_back(*exchanging_);
+  }
+  // The newest protected epoch, until a newer one is protected or flushed: what a lost host
+  // resumes from meanwhile.
+  if (protected_) {
+    keep.push_back(*protected_);
   }
   std::vector<std::int64_t> manifests;
   for (const auto epoch : keep) {

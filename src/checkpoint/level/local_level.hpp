@@ -21,6 +21,12 @@
 // not have. The exchange in flight is settled (waited for) before the level's next save, by
 // the saver's complete(), and when the level ends; a failure leaves E unprotected with the same
 // warning as a synchronous save's.
+//
+// Retention keeps, whatever --local-keep says, the newest epoch whose manifest says
+// partner|xor until a newer one is protected or a newer checkpoint is flushed: while E's
+// exchange runs (or after it failed) that is E - 1, which a lost host then resumes from. Once
+// E is protected, E - 1 goes before the next copy is written (it becomes the spare that copy is
+// written over), so the level holds no more than --local-keep + 1 states at a save's peak.
 #pragma once
 
 #include <chrono>
@@ -94,20 +100,23 @@ class LocalLevel {
   // checkpoint): a resume may load it, and retention counts it.
   void kept(std::int64_t epoch);
   // Deletes this rank's copies (and, rank 0, the manifests) of every epoch but the newest
-  // --local-keep kept ones and `flushing`, whose copy a flush in flight still reads.
+  // --local-keep kept ones, `flushing`, whose copy a flush in flight still reads, the epoch
+  // whose exchange is in flight and the newest protected one (above).
   // The oldest copy it deletes is kept as the rank's spare, which its next copy is written
   // over.
   void retain(std::optional<std::int64_t> flushing = std::nullopt);
   // The run resumed from `epoch` (`node_local`: from its node-local copies and manifest): its
   // copies are the only kept ones; those of any later epoch (another timeline's) go at the
-  // next retain.
+  // next retain. With --local-redundancy, a node-local `epoch` counts as the newest protected
+  // one.
   void resumed(std::int64_t epoch, bool node_local);
   // Deletes this rank's copies, its spare and (rank 0) the manifests of every epoch.
   void delete_all();
   // Collective: a checkpoint committed to the checkpoint directory. Once the level failed in
   // this run, the first one is newer than every node-local epoch, which a resume then passes
   // over: delete_all, so that what the level kept does not hold its file system (often memory,
-  // perhaps full) for good. Nothing otherwise.
+  // perhaps full) for good. Otherwise no protected node-local epoch need be kept for it any
+  // more (retention deletes it as --local-keep says).
   void flushed();
 
  private:
@@ -128,7 +137,11 @@ class LocalLevel {
   LocalManifest commit_manifest(std::int64_t epoch, const LocalCopyRecord& record,
                                 const std::string& redundancy);
   // Step 2 of an asynchronous run, on exchange_, after step 3 committed `manifest` unprotected.
-  void protect_in_background(LocalManifest manifest);
+  // True when the epoch is protected: every rank's files stored and the manifest rewritten
+  // (the same on every rank).
+  bool protect_in_background(LocalManifest manifest);
+  // `epoch`'s manifest says partner|xor: the newest protected epoch, unless a newer one is.
+  void protect(std::int64_t epoch);
   // exchange_'s loop: runs each task, until the level ends.
   void run_exchanges();
   // Deletes the copies and manifests of every epoch but `keep`; `spare`: whether the oldest
@@ -153,11 +166,17 @@ class LocalLevel {
   std::condition_variable exchange_wake_;
   std::optional<LocalManifest> exchange_task_;  // step 2 of this epoch's manifest, to run
   bool exchange_stopping_ = false;
-  double exchange_seconds_ = 0;  // the last exchange's, set by its thread before it ends
+  double exchange_seconds_ = 0;      // the last exchange's, set by its thread before it ends
+  bool exchange_protected_ = false;  // the last exchange's outcome, set as exchange_seconds_
   // The epoch whose exchange is in flight (set and cleared by the job's thread only): never
   // deleted by retention until it settled.
   std::optional<std::int64_t> exchanging_;
   std::vector<SettledExchange> settled_;  // the job's thread only
+  // The newest epoch whose manifest says partner|xor, kept by retention until a newer one is
+  // protected or a checkpoint is flushed (the job's thread only).
+  std::optional<std::int64_t> protected_;
+  // A settled exchange protected a newer epoch: the next write_copies applies retention first.
+  bool prune_ = false;
 };
 
 }  // namespace epochrun

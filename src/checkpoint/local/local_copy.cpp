@@ -33,6 +33,9 @@ namespace {
 
 constexpr char kLocalCopyMagic[8] = {'E', 'P', 'R', 'L', 'O', 'C', 'L', '1'};
 constexpr std::size_t kLocalCopyTail = 16;  // the record's length (uint64 LE), then the magic
+// A record holds a couple of hundred bytes a value: one that says it is longer than this is
+// damaged, and is judged so without being read.
+constexpr std::uint64_t kMaxLocalCopyRecord = std::uint64_t{256} << 20;
 
 std::uint64_t aligned_up(std::uint64_t offset) {
   return (offset + kDirectIoAlignment - 1) / kDirectIoAlignment * kDirectIoAlignment;
@@ -226,6 +229,9 @@ LocalCopyRecord read_local_copy_record(int fd, const std::string& what) {
     if (std::memcmp(tail.data() + 8, kLocalCopyMagic, 8) != 0 || length > size - kLocalCopyTail) {
       throw Error("no node-local copy record at its end");
     }
+    if (length > kMaxLocalCopyRecord) {
+      throw Error("its record says it is " + std::to_string(length) + " bytes long");
+    }
     std::string text(length, '\0');
     read_at(fd, size - kLocalCopyTail - length, std::as_writable_bytes(std::span(text)), what);
     auto record = record_of(nlohmann::json::parse(text));
@@ -347,11 +353,37 @@ int remove_local_copies(const std::filesystem::path& dir, int rank, int ranks,
   return failed;
 }
 
+namespace {
+
+// The name check_local_directory's probe has before its random part: temporary_sibling's of
+// DIR/probe.local.
+constexpr char kProbeTarget[] = "probe.local";
+
+// `path` made absolute, its symlinks resolved as far as it exists, its . and .. removed; `path`
+// itself when that fails (a symlink loop: the checks after it say so).
+std::filesystem::path resolved(const std::filesystem::path& path) {
+  std::error_code error;
+  auto normal = std::filesystem::weakly_canonical(std::filesystem::absolute(path, error), error)
+                    .lexically_normal();
+  if (error) {
+    return path;
+  }
+  // "D/" and "D" are one directory.
+  return normal.has_filename() || !normal.has_parent_path() ? normal : normal.parent_path();
+}
+
+}  // namespace
+
 void check_local_directory(const std::filesystem::path& dir,
                            const std::filesystem::path& checkpoint_dir) {
   const auto refuse = [&](const std::string& why) {
     throw UsageError("--local-dir '" + dir.string() + "' cannot hold node-local copies: " + why);
   };
+  // Before anything is created: the run checks --local-dir before it creates the checkpoint
+  // directory, which may not exist yet (and would then be created here, as --local-dir).
+  if (!checkpoint_dir.empty() && resolved(dir) == resolved(checkpoint_dir)) {
+    refuse("it is the checkpoint directory itself");
+  }
   std::error_code error;
   if (!std::filesystem::exists(dir, error) && !error) {
     try {
@@ -366,7 +398,7 @@ void check_local_directory(const std::filesystem::path& dir,
   if (std::filesystem::equivalent(dir, checkpoint_dir, error)) {
     refuse("it is the checkpoint directory itself");
   }
-  const auto probe = temporary_sibling(dir / "probe.local");
+  const auto probe = temporary_sibling(dir / kProbeTarget);
   try {
     auto fd = create_new_file(probe);
     fd.close(probe.string());
@@ -374,6 +406,13 @@ void check_local_directory(const std::filesystem::path& dir,
     refuse(failure.what());
   }
   ::unlink(probe.c_str());
+}
+
+int remove_stale_local_probes(const std::filesystem::path& dir) {
+  return remove_own_files(dir, [](const std::string& name) {
+    const auto target = temporary_target(name);
+    return target && *target == kProbeTarget;
+  });
 }
 
 }  // namespace epochrun

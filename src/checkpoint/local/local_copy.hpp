@@ -124,9 +124,17 @@ int remove_local_copies(const std::filesystem::path& dir, int rank, int ranks,
                         const std::vector<std::int64_t>& keep, SpareCopy spare);
 
 // Creates `dir` when it is missing (as --checkpoint-dir is created), then UsageError with one
-// line unless it is a directory this process can create a file in, and not the checkpoint
-// directory itself.
+// line unless it is a directory this process can create a file in (its probe,
+// DIR/.probe.local.tmp.<pid>.<random>, created and removed), and not the checkpoint directory
+// itself. Creates nothing when `dir` names the checkpoint directory, which need not exist yet.
 void check_local_directory(const std::filesystem::path& dir,
                            const std::filesystem::path& checkpoint_dir);
+
+// Deletes the probes check_local_directory's of a crashed process left in `dir`: only names of
+// exactly that pattern, only regular files, never through a symlink (remove_own_files). For a run
+// that holds the checkpoint directory's lock, once every rank's own check is done: a probe left
+// then is no check of this run, and one a run sharing `dir` (against the advice) is making that
+// instant only loses its name early, which its check does not mind. Returns how many.
+int remove_stale_local_probes(const std::filesystem::path& dir);
 
 }  // namespace epochrun

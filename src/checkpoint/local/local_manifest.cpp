@@ -19,6 +19,10 @@ namespace {
 
 constexpr std::string_view kFormat = "epochrun node-local epoch";
 constexpr std::string_view kPrefix = "epoch-", kSuffix = ".local.json";
+// A manifest holds the configuration record and about 150 bytes a rank: one larger than this is
+// damaged, and is judged so without being read (one that reads as terabytes would exhaust
+// rank 0's memory first).
+constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{256} << 20;
 
 // The epoch of a manifest's name as local_manifest_file makes it; nullopt for any other name.
 std::optional<std::int64_t> parse_manifest_name(std::string_view name) {
@@ -109,7 +113,7 @@ LocalManifest read_local_manifest(const std::filesystem::path& checkpoint_dir, s
   // not read (a FIFO's read would wait for a writer forever).
   std::string text;
   try {
-    read_or_corrupt([&] { text = read_regular_file(file); });
+    read_or_corrupt([&] { text = read_regular_file(file, kMaxManifestBytes); });
   } catch (const CheckpointNotFound&) {
     throw CheckpointNotFound("no node-local epoch " + std::to_string(epoch) + ": " + file.string() +
                              " is missing");

@@ -9,6 +9,11 @@
 namespace epochrun::cli {
 namespace {
 
+// An epoch's line holds every rank's figures, a few hundred bytes a rank: a log larger than this
+// (thousands of epochs of a thousand ranks) is damaged, and is judged so without being read (one
+// that reads as terabytes would exhaust memory first).
+constexpr std::uint64_t kMaxMetricsBytes = std::uint64_t{4} << 30;
+
 template <typename T>
 std::optional<T> field(const nlohmann::json& object, const char* key) {
   const auto found = object.find(key);
@@ -109,7 +114,9 @@ MetricsLog read_metrics_log(const std::filesystem::path& file) {
   // Opened as a checkpoint file is: a FIFO under the name is refused, never waited on.
   std::string text;
   try {
-    text = read_regular_file(file);
+    text = read_regular_file(file, kMaxMetricsBytes);
+  } catch (const FileTooLarge& error) {
+    throw UsageError(error.what());
   } catch (const CheckpointNotFound&) {
     throw UsageError("cannot read " + file.string() +
                      ": no such file (runs write it into their checkpoint directory)");
