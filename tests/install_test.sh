@@ -135,7 +135,8 @@ if compgen -G "$build/python/epochrun/_core*.so" >/dev/null; then
     [[ -e "$packages/$file" ]] || fail "not installed: lib/python3/dist-packages/$file"
   done
   core="$(compgen -G "$packages/epochrun/_core*.so")" || fail "not installed: epochrun/_core*.so"
-  ldd "$core" | grep -q "$libdir/libepochrun.so.0" ||
+  found="$(ldd "$core" | awk '$1 == "libepochrun.so.0" { print $3 }')"
+  [[ -n "$found" && "$(realpath "$found")" == "$(realpath "$libdir/libepochrun.so.0")" ]] ||
     fail "the installed extension does not find the prefix's library: $(ldd "$core" | grep epochrun)"
   PYTHONPATH="$packages" run3 /usr/bin/python3 \
     "$prefix/share/doc/epochrun/examples/python/running_mean.py" --checkpoint-dir python \
