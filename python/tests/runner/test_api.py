@@ -186,3 +186,14 @@ def test_the_gil_is_released_while_the_runner_saves_and_a_rank_waits(tmp_path, g
         assert len(saves) == 3 and min(saves) > 0, record["events"]
         if rank != 0:
             assert len(waits) == 4 and min(waits) > 0, record["events"]
+
+
+def test_jobs_on_parts_of_an_mpi4py_split_then_on_the_world_in_one_process(tmp_path):
+    run_ok(3, JOBS / "two_runs_job.py", [], tmp_path)
+    for rank, record in enumerate(records(tmp_path)):
+        part = f"part{0 if rank < 2 else 1}"
+        ranks = 2 if rank < 2 else 1
+        assert record[part] == {"exit_code": 0, "total": 3.0 * ranks, "num_ranks": ranks}
+        assert record["whole"] == {"exit_code": 0, "total": 9.0, "num_ranks": 3}
+    from conftest import latest
+    assert latest(tmp_path / "part0").ranks == 2 and latest(tmp_path / "part1").ranks == 1
