@@ -47,6 +47,10 @@ test_packages=(
   # DataFrames, and ParaView's own Python, rendering in a virtual X server (Debian's ParaView
   # has no offscreen build)
   python3-numpy python3-xxhash python3-pytest python3-pandas python3-paraview xvfb xauth
+  # the Python bindings (python/bindings: jobs written in Python under the runner), mpi4py for
+  # the communicator they accept and hand to tasks, and PyTorch for the data-parallel example
+  # (examples/python/torch_ddp.py; about 35 s to install its 54 packages here)
+  python3-dev pybind11-dev python3-mpi4py python3-torch
 )
 fuzz_packages=(clang libclang-rt-14-dev)
 

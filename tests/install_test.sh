@@ -5,7 +5,8 @@
 #   besides it and pulls in no private dependency; the out-of-tree kmeans example builds with
 #   find_package(epochrun) and with pkg-config; it runs on 3 ranks; a run SIGKILLed after the
 #   commit of epoch 3 resumes from `latest` and ends with centroids bit-identical to an
-#   uninterrupted run's; the same job runs through `epochrun run --job-library`.
+#   uninterrupted run's; the same job runs through `epochrun run --job-library`; the Python package
+#   (with its bindings, where they were built) is installed and runs the README's Python job.
 # Every wait is bounded. Usage: install_test.sh BUILD_DIR MPIEXEC
 set -euo pipefail
 
@@ -123,6 +124,25 @@ step "the same job through epochrun run --job-library"
 run3 "$prefix/bin/epochrun" run --job-library "$work/with-pkg-config/libkmeans_jobs.so" \
   "${kmeans_options[@]}" --checkpoint-dir library --summary-json library.json ||
   fail "the --job-library run failed"
+
+# The Python package, where the build made its bindings: installed with them under
+# lib/python3/dist-packages (where Debian's python3 looks under /usr), its extension finding the
+# prefix's library, and the README's Python job running from it.
+if compgen -G "$build/python/epochrun/_core*.so" >/dev/null; then
+  step "the Python package: installed, and the README's Python job on 3 ranks from it"
+  packages="$prefix/lib/python3/dist-packages"
+  for file in epochrun/__init__.py epochrun/runner.py epochrun/checkpoint.py; do
+    [[ -e "$packages/$file" ]] || fail "not installed: lib/python3/dist-packages/$file"
+  done
+  core="$(compgen -G "$packages/epochrun/_core*.so")" || fail "not installed: epochrun/_core*.so"
+  found="$(ldd "$core" | awk '$1 == "libepochrun.so.0" { print $3 }')"
+  [[ -n "$found" && "$(realpath "$found")" == "$(realpath "$libdir/libepochrun.so.0")" ]] ||
+    fail "the installed extension does not find the prefix's library: $(ldd "$core" | grep epochrun)"
+  PYTHONPATH="$packages" run3 /usr/bin/python3 \
+    "$prefix/share/doc/epochrun/examples/python/running_mean.py" --checkpoint-dir python \
+    --log-level warn >python.log 2>&1 || { cat python.log; fail "the Python job failed"; }
+  grep -q "^mean of 15000 numbers" python.log || { cat python.log; fail "the Python job's output"; }
+fi
 
 step "final centroids: bit-identical"
 python3 - full.json resumed.json library.json <<'PY' || fail "the results differ"

@@ -17,5 +17,14 @@ TEST(Logging, EveryDocumentedLevelParses) {
   EXPECT_THROW(parse_log_level(""), UsageError);
 }
 
+// A process running several jobs (a Python script calling epochrun.run twice, another rank
+// count of a split communicator) configures the logger once per run.
+TEST(Logging, ConfiguresAgainForALaterRun) {
+  configure_logging(0, LogLevel::kWarn);
+  EXPECT_NO_THROW(configure_logging(0, LogLevel::kInfo));
+  EXPECT_NO_THROW(configure_logging(1, LogLevel::kInfo));
+  configure_logging(0, LogLevel::kWarn);
+}
+
 }  // namespace
 }  // namespace epochrun

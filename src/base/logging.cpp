@@ -46,7 +46,11 @@ spdlog::level::level_enum spdlog_level(LogLevel level) {
 }  // namespace
 
 void configure_logging(int rank, LogLevel level) {
-  auto logger = spdlog::stderr_logger_mt("epochrun-rank-" + std::to_string(rank));
+  const auto name = "epochrun-rank-" + std::to_string(rank);
+  // A process that runs several jobs (an embedding program, a Python script's second
+  // epochrun.run) configures its logger again: spdlog refuses a second logger of one name.
+  spdlog::drop(name);
+  auto logger = spdlog::stderr_logger_mt(name);
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [rank " + std::to_string(rank) + "] [%l] %v");
   logger->set_level(rank == 0 ? spdlog_level(level)
                               : std::max(spdlog_level(level), spdlog::level::warn));
