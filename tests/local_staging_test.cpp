@@ -10,7 +10,6 @@
 // probe a crashed start-up check left in --local-dir is removed. No wait here depends on a timing.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -323,29 +322,6 @@ TEST_F(LocalStaging, AnUnusableLocalDirectoryIsRefusedWithOneLine) {
   EXPECT_EQ(contradiction.exit_code, 2) << contradiction.err;
 }
 
-// RAII: a read-only tmpfs mounted at `where` (created), as a node whose node-local storage is
-// mounted read-only; unmounted on destruction. mounted() is false where it cannot mount (needs
-// root).
-class ReadOnlyTmpfs {
- public:
-  explicit ReadOnlyTmpfs(const std::filesystem::path& where) : where_(where) {
-    std::filesystem::create_directories(where_);
-    mounted_ = ::mount("tmpfs", where_.c_str(), "tmpfs", MS_RDONLY, "size=1m") == 0;
-  }
-  ~ReadOnlyTmpfs() {
-    if (mounted_) {
-      ::umount2(where_.c_str(), MNT_DETACH);
-    }
-  }
-  ReadOnlyTmpfs(const ReadOnlyTmpfs&) = delete;
-  ReadOnlyTmpfs& operator=(const ReadOnlyTmpfs&) = delete;
-  bool mounted() const { return mounted_; }
-
- private:
-  std::filesystem::path where_;
-  bool mounted_ = false;
-};
-
 // A --local-dir refused on some rank writes nothing at all: exit 2, one line naming the rank and
 // its host once, and no checkpoint directory (README's exit codes: "no file written"). A
 // read-only tmpfs as every rank's --local-dir; then on three hosts (three_hosts.hpp), only host 3's
@@ -353,7 +329,7 @@ class ReadOnlyTmpfs {
 // checkpoint directory and its lock file were created before --local-dir was checked, and on three
 // hosts the line said "rank 2: rank 2 on rt-h3".
 TEST_F(LocalStaging, ARefusedLocalDirectoryWritesNothingIntoTheCheckpointDirectory) {
-  const ReadOnlyTmpfs read_only(cwd_ / "R" / "L");
+  const TmpfsMount read_only(cwd_ / "R" / "L", "1m", TmpfsMount::kReadOnly);
   if (!read_only.mounted()) {
     GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
   }
@@ -380,7 +356,7 @@ TEST_F(LocalStaging, ARefusedLocalDirectoryWritesNothingIntoTheCheckpointDirecto
   if (!can_name_hosts()) {
     GTEST_SKIP() << "cannot give a process a host name of its own (unshare --uts needs root)";
   }
-  const ReadOnlyTmpfs host_3(host_dir(cwd_.path(), 2) / "L");
+  const TmpfsMount host_3(host_dir(cwd_.path(), 2) / "L", "1m", TmpfsMount::kReadOnly);
   ASSERT_TRUE(host_3.mounted());
   auto args = small_sgd_regression_options(kSmallSgdLastEpoch);
   args.insert(args.begin(), {"run", "--checkpoint-dir", (cwd_ / "R" / "ck").string(), "--local-dir",

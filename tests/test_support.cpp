@@ -74,11 +74,11 @@ FileSizeLimit::~FileSizeLimit() {
   setrlimit(RLIMIT_FSIZE, &limit);
 }
 
-TmpfsMount::TmpfsMount(const std::filesystem::path& where, const std::string& size)
+TmpfsMount::TmpfsMount(const std::filesystem::path& where, const std::string& size, Access access)
     : where_(where) {
   std::filesystem::create_directories(where);
-  mounted_ =
-      ::mount("tmpfs", where.c_str(), "tmpfs", 0, ("size=" + size + ",mode=0755").c_str()) == 0;
+  mounted_ = ::mount("tmpfs", where.c_str(), "tmpfs", access == kReadOnly ? MS_RDONLY : 0,
+                     ("size=" + size + ",mode=0755").c_str()) == 0;
 }
 
 TmpfsMount::~TmpfsMount() {

@@ -50,7 +50,10 @@ class FileSizeLimit {
 // is false where it cannot mount, and the test then skips.
 class TmpfsMount {
  public:
-  TmpfsMount(const std::filesystem::path& where, const std::string& size);
+  // kReadOnly: mounted read-only, as a node whose node-local storage is.
+  enum Access { kReadWrite, kReadOnly };
+  TmpfsMount(const std::filesystem::path& where, const std::string& size,
+             Access access = kReadWrite);
   ~TmpfsMount();
   TmpfsMount(const TmpfsMount&) = delete;
   TmpfsMount& operator=(const TmpfsMount&) = delete;
