@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <numeric>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "epochrun/checkpoint_directory.hpp"
@@ -232,6 +233,42 @@ TEST(CheckpointManager, AGlobalArrayIsRestoredOnAnotherRankCount) {
       check_restored(arrays.field, workspace, *two, whole);
     }
   }
+  world.barrier();
+}
+
+// Options a program set wrongly are refused as the command line refuses them, alike on every
+// rank and before anything is written.
+TEST(CheckpointManager, OptionsItCannotHonourAreRefusedBeforeAnythingIsWritten) {
+  const auto world = Communicator::world();
+  ScratchDir scratch(world);
+  Arrays arrays;
+  const auto refused = [&](RunOptions options, const std::string& words) {
+    try {
+      CheckpointManager manager(arrays.job, world, options);
+      ADD_FAILURE() << "not refused: " << words;
+    } catch (const UsageError& error) {
+      EXPECT_NE(std::string(error.what()).find(words), std::string::npos) << error.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(scratch / "ck"));
+  };
+  auto options = options_in(scratch / "ck");
+  options.flush_every = 3;
+  refused(options, "need a node-local directory (local_dir)");
+  options = options_in(scratch / "ck");
+  options.local_dir = scratch / "ck";
+  refused(options, "is the checkpoint directory itself");
+  options = options_in(scratch / "ck");
+  options.retention.keep_last = 0;
+  refused(options, "keep");
+  options = options_in(scratch / "ck");
+  options.local_dir = scratch / "local";
+  options.local_keep = 0;
+  refused(options, "local_keep must be a whole number from 1");
+  options = options_in(scratch / "ck");
+  options.local_dir = scratch / "local";
+  options.local_redundancy = "mirror";
+  refused(options, "mirror");
+  refused(options_in(""), "needs a checkpoint directory");
   world.barrier();
 }
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <exception>
 
 #include "blob_plans.hpp"
@@ -91,6 +92,50 @@ std::unique_ptr<DirectoryLock> open_directory(const Communicator& comm, const Ru
   return lock;
 }
 
+// What the command line checks of the checkpointing options (run_option_checks.cpp), for a
+// program that sets them itself: every rank refuses the same options alike, before anything
+// collective.
+void check_manager_options(const RunOptions& options) {
+  if (options.checkpoint_dir.empty()) {
+    throw UsageError("the checkpoint manager needs a checkpoint directory");
+  }
+  validate(options.retention);
+  const auto count = [](const char* what, std::int64_t value, std::int64_t least) {
+    if (value < least || value > 1'000'000'000) {
+      throw UsageError(std::string(what) + " must be a whole number from " + std::to_string(least) +
+                       " to 1000000000, got " + std::to_string(value));
+    }
+  };
+  count("flush_every", options.flush_every, options.flush_interval_seconds ? 0 : 1);
+  count("local_keep", options.local_keep, 1);
+  if (const auto interval = options.flush_interval_seconds;
+      interval && !(std::isfinite(*interval) && *interval > 0 && *interval <= 1e9)) {
+    throw UsageError("flush_interval must be a number of seconds more than 0 and at most 1e9");
+  }
+  if (!(options.save_timeout.count() > 0 && options.save_timeout.count() <= 1e9)) {
+    throw UsageError("save_timeout must be a number of seconds more than 0 and at most 1e9");
+  }
+  if (options.async_max_staging_bytes && !options.async_checkpoint) {
+    throw UsageError("a staging limit needs asynchronous saves");
+  }
+  const bool levels = options.flush_every != 1 || options.flush_interval_seconds ||
+                      options.local_keep != 1 || options.local_redundancy != "none";
+  if (options.local_dir.empty()) {
+    if (levels) {
+      throw UsageError(
+          "flush_every, flush_interval, local_keep and local_redundancy need a node-local "
+          "directory (local_dir)");
+    }
+    return;
+  }
+  if ((options.local_dir / "").lexically_normal() ==
+      (options.checkpoint_dir / "").lexically_normal()) {
+    throw UsageError("the node-local directory '" + options.local_dir.string() +
+                     "' is the checkpoint directory itself: give a node-local directory");
+  }
+  parse_local_redundancy(options.local_redundancy);
+}
+
 SaveResult result_of(const SaveOutcome& outcome) {
   return SaveResult{outcome.epoch,           outcome.committed, outcome.node_local,
                     outcome.in_background,   outcome.failure,   outcome.seconds,
@@ -160,6 +205,7 @@ void CheckpointManager::Impl::save_arrays(const std::vector<std::string>& names)
 CheckpointManager::CheckpointManager(const Job& arrays, const Communicator& comm,
                                      const RunOptions& options)
     : comm_(comm.duplicate()) {
+  check_manager_options(options);
   check_global_arrays(arrays, comm_, options.save_timeout);
   impl_ = std::make_unique<Impl>(arrays, comm_, options, std::chrono::system_clock::now());
 }
