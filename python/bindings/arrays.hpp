@@ -70,6 +70,12 @@ class BoundWorkspace {
   // or list is converted to the blob's dtype when numpy can do so without losing its kind.
   // UsageError in one line otherwise.
   void assign(const std::string& name, py::handle value);
+  // Whether Python holds the array of blob `name` handed out last (or a view of it, a tensor
+  // over it) beyond this object's cache: its memory must then stay the blob's.
+  bool held(const std::string& name) const {
+    const auto found = views_.find(name);
+    return found != views_.end() && found->second.array.ref_count() > 1;
+  }
   // Forgets the cached arrays (they hold this object: the cycle is broken at a run's end).
   void release_views() { views_.clear(); }
 

@@ -59,11 +59,15 @@ py::tuple tuple_of(const Shape& shape) {
   return tuple;
 }
 
+}  // namespace
+
 py::object python_block(const Block& block) {
   static const auto block_type =
       py::object(py::module_::import("epochrun.runner").attr("Block")).release();
   return block_type(tuple_of(block.start), tuple_of(block.count));
 }
+
+namespace {
 
 // What tasks see during one epochrun.run() call.
 struct ActiveRun;
@@ -354,14 +358,10 @@ void declare_blob(Job& job, py::handle blob) {
 
 using OptionValue = std::variant<std::int64_t, double, std::string, bool>;
 
-// The C++ Job of the Python declaration, for the option values parsed.
-Job build_job(const PyRef& declaration, const std::vector<std::string>& keys,
-              const std::deque<OptionValue>& values) {
-  py::dict options;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    std::visit([&](const auto& value) { options[py::str(keys[i])] = value; }, values[i]);
-  }
-  const py::object resolved = declaration.get().attr("_resolve")(options);
+}  // namespace
+
+Job declared_job(py::handle declaration, const py::dict& options) {
+  const py::object resolved = declaration.attr("_resolve")(options);
   Job job(resolved.attr("name").cast<std::string>());
   for (auto blob : resolved.attr("blobs")) {
     declare_blob(job, blob);
@@ -389,6 +389,19 @@ Job build_job(const PyRef& declaration, const std::vector<std::string>& keys,
   for (auto key : resolved.attr("run_defining")) {
     job.declare_run_defining_option(key.cast<std::string>());
   }
+  return job;
+}
+
+namespace {
+
+// The C++ Job of the run's Python declaration, for the option values parsed.
+Job build_job(const PyRef& declaration, const std::vector<std::string>& keys,
+              const std::deque<OptionValue>& values) {
+  py::dict options;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    std::visit([&](const auto& value) { options[py::str(keys[i])] = value; }, values[i]);
+  }
+  auto job = declared_job(declaration.get(), options);
   active->specs.clear();
   for (const auto& spec : job.expected_blobs()) {
     active->specs.emplace(spec.name, spec);
@@ -450,8 +463,11 @@ void register_python_job(const std::string& name, const std::string& summary) {
 }
 
 // MPI when the caller did not start it (no mpi4py communicator given): started at the first run
-// and ended at the interpreter's exit (end_mpi), so that runs and mpi4py can follow each other.
+// or checkpoint manager and ended at the interpreter's exit (end_mpi), so that runs, managers
+// and mpi4py can follow each other.
 std::unique_ptr<MpiSession> session;
+
+}  // namespace
 
 Communicator world_starting_mpi() {
   int finalized = 0;
@@ -467,6 +483,8 @@ Communicator world_starting_mpi() {
   }
   return Communicator::world();
 }
+
+namespace {
 
 // Ctrl-C ends a rank as it ends a C++ job's (docs/PREEMPTION.md): while the runner runs, SIGINT
 // has its default action rather than Python's handler, which would only raise

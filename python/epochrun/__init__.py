@@ -7,13 +7,15 @@ numpy index), per-node blobs by node (`blob(name, node)`, `blobs(node)`) and rep
 
 It also runs jobs written in Python under epochrun's runner (epochrun.runner): `Job` declares
 blobs, tasks, stop conditions and options as a C++ job does, and `run(job)` runs it with every
-option of `epochrun run` (that half needs the compiled extension epochrun._core, built by
+option of `epochrun run`; `CheckpointManager` checkpoints a loop of one's own, as Orbax's and
+tf.train's managers do (that half needs the compiled extension epochrun._core, built by
 CMake)."""
 
 from .checkpoint import Checkpoint
 from .directory import CheckpointDirectory, open
 from .errors import (CheckpointError, CheckpointMismatch, CheckpointNotFound, CorruptCheckpoint,
                      Error, UsageError)
+from .manager import CheckpointManager, SaveResult
 from .runner import (Block, Blob, Job, Options, RunResult, TaskGroup, balanced_block, grid_block,
                      process_grid, run)
 
@@ -23,6 +25,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointDirectory",
     "CheckpointError",
+    "CheckpointManager",
     "CheckpointMismatch",
     "CheckpointNotFound",
     "CorruptCheckpoint",
@@ -30,6 +33,7 @@ __all__ = [
     "Job",
     "Options",
     "RunResult",
+    "SaveResult",
     "TaskGroup",
     "UsageError",
     "balanced_block",
