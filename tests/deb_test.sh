@@ -4,12 +4,16 @@
 # the pkg-config file, the batch script and the INI files under /usr and depends on what they
 # link; unpacked into a scratch root (dpkg-deb -x: the machine's own /usr is not touched), its
 # program runs from there, and the out-of-tree kmeans example builds against the unpacked
-# package with find_package(epochrun) and runs on 3 ranks. Every wait is bounded.
-# Usage: deb_test.sh BUILD_DIR MPIEXEC
+# package with find_package(epochrun) and runs on 3 ranks; the Python package's running_mean
+# example runs on 3 ranks from the unpacked package (its compiled part loading the unpacked
+# library) and its checkpoint is read back by the unpacked reader. Every wait is bounded.
+# Usage: deb_test.sh BUILD_DIR MPIEXEC [PYTHON]   (PYTHON: the interpreter the bindings were built
+# for; without it the Python package is not checked)
 set -euo pipefail
 
 build="$(cd "$1" && pwd)"
 mpiexec="$2"
+python="${3:-}"
 work="$(mktemp -d /tmp/epochrun-deb-test.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 fail() {
@@ -32,8 +36,19 @@ for file in ./usr/bin/epochrun ./usr/lib/libepochrun.so.0 ./usr/include/epochrun
   ./usr/share/doc/epochrun/examples/kmeans/CMakeLists.txt; do
   grep -q " $file\( \|$\)" "$work/contents" || fail "the package lacks $file"
 done
+needed_packages=(libhdf5-openmpi libopenmpi libboost-program-options)
+site=usr/lib/python3/dist-packages
+if [[ -n "$python" ]]; then
+  for file in ./$site/epochrun/__init__.py ./$site/epochrun/runner.py ./$site/epochrun/manager.py \
+    ./usr/share/doc/epochrun/examples/python/running_mean.py; do
+    grep -q " $file\( \|$\)" "$work/contents" || fail "the package lacks $file"
+  done
+  grep -q " ./$site/epochrun/_core[^ ]*\.so$" "$work/contents" ||
+    fail "the package lacks the Python package's compiled part ($site/epochrun/_core*.so)"
+  needed_packages+=(python3-numpy python3-h5py python3-mpi4py "python3 (>= 3.")
+fi
 depends="$(dpkg-deb -f "$deb" Depends)"
-for needed in libhdf5-openmpi libopenmpi libboost-program-options; do
+for needed in "${needed_packages[@]}"; do
   [[ "$depends" == *"$needed"* ]] || fail "Depends lacks $needed: $depends"
 done
 step "Depends: $depends"
@@ -59,4 +74,22 @@ grep -q "$root/usr/lib/cmake/epochrun" "$work/kmeans/CMakeCache.txt" ||
 (cd "$work" && timeout 120 "$mpiexec" -n 3 --oversubscribe "$work/kmeans/kmeans" run --job kmeans \
   --checkpoint-dir ck >"$work/run.log" 2>&1) || { cat "$work/run.log"; fail "kmeans on 3 ranks"; }
 [[ -e "$work/ck/index.json" ]] || fail "the kmeans run committed nothing"
+
+if [[ -n "$python" ]]; then
+  step "a Python job from the unpacked package"
+  core="$(ls "$root/$site"/epochrun/_core*.so)"
+  loaded="$(env -u LD_LIBRARY_PATH ldd "$core" | awk '/libepochrun/ { print $3 }')"
+  [[ -n "$loaded" && "$(realpath "$loaded")" == "$(realpath "$root/usr/lib/libepochrun.so.0")" ]] ||
+    fail "the unpacked Python package does not load the unpacked library: $(ldd "$core")"
+  (cd "$work" && timeout 120 env -u LD_LIBRARY_PATH PYTHONPATH="$root/$site" PYTHONDONTWRITEBYTECODE=1 \
+    "$mpiexec" -n 3 --oversubscribe "$python" \
+    "$root/usr/share/doc/epochrun/examples/python/running_mean.py" --checkpoint-dir pyck \
+    --num-epochs 3 >"$work/python.log" 2>&1) || { cat "$work/python.log"; fail "running_mean.py on 3 ranks"; }
+  (cd "$work" && timeout 60 env PYTHONPATH="$root/$site" PYTHONDONTWRITEBYTECODE=1 "$python" -c '
+import epochrun, sys
+assert epochrun.__file__.startswith(sys.argv[1]), epochrun.__file__
+print(epochrun.open("pyck").latest().epoch)' "$root/$site" >"$work/read.log" 2>&1) ||
+    { cat "$work/read.log"; fail "the unpacked reader"; }
+  [[ "$(cat "$work/read.log")" == 3 ]] || fail "the Python job's latest epoch: $(cat "$work/read.log")"
+fi
 echo "deb_test: passed"
