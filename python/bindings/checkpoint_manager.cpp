@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "arrays.hpp"
 #include "communicator.hpp"
@@ -219,7 +220,8 @@ class PyCheckpointManager {
   }
 
   // The blobs of `incoming` into the workspace: copied into a blob of the same dtype and shape
-  // whose array Python holds (its views and tensors see the new values), moved in otherwise.
+  // whose array Python holds (its views and tensors see the new values), moved in otherwise. A
+  // held blob that cannot take the new value keeps its memory for the arrays over it.
   void adopt(Workspace incoming) {
     auto& workspace = workspace_->workspace();
     for (const auto& name : incoming.names()) {
@@ -232,6 +234,7 @@ class PyCheckpointManager {
           }
           continue;
         }
+        retired_.push_back(std::move(held));
       }
       workspace.put(name, std::move(blob));
     }
@@ -243,6 +246,7 @@ class PyCheckpointManager {
   Communicator comm_;
   py::object comm_object_;
   std::unique_ptr<CheckpointManager> manager_;
+  std::vector<Blob> retired_;  // the memory of arrays Python may still hold (adopt)
 };
 
 }  // namespace

@@ -110,8 +110,8 @@ class CheckpointManager:
                 raise UsageError(f"config is not JSON: {error}") from None
         core = _core()
         self._workspace = core.Workspace()
-        self._manager = core.CheckpointManager(arrays, dict(arrays.options._values), str(directory),
-                                               comm, given, self._workspace)
+        self._manager = core.CheckpointManager(arrays, dict(arrays.options._values),
+                                               os.fspath(directory), comm, given, self._workspace)
         self.arrays_declared = arrays
         _open.append(self)
 
