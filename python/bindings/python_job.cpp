@@ -625,6 +625,18 @@ void define_runner(py::module_& module) {
              py::arg("comm"));
   module.def("_end_mpi", [] { session.reset(); });
   module.def(
+      "_abort_mpi",
+      [](int code) {
+        int started = 0;
+        int ended = 0;
+        MPI_Initialized(&started);
+        MPI_Finalized(&ended);
+        if (started && !ended) {
+          MPI_Abort(MPI_COMM_WORLD, code);
+        }
+      },
+      py::arg("code"));
+  module.def(
       "validate_name",
       [](const std::string& name, const std::string& what) { validate_name(name, what); },
       py::arg("name"), py::arg("what"));

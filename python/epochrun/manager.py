@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Union
 
@@ -221,6 +222,21 @@ def _checked(key: str, value: Any) -> Any:
 def _close_open_managers() -> None:
     while _open:
         _open[0].close()
+
+
+def _abort_on_an_uncaught_exception(kind: Any, value: Any, traceback: Any) -> None:
+    """A rank that ends with an exception while a manager is open would leave the others waiting
+    in the manager's next collective call (and its own exit waiting for theirs): as `python -m
+    mpi4py` does, the traceback is printed and every rank is ended (MPI_Abort, exit code 1).
+    The committed checkpoints stay as they are; a save in flight is lost, as at a kill."""
+    _previous_excepthook(kind, value, traceback)
+    if _open and not issubclass(kind, (SystemExit, KeyboardInterrupt)):
+        sys.stderr.flush()
+        _core()._abort_mpi(1)
+
+
+_previous_excepthook = sys.excepthook
+sys.excepthook = _abort_on_an_uncaught_exception
 
 
 # Registered after the runner's end of MPI (this module is imported after it): runs before it.

@@ -152,6 +152,21 @@ def test_a_mistake_is_one_clear_error_and_nothing_committed_is_touched(tmp_path,
     assert state(tmp_path / "ck") == before
 
 
+def test_an_exception_on_one_rank_ends_every_rank_instead_of_a_hang(tmp_path):
+    # The other ranks are in the next save's agreements, which the failed rank never joins: its
+    # uncaught exception ends them all (MPI_Abort) long before the save's timeout (600 s).
+    started = time.monotonic()
+    done = launch(3, LOOP, ["--dir", "ck", "--epochs", "6", "--async", "--bad",
+                            "one-rank-raises"], tmp_path, timeout=60)
+    assert done.returncode != 0
+    assert "RuntimeError: rank 1 fails in the loop" in done.stderr, done.stderr
+    assert time.monotonic() - started < 60
+    # What was committed stays committed and verifies.
+    epoch, u, w = state(tmp_path / "ck")
+    expected_u, expected_w = expected_values(epoch)
+    assert 1 <= epoch <= 3 and (u, w) == (expected_u.tobytes(), expected_w.tobytes())
+
+
 def test_bad_options_are_refused_before_anything_is_written(tmp_path):
     script = tmp_path / "bad_options.py"
     script.write_text(

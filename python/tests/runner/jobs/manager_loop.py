@@ -24,7 +24,8 @@ parser.add_argument("--keep-last", type=int)
 parser.add_argument("--no-last", action="store_true", help="no save is the loop's last")
 parser.add_argument("--hold", action="store_true", help="create the arrays and hold views of "
                     "them before the restore")
-parser.add_argument("--bad", help="a mistake to make: dtype, shape, name, epoch, closed")
+parser.add_argument("--bad", help="a mistake to make: dtype, shape, name, epoch, closed, or "
+                    "one-rank-raises (rank 1, after epoch 2's save)")
 args = parser.parse_args()
 
 job = epochrun.Job("manager_loop")
@@ -87,6 +88,8 @@ for epoch in range(first, args.epochs + 1):
     say(event="saved", epoch=result.epoch, committed=result.committed,
         node_local=result.node_local, in_background=result.in_background,
         failure=result.failure, blocked_seconds=result.blocked_seconds)
+    if args.bad == "one-rank-raises" and epoch == 2 and comm.rank == 1:
+        raise RuntimeError("rank 1 fails in the loop")
     time.sleep(args.pause)
 done = manager.wait()
 manager.close()
