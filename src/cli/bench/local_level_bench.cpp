@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/bench_rounds.hpp"
+#include "bench/step_series.hpp"
 #include "blob_view.hpp"
 #include "collective_errors.hpp"
 #include "durable_file.hpp"
@@ -19,6 +20,7 @@
 #include "file_descriptor.hpp"
 #include "local_level.hpp"
 #include "regular_file.hpp"
+#include "step_times.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -130,14 +132,19 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
     series.seconds.push_back(
         timed(comm, series.name, [&] { write(raw_file(kind, round), workspace); }));
   };
+  // Rank 0's steps of each save (step_times.hpp): the copy, the agreements, the manifest.
+  StepSeries save_steps;
+  step_times::record_on_this_thread(comm.is_root());
   for (std::int64_t round = 0;; ++round) {
     in_turn(round, {[&] {
                       SavePhases phases;
+                      step_times::take();
                       save.seconds.push_back(timed(comm, save.name, [&] {
                         if (!level.save(round, saved, phases)) {
                           throw Error("the node-local save failed (see the warning)");
                         }
                       }));
+                      save_steps.add(step_times::take());
                       level.retain();
                     },
                     [&] { timed_write(hashed, "hashed", round, hashed_write); },
@@ -152,6 +159,7 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
       break;
     }
   }
+  step_times::record_on_this_thread(false);
   level.delete_all();
   for (const auto* kind : {"raw", "hashed", "new"}) {
     fs::remove(raw_file(kind, 0));
@@ -166,6 +174,9 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
   rows.push_back(compare(hashed, limit, bytes));
   rows.push_back(compare(new_file, limit, bytes));
   rows.push_back(compare(limit, limit, bytes));
+  rows.push_back({{"name", "local_save_steps"},
+                  {"what", "rank 0's median seconds per step of the node-local save"},
+                  {"steps", save_steps.medians()}});
   return rows;
 }
 
