@@ -2,7 +2,8 @@
 // spare, the next copy is written over it (the same file, cut to the new copy's length, whole
 // and verifiable), a spare that is a symlink or has a second name is never written through, and
 // a level that ends deletes the spare with the copies; the files of ranks a run no longer has are
-// deleted by the ranks it has.
+// deleted by the ranks it has; on tmpfs, a copy stored over its spare through a mapping holds
+// what it records.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "local_copy.hpp"
+#include "mapped_store.hpp"
 #include "test_support.hpp"
 
 namespace epochrun::testing {
@@ -180,6 +182,75 @@ TEST_F(LocalCopySpare, ARecordThatSaysItIsHugeIsRefusedUnread) {
               std::string::npos)
         << error.what();
   }
+}
+
+// On tmpfs a copy over its spare stores its large values through a mapping (mapped_store.hpp):
+// every value of a copy made over a spare, large and small, page-aligned in memory or not, and
+// one longer than the spare (partly over pages the spare did not have), holds the bytes it was
+// made from, and its record their xxh64. Skipped where /dev/shm is not a tmpfs.
+TEST(LocalCopyOnTmpfs, ACopyOverItsSpareHoldsTheBytesItRecords) {
+  std::string pattern = "/dev/shm/epochrun-test-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr || !MappedStore::suits(fs::path(pattern))) {
+    fs::remove(pattern);
+    GTEST_SKIP() << "no tmpfs at /dev/shm";
+  }
+  const fs::path dir = pattern;
+  struct Remove {
+    fs::path at;
+    ~Remove() { fs::remove_all(at); }
+  } remove{dir};
+  // Values of `sizes` bytes, each from its own pattern of `epoch`, the second one starting one
+  // byte into its buffer.
+  std::vector<std::vector<std::byte>> buffers;
+  const auto blobs = [&](std::int64_t epoch, const std::vector<std::size_t>& sizes) {
+    std::vector<SavedBlob> saved;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const std::size_t skew = i == 1 ? 1 : 0;
+      auto& buffer = buffers.emplace_back(sizes[i] + skew);
+      for (std::size_t at = 0; at < buffer.size(); ++at) {
+        buffer[at] =
+            static_cast<std::byte>((at * 131 + i * 7 + static_cast<std::size_t>(epoch)) % 251);
+      }
+      const std::span<const std::byte> bytes = std::span(buffer).subspan(skew);
+      saved.push_back(
+          SavedBlob{BlobView{"v" + std::to_string(i), DType::kU8, {sizes[i]}, bytes, {}, false, {}},
+                    {},
+                    {},
+                    nullptr});
+    }
+    return saved;
+  };
+  const auto expect_holds = [&](std::int64_t epoch, const std::vector<SavedBlob>& saved) {
+    const auto mapped = MappedLocalCopy::open(local_copy_file(dir, epoch, 0));
+    const auto stored = mapped.flushed(saved);
+    ASSERT_EQ(stored.size(), saved.size());
+    for (std::size_t i = 0; i < saved.size(); ++i) {
+      const auto& want = saved[i].view.bytes;
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), stored[i].view.bytes.begin(),
+                             stored[i].view.bytes.end()))
+          << "value " << i << " of epoch " << epoch;
+      EXPECT_EQ(mapped.record().blobs[i].xxh64, XXH64(want.data(), want.size(), 0)) << i;
+    }
+  };
+  const std::vector<std::size_t> sizes = {(3 << 20) + 5, (2 << 20) + 77, 100, 1 << 20};
+  const auto first = blobs(1, sizes);
+  write_local_copy(dir, "job", 1, 0, 1, first);
+  const auto second = blobs(2, sizes);
+  write_local_copy(dir, "job", 2, 0, 1, second);
+  ASSERT_EQ(remove_local_copies(dir, 0, 1, {2}, SpareCopy::kKeep), 0);
+  ASSERT_TRUE(fs::exists(local_spare_file(dir, 0)));
+  // Over the spare of epoch 1, the last value 3 MiB longer than the spare's.
+  const auto third = blobs(3, {(3 << 20) + 5, (2 << 20) + 77, 100, 4 << 20});
+  write_local_copy(dir, "job", 3, 0, 1, third);
+  EXPECT_FALSE(fs::exists(local_spare_file(dir, 0)));
+  expect_holds(2, second);
+  expect_holds(3, third);
+  // And over epoch 2's, shorter.
+  ASSERT_EQ(remove_local_copies(dir, 0, 1, {3}, SpareCopy::kKeep), 0);
+  const auto fourth = blobs(4, {2 << 20});
+  write_local_copy(dir, "job", 4, 0, 1, fourth);
+  expect_holds(4, fourth);
+  expect_holds(3, third);
 }
 
 }  // namespace

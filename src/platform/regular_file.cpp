@@ -57,8 +57,10 @@ std::string read_regular_file(const std::filesystem::path& file, std::uint64_t m
   return text;
 }
 
-FileDescriptor open_regular_file_for_writing(const std::filesystem::path& file) {
-  FileDescriptor fd(::open(file.c_str(), O_WRONLY | kSafeOpenFlags));
+FileDescriptor open_regular_file_for_writing(const std::filesystem::path& file,
+                                             WriteAccess access) {
+  FileDescriptor fd(::open(
+      file.c_str(), (access == WriteAccess::kAlsoRead ? O_RDWR : O_WRONLY) | kSafeOpenFlags));
   if (!fd.valid()) {
     throw Error(errno_message("open " + file.string() + " for writing"));
   }

@@ -37,9 +37,12 @@ class FileTooLarge : public CorruptCheckpoint {
 // caller's bound for its kind of file.
 std::string read_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes);
 
-// Write-only, for a file this run created. Throws Error when it cannot be opened or is not a
-// regular file.
-FileDescriptor open_regular_file_for_writing(const std::filesystem::path& file);
+// Write-only, for a file this run created (read-write with kAlsoRead: a file whose pages are
+// mapped to be written, which a write-only descriptor cannot map). Throws Error when it cannot
+// be opened or is not a regular file.
+enum class WriteAccess { kWriteOnly, kAlsoRead };
+FileDescriptor open_regular_file_for_writing(const std::filesystem::path& file,
+                                             WriteAccess access = WriteAccess::kWriteOnly);
 // The same with O_DIRECT; an invalid descriptor when the file system does not do direct I/O
 // (tmpfs on older kernels, some FUSE file systems) or the file is not a regular file.
 FileDescriptor open_for_direct_writing(const std::filesystem::path& file);

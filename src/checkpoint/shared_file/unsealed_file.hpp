@@ -73,9 +73,9 @@ class UnsealedFile {
   // fsync) and lets it go: it stays. Returns its size.
   std::uint64_t seal(std::uint64_t user_block_size, const std::vector<DataExtent>& extents);
   // Seals it before its data is written: the integrity header over `extents` (which must hold
-  // every byte a rank writes later), and the reservation beyond its end given back. The file
-  // stays this object's, removed if the save fails, until keep(); the data step's fsync makes
-  // the header durable with the data.
+  // every byte a rank writes later), and the reservation beyond its end given back when it is
+  // large (kKeptSlack). The file stays this object's, removed if the save fails, until keep();
+  // the data step's fsync makes the header durable with the data.
   // `layout_record` (empty for none) goes into the user block after the header.
   void seal_before_data(std::uint64_t user_block_size, const std::vector<DataExtent>& extents,
                         std::span<const std::byte> layout_record = {});
@@ -90,10 +90,18 @@ class UnsealedFile {
   static void check_room_for(const std::filesystem::path& file, std::uint64_t needed);
   // Reserves `needed` bytes for the file where the file system can, then the save-lay-out
   // fault point.
-  void reserve(std::uint64_t needed, std::int64_t epoch) const;
+  void reserve(std::uint64_t needed, std::int64_t epoch);
+
+  // What the lay-out's reservation may leave past the file's end, allocated to it until it is
+  // deleted: the estimate's allowance for HDF5's metadata, 18 KiB for 3 ranks x 64 KiB. Giving
+  // it back is a truncation, which on ext4 took 0.5 to 1.2 ms of rank 0's lay-out here, a
+  // third of a small save's fixed cost (docs/benchmarks.md, "The fixed cost at any rank
+  // count"); more than this is given back.
+  static constexpr std::uint64_t kKeptSlack = std::uint64_t{1} << 20;
 
   std::optional<std::filesystem::path> file_;
   FileDescriptor fd_{-1};
+  std::uint64_t reserved_ = 0;  // bytes the lay-out reserved from the file's start
 };
 
 }  // namespace epochrun

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/bench_rounds.hpp"
+#include "bench/step_series.hpp"
 #include "blob_view.hpp"
 #include "collective_errors.hpp"
 #include "durable_file.hpp"
@@ -18,7 +19,9 @@
 #include "epochrun/job_runner.hpp"
 #include "file_descriptor.hpp"
 #include "local_level.hpp"
+#include "mapped_store.hpp"
 #include "regular_file.hpp"
+#include "step_times.hpp"
 
 namespace epochrun::cli {
 namespace {
@@ -44,25 +47,52 @@ void raw_write(const fs::path& file, const Workspace& workspace) {
   fd.close(file.string());
 }
 
-// The least a copy that carries its checksum costs: the raw write, each 1 MiB piece hashed
-// (xxh64) while it is still in the cache, before its write. Not a target's limit: it says how
-// much of the save's cost over the raw write is the hash itself.
-void hashed_write(const fs::path& file, const Workspace& workspace) {
+// One value of a raw write that hashes as a copy must: each 1 MiB piece hashed (xxh64) while it
+// is still in the cache, before its write (pieces of 16 KiB to 4 MiB did no better here).
+void hashed_write_at(int fd, std::uint64_t offset, std::span<const std::byte> bytes,
+                     const fs::path& file) {
   constexpr std::size_t kPiece = std::size_t{1} << 20;
+  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
+                                                                   XXH64_freeState);
+  XXH64_reset(state.get(), 0);
+  for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
+    const auto piece = bytes.subspan(at, std::min(kPiece, bytes.size() - at));
+    XXH64_update(state.get(), piece.data(), piece.size());
+    write_at(fd, offset + at, piece, file.string());
+  }
+  (void)XXH64_digest(state.get());  // the library's call: not optimised away
+}
+
+// The floor of a copy that carries its checksum, as a plain program writes it: the raw write,
+// each value hashed as it goes (hashed_write_at).
+void hashed_write(const fs::path& file, const Workspace& workspace) {
   auto fd = open_to_write(file);
   std::uint64_t offset = 0;
   for (const auto& name : workspace.names()) {
     const auto bytes = workspace.get(name).raw();
-    std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
-                                                                     XXH64_freeState);
-    XXH64_reset(state.get(), 0);
-    for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
-      const auto piece = bytes.subspan(at, std::min(kPiece, bytes.size() - at));
-      XXH64_update(state.get(), piece.data(), piece.size());
-      write_at(fd.get(), offset + at, piece, file.string());
-    }
-    (void)XXH64_digest(state.get());  // the library's call: not optimised away
+    hashed_write_at(fd.get(), offset, bytes, file);
     offset += bytes.size();
+  }
+  fd.close(file.string());
+}
+
+// The save's own way on tmpfs (mapped_store.hpp) alone: each value the store takes stored
+// through a mapping of the file of the round before last, as a copy over its spare; the others,
+// and every value while there is no such file yet (the first two rounds, as the save's first
+// copies), by the hashed write.
+void mapped_write(const fs::path& file, const Workspace& workspace) {
+  const bool over_a_file = fs::exists(file);
+  auto fd = over_a_file ? open_regular_file_for_writing(file, WriteAccess::kAlsoRead)
+                        : create_new_file(file);
+  MappedStore store(fd.get(), file.string());
+  std::uint64_t offset = 0;
+  for (const auto& view : blob_views(workspace, workspace.names())) {
+    if (store.takes(offset, view.bytes.size())) {
+      (void)store.store(offset, view);
+    } else {
+      hashed_write_at(fd.get(), offset, view.bytes, file);
+    }
+    offset += view.bytes.size();
   }
   fd.close(file.string());
 }
@@ -108,12 +138,18 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
                "pwrite of the same bytes per rank there, over the file of the round before last",
                {}};
   Series hashed{"local_hashed_write",
-                "the same pwrite, each 1 MiB piece hashed (xxh64) before its write: the least "
-                "a copy carrying its checksum costs",
+                "the same pwrite, each 1 MiB piece hashed (xxh64) before its write: a copy "
+                "carrying its checksum, written the plain way",
                 {}};
   Series new_file{"local_new_file_write",
                   "the same pwrite into a new file: what the level's spare saves a copy",
                   {}};
+  Series mapped{"local_mapped_write",
+                "the same bytes stored through a mapping (the save's way on tmpfs), each 64 KiB "
+                "piece hashed (xxh64) before its store",
+                {}};
+  // Only where the save stores through a mapping: elsewhere the hashed write is its way.
+  const bool mapping = MappedStore::suits(local_dir);
   const auto raw_file = [&](const std::string& kind, std::int64_t round) {
     return local_dir /
            (kind + "-" + std::to_string(round % 2) + "-rank-" + std::to_string(comm.rank()));
@@ -130,17 +166,27 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
     series.seconds.push_back(
         timed(comm, series.name, [&] { write(raw_file(kind, round), workspace); }));
   };
+  // Rank 0's steps of each save (step_times.hpp): the copy, the agreements, the manifest.
+  StepSeries save_steps;
+  step_times::record_on_this_thread(comm.is_root());
   for (std::int64_t round = 0;; ++round) {
     in_turn(round, {[&] {
                       SavePhases phases;
+                      step_times::take();
                       save.seconds.push_back(timed(comm, save.name, [&] {
                         if (!level.save(round, saved, phases)) {
                           throw Error("the node-local save failed (see the warning)");
                         }
                       }));
+                      save_steps.add(step_times::take());
                       level.retain();
                     },
                     [&] { timed_write(hashed, "hashed", round, hashed_write); },
+                    [&] {
+                      if (mapping) {
+                        timed_write(mapped, "mapped", round, mapped_write);
+                      }
+                    },
                     [&] { timed_write(limit, "raw", round, raw_write); },
                     [&] {
                       const auto file = raw_file("new", round);
@@ -152,8 +198,9 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
       break;
     }
   }
+  step_times::record_on_this_thread(false);
   level.delete_all();
-  for (const auto* kind : {"raw", "hashed", "new"}) {
+  for (const auto* kind : {"raw", "hashed", "new", "mapped"}) {
     fs::remove(raw_file(kind, 0));
     fs::remove(raw_file(kind, 1));
   }
@@ -166,6 +213,15 @@ nlohmann::json save_rows(const Communicator& comm, const fs::path& directory,
   rows.push_back(compare(hashed, limit, bytes));
   rows.push_back(compare(new_file, limit, bytes));
   rows.push_back(compare(limit, limit, bytes));
+  if (mapping) {
+    auto over_mapped = compare(save, mapped, bytes);
+    over_mapped["name"] = save.name + "_over_mapped_write";
+    rows.push_back(std::move(over_mapped));
+    rows.push_back(compare(mapped, hashed, bytes));
+  }
+  rows.push_back({{"name", "local_save_steps"},
+                  {"what", "rank 0's median seconds per step of the node-local save"},
+                  {"steps", save_steps.medians()}});
   return rows;
 }
 

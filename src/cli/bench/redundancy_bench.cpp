@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/bench_rounds.hpp"
+#include "bench/step_series.hpp"
 #include "collective_errors.hpp"
 #include "local_copy.hpp"
 #include "local_redundancy.hpp"
@@ -97,25 +98,6 @@ void write_new_file(const fs::path& file, std::span<const std::byte> bytes) {
   write_at(fd.get(), 0, bytes, file.string());
   fd.close(file.string());
 }
-
-// Where one exchange's time went on rank 0, step by step (step_times.hpp), round by round.
-struct StepSeries {
-  std::map<std::string, std::vector<double>> seconds;
-  void add(const std::vector<std::pair<std::string, double>>& steps) {
-    for (const auto& [step, spent] : steps) {
-      seconds[step].push_back(spent);
-    }
-  }
-  // Each step's median seconds.
-  nlohmann::json medians() const {
-    auto out = nlohmann::json::object();
-    for (auto [step, spent] : seconds) {
-      std::sort(spent.begin(), spent.end());
-      out[step] = spent[spent.size() / 2];
-    }
-    return out;
-  }
-};
 
 }  // namespace
 
