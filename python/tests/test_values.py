@@ -2,6 +2,9 @@
 epoch of every run: per-node blobs by node, replicated blobs, global arrays whole and in parts
 that cross the writer blocks (at 3 ranks and, after the restart, at 2)."""
 
+import ctypes
+import mmap
+import os
 from pathlib import Path
 
 import h5py
@@ -104,18 +107,53 @@ def test_read_in_pieces_each_block_is_hashed_as_it_arrives(runs, copy_of, monkey
             ("arrays/field", str(error.value))]
 
 
-def test_a_large_array_reads_into_a_mapping_of_its_own(runs, monkeypatch):
-    # From 1 MiB on, the array returned is an anonymous mapping of its own (4 KiB pages, not
-    # numpy's huge pages); below, from numpy's heap. The same values either way.
-    directory = epochrun.open(runs["heat"])
-    with directory.epoch(directory.epochs[-1]) as checkpoint:
+def memory_of(array):
+    """The object that holds an array's memory, past the views between."""
+    while isinstance(array, (np.ndarray, memoryview)):
+        array = array.base if isinstance(array, np.ndarray) else array.obj
+    return array
+
+
+def test_a_large_array_is_a_private_mapping_of_the_file(copy_of, monkeypatch):
+    # From 1 MiB on (here from 1 byte), the array returned maps the file: copy-on-write, so a
+    # write changes the array and never the checkpoint, and it outlives the file's descriptor and
+    # name. Where the file cannot be mapped it is read into memory of its own: the same values.
+    directory = copy_of("heat")
+    file = directory / f"epoch-{epochrun.open(directory).epochs[-1]:06d}.h5"
+    committed = file.read_bytes()
+    with epochrun.open(file) as checkpoint:
         small = checkpoint.array("field")
         monkeypatch.setattr(epochrun.file_io, "_MAPPED_FROM", 1)
-        monkeypatch.setattr(epochrun.file_io, "PIECE", 4096)
+        monkeypatch.setattr(epochrun.file_io, "PIECE", 4096)  # pieces that cut the blocks
         mapped = checkpoint.array("field")
-    assert small.flags.owndata and not mapped.flags.owndata
+        part = checkpoint.array("field", np.s_[3:40, 5])
+        monkeypatch.setattr(epochrun.file_io, "map_array", lambda *arguments: None)
+        read = checkpoint.array("field")
+    assert small.flags.owndata and not mapped.flags.owndata and not read.flags.owndata
+    assert isinstance(memory_of(mapped), ctypes.Array) and isinstance(memory_of(read), mmap.mmap)
+    assert np.array_equal(small, mapped) and np.array_equal(small, read)
+    assert np.array_equal(part, small[3:40, 5])
     assert mapped.flags.writeable and mapped.flags.c_contiguous
-    assert np.array_equal(small, mapped)
+    file.unlink()
+    mapped[...] = -1.0
+    assert (mapped == -1.0).all() and not np.array_equal(small, mapped)
+    file.write_bytes(committed)
+    with epochrun.open(file) as checkpoint:
+        assert np.array_equal(checkpoint.array("field"), small)
+
+
+def test_a_file_cut_short_after_it_was_judged_is_refused_not_faulted(copy_of, monkeypatch):
+    # A mapping past a file's end faults (SIGBUS, the reader's process killed) where a read
+    # reports a short file: the mapping is refused first, in the read's words.
+    monkeypatch.setattr(epochrun.file_io, "_MAPPED_FROM", 1)
+    directory = copy_of("heat")
+    file = directory / f"epoch-{epochrun.open(directory).epochs[-1]:06d}.h5"
+    with epochrun.open(file) as checkpoint:
+        with h5py.File(file, "r") as f:
+            offset = f["arrays/field"].id.get_offset()
+        os.truncate(file, offset + 100)
+        with pytest.raises(epochrun.CorruptCheckpoint, match=r"dataset .*field.*: short read at byte"):
+            checkpoint.array("field")
 
 
 def test_a_name_the_file_lacks_is_a_checkpoint_error(runs):
