@@ -11,9 +11,12 @@
 #   B  the same run with --no-checkpoints;
 #   C  RANKS `dd bs=1M count=MIB_PER_RANK conv=fsync` at once, one file per rank (the limit the
 #      cost is held to);
-#   D  the same with oflag=direct (the raw write as a directly written save makes it).
-# A save's cost is (A - B) / saves; the script prints each round's cost, its ratio to C and to
-# D, and the medians. Defaults: build, /tmp/epochrun-job-save-cost, 5 rounds, 3 ranks, 256 MiB,
+#   D  the same with oflag=direct (the raw write as a directly written save makes it);
+#   E  RANKS `dd` at once into ONE new file, each its own MIB_PER_RANK MiB at its offset
+#      (`seek`, conv=notrunc,fsync): the floor of the design's one shared file per epoch;
+#   F  the same with oflag=direct.
+# A save's cost is (A - B) / saves; the script prints each round's cost, its ratio to C, to D
+# and to the one-file floor (per round the faster of E and F), and the medians. Defaults: build, /tmp/epochrun-job-save-cost, 5 rounds, 3 ranks, 256 MiB,
 # 3 epochs (the figures of docs/benchmarks.md, "Inside a job"). Never time while anything else
 # runs on the machine.
 set -eu
@@ -58,30 +61,51 @@ limit() {  # extra dd flag: prints the seconds of RANKS dd at once
   rm -f "$dir"/dd-*
   python3 -c "print(round($end - $start, 4))"
 }
+one_file() {  # extra dd flag: prints the seconds of RANKS dd at once into one new file
+  rm -f "$dir/one"
+  start=$(now)
+  r=0
+  while [ $r -lt "$ranks" ]; do
+    # shellcheck disable=SC2086
+    dd if=/dev/zero of="$dir/one" bs=1M count="$mib" seek=$((r * mib)) conv=notrunc,fsync $1 \
+      status=none &
+    r=$((r + 1))
+  done
+  wait
+  end=$(now)
+  rm -f "$dir/one"
+  python3 -c "print(round($end - $start, 4))"
+}
 saves=$((epochs + 1))
 : >"$dir/results"
 round=0
 while [ "$round" -lt "$rounds" ]; do
-  if [ $((round % 2)) = 0 ]; then order="A B C D"; else order="D C B A"; fi
+  if [ $((round % 2)) = 0 ]; then order="A B C D E F"; else order="F E D C B A"; fi
   for step in $order; do
     case $step in
       A) a=$(run checkpoints "$@") ;;
       B) b=$(run none "$@") ;;
       C) c=$(limit "") ;;
       D) d=$(limit oflag=direct) ;;
+      E) e=$(one_file "") ;;
+      F) f=$(one_file oflag=direct) ;;
     esac
   done
-  echo "$round $a $b $c $d" >>"$dir/results"
-  echo "round $round: with checkpoints $a s, without $b s, dd $c s, dd direct $d s"
+  echo "$round $a $b $c $d $e $f" >>"$dir/results"
+  echo "round $round: with checkpoints $a s, without $b s, dd $c s, dd direct $d s," \
+    "one file $e s, one file direct $f s"
   round=$((round + 1))
 done
 python3 - "$dir/results" "$saves" <<'PY'
 import statistics, sys
 rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
 saves = int(sys.argv[2])
-cost = [(a - b) / saves for _, a, b, _, _ in rows]
+cost = [(r[1] - r[2]) / saves for r in rows]
+rows = [r + [min(r[5], r[6])] for r in rows]
 print(f"save cost per round (s): {', '.join(f'{x:.3f}' for x in cost)}")
-for name, i in (("dd conv=fsync", 3), ("dd oflag=direct conv=fsync", 4)):
+for name, i in (("dd conv=fsync", 3), ("dd oflag=direct conv=fsync", 4),
+                ("one file, dd conv=fsync", 5), ("one file, dd oflag=direct conv=fsync", 6),
+                ("the one-file floor (the faster of the two)", 7)):
     ratios = [c / r[i] for c, r in zip(cost, rows)]
     print(f"against {name}: median limit {statistics.median(r[i] for r in rows):.3f} s, "
           f"ratios {', '.join(f'{x:.2f}' for x in ratios)}, median {statistics.median(ratios):.3f}")
