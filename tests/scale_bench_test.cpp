@@ -46,7 +46,8 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
     names.push_back(row.at("name").get<std::string>());
   }
   ASSERT_EQ(names, (std::vector<std::string>{"scale_save", "scale_load", "scale_array_save",
-                                             "scale_array_save_seconds", "scale_steps",
+                                             "scale_array_save_seconds",
+                                             "scale_array_save_vs_collective_floor", "scale_steps",
                                              "layout_1000", "layout_2000"}));
   for (int i = 0; i < 4; ++i) {
     const auto& row = rows[i];
@@ -55,7 +56,14 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
     EXPECT_EQ(row.at("mib_per_rank"), 1.0 / 16) << row;
     EXPECT_EQ(row.at("target"), 3.0) << row;
   }
-  const auto& steps = rows[4];
+  // The same saves of the array against the bare collective save of it, in the same rounds.
+  const auto& against_floor = rows[4];
+  EXPECT_EQ(against_floor.at("seconds"), rows[2].at("seconds")) << against_floor;
+  EXPECT_EQ(against_floor.at("limit"), "scale_array_save_collective_floor") << against_floor;
+  EXPECT_GT(against_floor.at("limit_median_seconds").get<double>(), 0) << against_floor;
+  EXPECT_TRUE(std::isfinite(against_floor.at("ratio").get<double>())) << against_floor;
+  EXPECT_EQ(against_floor.at("target"), 1.25) << against_floor;
+  const auto& steps = rows[5];
   std::vector<std::string> save_steps;
   for (const auto& step : steps.at("save").at("steps")) {
     save_steps.push_back(step.at("step").get<std::string>());
@@ -84,6 +92,9 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
   EXPECT_FALSE(array_calls.contains("MPI_File_open")) << array_calls;
   EXPECT_EQ(calls_made(array_calls), 4) << array_calls;
   EXPECT_TRUE(steps.at("hand-made save").at("rank0_mpi_calls").contains("MPI_Gather"));
+  // The floor is the collective MPI-IO write itself, even for bands.
+  EXPECT_EQ(steps.at("collective floor array save").at("rank0_mpi_calls").value("MPI_File_open", 0),
+            1);
   // A load's rank 0 reads the layout from the file's layout record: it opens no file with HDF5
   // (which it did, once per load, before the record). Its collectives: the broadcast of its
   // step's outcome, which carries a small layout too, and the reduction after every rank read
@@ -93,15 +104,15 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
   EXPECT_EQ(load_calls.value("MPI_Ibcast", 0), 1) << load_calls;
   EXPECT_EQ(load_calls.value("MPI_Iallreduce", 0), 1) << load_calls;
   EXPECT_FALSE(load_calls.contains("MPI_Bcast")) << load_calls;
-  for (int i = 5; i < 7; ++i) {
+  for (int i = 6; i < 8; ++i) {
     const auto& row = rows[i];
     EXPECT_GT(row.at("metadata_bytes").get<double>(), 0) << row;
     EXPECT_GT(row.at("seconds").get<double>(), 0) << row;
     EXPECT_TRUE(row.at("met").is_boolean()) << row;
   }
   // Twice the ranks, about twice the metadata (node names, checksums): per 1,000 ranks the same.
-  const double per_thousand_1000 = rows[5].at("metadata_bytes_per_1000_ranks");
-  const double per_thousand_2000 = rows[6].at("metadata_bytes_per_1000_ranks");
+  const double per_thousand_1000 = rows[6].at("metadata_bytes_per_1000_ranks");
+  const double per_thousand_2000 = rows[7].at("metadata_bytes_per_1000_ranks");
   EXPECT_LT(per_thousand_2000, 1.2 * per_thousand_1000);
   EXPECT_NE(result.out.find("lay-out for    1000 ranks x 10 blobs"), std::string::npos)
       << result.out;
@@ -120,7 +131,7 @@ TEST(ScaleBench, AnArrayOfInterleavedBlocksAddsOnlyTheCollectiveOpenAndOneAgreem
                       cwd.path(), 4);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
-  const auto& calls = rows.at(4).at("array save").at("rank0_mpi_calls");
+  const auto& calls = rows.at(5).at("array save").at("rank0_mpi_calls");
   EXPECT_EQ(calls.value("MPI_File_open", 0), 1) << calls;
   EXPECT_EQ(calls.value("MPI_Iallreduce", 0), 3) << calls;
   EXPECT_EQ(calls.value("MPI_Ibcast", 0), 2) << calls;

@@ -27,6 +27,9 @@ namespace epochrun::cli {
 
 // The target: a checkpoint's fixed cost against the hand-made equivalent, at any rank count.
 inline constexpr double kScaleTarget = 3.0;
+// The job's save of a global array against the bare collective MPI-IO save of it (the design's
+// floor for interleaved blocks), in the same rounds.
+inline constexpr double kCollectiveFloorTarget = 1.25;
 // The lay-out of a file for 100,000 ranks x 10 blobs, in one process: at most this many
 // seconds, and this much metadata per 1,000 ranks.
 inline constexpr double kLayoutSecondsTarget = 1.0;
@@ -45,9 +48,11 @@ std::vector<std::int64_t> parse_layout_ranks(const std::string& text);
 // Rank 0: the steps, the MPI calls and the lay-out rows of a --scale run, after the table.
 void print_scale(const nlohmann::json& rows);
 
-// Collective: rows scale_save and scale_load (each against its hand-made limit, with its
-// target), then row scale_steps: rank 0's median seconds per step of a save and of a load and
-// of their hand-made equivalents, and the MPI calls it made in one of each.
+// Collective: rows scale_save, scale_load, scale_array_save and scale_array_save_seconds (each
+// against its hand-made limit, with its target), scale_array_save_vs_collective_floor (the
+// array's save against the bare collective MPI-IO save of it), then row scale_steps: rank 0's
+// median seconds per step of a save and of a load and of their hand-made equivalents, and the MPI
+// calls it made in one of each.
 nlohmann::json measure_scale(const Communicator& comm, const std::filesystem::path& directory,
                              std::uint64_t bytes_per_rank, const MeasureSettings& settings);
 
