@@ -4,6 +4,7 @@ checkpoint files), with the package of the build tree: $EPOCHRUN_PYTHONPATH, or 
 
 import glob
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -117,6 +118,17 @@ def _runs(pid, program):
         return program in Path(f"/proc/{pid}/comm").read_text()
     except OSError:
         return False
+
+
+def kill_rank_while_running(launcher, pid):
+    """SIGKILL to rank `pid` if its run is still going on. A rank may end between the check and
+    the kill (the run finishing just then; seen once: ProcessLookupError): that is a kill after
+    the run's end, which the callers try again, sooner."""
+    if launcher.poll() is None:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def finish(launcher, timeout=TIMEOUT):

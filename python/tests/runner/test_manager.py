@@ -6,15 +6,13 @@ from the node-local copies; arrays held across a restore see the restored values
 one line."""
 
 import json
-import os
 import random
-import signal
 import time
 
 import numpy as np
 import pytest
 
-from conftest import JOBS, finish, latest, launch, rank_pids, run_ok, start
+from conftest import JOBS, finish, kill_rank_while_running, latest, launch, rank_pids, run_ok, start
 
 LOOP = JOBS / "manager_loop.py"
 
@@ -83,8 +81,7 @@ def test_kill_9_of_one_rank_then_restore_latest_is_bit_identical(tmp_path):
                 and time.monotonic() < deadline:
             time.sleep(0.02)
         time.sleep(chance.uniform(0.0, 1.6) / (attempt + 1))
-        if launcher.poll() is None:
-            os.kill(pids[chance.randrange(3)], signal.SIGKILL)
+        kill_rank_while_running(launcher, pids[chance.randrange(3)])
         code, output = finish(launcher)
         if code != 0:
             break

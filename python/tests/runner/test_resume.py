@@ -4,14 +4,12 @@ an uninterrupted run, and a job whose state is a global array (bands of rows of 
 rule, halos by sendrecv) resumed on 2 ranks from a 3-rank checkpoint ends bit-identical to the
 3-rank run that never stopped."""
 
-import os
 import random
-import signal
 import time
 
 import pytest
 
-from conftest import JOBS, finish, latest, rank_pids, run_ok, start
+from conftest import JOBS, finish, kill_rank_while_running, latest, rank_pids, run_ok, start
 
 SGD = JOBS / "sgd_job.py"
 HEAT = JOBS / "heat_job.py"
@@ -41,8 +39,7 @@ def test_kill_9_of_one_rank_at_a_random_instant_then_resume_is_bit_identical(tmp
         victim = chance.randrange(3)
         delay = chance.uniform(0.2, 0.8) * whole_seconds / (attempt + 1)
         time.sleep(delay)
-        if launcher.poll() is None:
-            os.kill(pids[victim], signal.SIGKILL)
+        kill_rank_while_running(launcher, pids[victim])
         code, output = finish(launcher)
         if code != 0:
             break  # killed mid-run (a kill after the run's end is tried again, sooner)

@@ -4,16 +4,15 @@ model's and Adam's state_dict tensors numpy views of replicated blobs. A kill -9
 a random instant, then --resume-from-epoch latest, ends with every parameter and every tensor of
 the optimizer's state bit-identical to an uninterrupted run's."""
 
-import os
 import random
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
-from conftest import ROOT, environment, finish, latest, rank_pids, run_ok, start
+from conftest import (
+    ROOT, environment, finish, kill_rank_while_running, latest, rank_pids, run_ok, start)
 
 EXAMPLE = ROOT / "examples" / "python" / "torch_ddp.py"
 OPTIONS = ["--check-replicated", "--log-level", "warn"]
@@ -58,8 +57,7 @@ def test_torch_ddp_killed_and_resumed_is_bit_identical(tmp_path):
         victim = chance.randrange(3)
         delay = chance.uniform(0.0, 1.5) / (attempt + 1)
         time.sleep(delay)
-        if launcher.poll() is None:
-            os.kill(pids[victim], signal.SIGKILL)
+        kill_rank_while_running(launcher, pids[victim])
         code, output = finish(launcher)
         if code != 0:
             break
