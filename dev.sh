@@ -145,7 +145,7 @@ case "${1:-}" in
     mpi_environment
     cd "$build"
     # Three lanes (tests/CMakeLists.txt): the SLURM tests and the multihost tests beside the others.
-    ctest --output-on-failure --timeout 900 -j 5
+    ctest --output-on-failure --timeout 900 -j 4
     ;;
   test-sanitized)
     install_packages "${test_packages[@]}" "${fuzz_packages[@]}"
