@@ -144,8 +144,8 @@ case "${1:-}" in
     build_project "$build"
     mpi_environment
     cd "$build"
-    # Three lanes (tests/CMakeLists.txt): the SLURM tests and the multihost tests beside the others.
-    ctest --output-on-failure --timeout 900 -j 4
+    # Two lanes (tests/CMakeLists.txt): the SLURM and multihost tests beside the others.
+    ctest --output-on-failure --timeout 900 -j 3
     ;;
   test-sanitized)
     install_packages "${test_packages[@]}" "${fuzz_packages[@]}"
