@@ -29,7 +29,7 @@ std::optional<double> CheckpointIntervalChoice::after_save(const SaveOutcome& sa
   const double interval = daly_interval(cost, *mtbf_seconds_);
   if (comm.is_root()) {
     spdlog::info(
-        "--mtbf {:g} h: a checkpoint costs the job {:.3f} s (epoch {}'s save, the slowest "
+        "--mtbf {:g} h: a checkpoint costs the job {:.3g} s (epoch {}'s save, the slowest "
         "rank); the Young/Daly checkpoint interval is {:.1f} s (Young's sqrt(2 C M): {:.1f} s)",
         *mtbf_seconds_ / 3600, cost, save.epoch, interval, std::sqrt(2 * cost * *mtbf_seconds_));
   }
