@@ -16,9 +16,9 @@
 #      (`seek`, conv=notrunc,fsync): the floor of the design's one shared file per epoch;
 #   F  the same with oflag=direct.
 # A save's cost is (A - B) / saves; the script prints each round's cost, its ratio to C, to D
-# and to the one-file floor (per round the faster of E and F), and the medians. Defaults: build, /tmp/epochrun-job-save-cost, 5 rounds, 3 ranks, 256 MiB,
-# 3 epochs (the figures of docs/benchmarks.md, "Inside a job"). Never time while anything else
-# runs on the machine.
+# and to the one-file floor (per round the faster of E and F), and the medians. Defaults: build,
+# /tmp/epochrun-job-save-cost, 5 rounds, 3 ranks, 256 MiB, 3 epochs (the figures of
+# docs/benchmarks.md, "Inside a job"). Never time while anything else runs on the machine.
 set -eu
 build=${1:-build}
 dir=${2:-/tmp/epochrun-job-save-cost}
@@ -48,32 +48,24 @@ run() {  # checkpoints|none [RUN-OPTIONS...]: prints the run's wall seconds
     --log-level warn $flags "$@" >"$dir/log" 2>&1 || { cat "$dir/log" >&2; exit 1; }
   python3 -c "print(round($(now) - $start, 4))"
 }
-limit() {  # extra dd flag: prints the seconds of RANKS dd at once
+limit() {  # extra dd flag [one]: prints the seconds of RANKS dd at once, a new file each or,
+           # with `one`, all into one new file, each at its own offset
+  rm -f "$dir"/dd-* "$dir/one"
   start=$(now)
   r=0
   while [ $r -lt "$ranks" ]; do
+    if [ "${2:-}" = one ]; then
+      of=$dir/one place="seek=$((r * mib)) conv=notrunc,fsync"
+    else
+      of=$dir/dd-$r place=conv=fsync
+    fi
     # shellcheck disable=SC2086
-    dd if=/dev/zero of="$dir/dd-$r" bs=1M count="$mib" conv=fsync $1 status=none &
+    dd if=/dev/zero of="$of" bs=1M count="$mib" $place $1 status=none &
     r=$((r + 1))
   done
   wait
   end=$(now)
-  rm -f "$dir"/dd-*
-  python3 -c "print(round($end - $start, 4))"
-}
-one_file() {  # extra dd flag: prints the seconds of RANKS dd at once into one new file
-  rm -f "$dir/one"
-  start=$(now)
-  r=0
-  while [ $r -lt "$ranks" ]; do
-    # shellcheck disable=SC2086
-    dd if=/dev/zero of="$dir/one" bs=1M count="$mib" seek=$((r * mib)) conv=notrunc,fsync $1 \
-      status=none &
-    r=$((r + 1))
-  done
-  wait
-  end=$(now)
-  rm -f "$dir/one"
+  rm -f "$dir"/dd-* "$dir/one"
   python3 -c "print(round($end - $start, 4))"
 }
 saves=$((epochs + 1))
@@ -87,8 +79,8 @@ while [ "$round" -lt "$rounds" ]; do
       B) b=$(run none "$@") ;;
       C) c=$(limit "") ;;
       D) d=$(limit oflag=direct) ;;
-      E) e=$(one_file "") ;;
-      F) f=$(one_file oflag=direct) ;;
+      E) e=$(limit "" one) ;;
+      F) f=$(limit oflag=direct one) ;;
     esac
   done
   echo "$round $a $b $c $d $e $f" >>"$dir/results"
