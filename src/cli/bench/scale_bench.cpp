@@ -128,65 +128,65 @@ void agree_by_gather(const Communicator& comm, int status, const char* step,
   }
 }
 
-// Rank 0 creates the new, empty `file` and broadcasts that it did; Error on every rank if not.
-void create_on_root(const Communicator& comm, const fs::path& file, const char* what) {
+// The hand-made commit around `write` (this rank's bytes into the new file it is given): rank 0
+// creates `name`.tmp in `directory` and broadcasts that it did; every rank writes; a gather of one
+// status per rank; rank 0 renames the file to `name`.done and fsyncs the directory; a broadcast
+// of the verdict. Error on every rank, naming the hand-made `step`, when any step failed on any
+// rank.
+void commit_by_hand(const Communicator& comm, const fs::path& directory, const std::string& name,
+                    const char* step, const std::function<void(const fs::path&)>& write) {
+  const auto temporary = directory / (name + ".tmp");
   int created = 1;
   if (comm.is_root()) {
     try {
-      create_new_file(file).close(file.string());
+      create_new_file(temporary).close(temporary.string());
     } catch (const Error&) {
       created = 0;
     }
   }
   comm.broadcast(created);
   if (created == 0) {
-    throw Error(std::string(what) + ": rank 0 could not create " + file.string());
+    throw Error(std::string("hand-made ") + step + ": rank 0 could not create " +
+                temporary.string());
   }
+  int status = 0;
+  try {
+    write(temporary);
+  } catch (const Error&) {
+    status = 1;
+  }
+  agree_by_gather(comm, status, step,
+                  [&] { rename_durably(temporary, directory / (name + ".done")); });
 }
 
 void handmade_save(const Communicator& comm, const fs::path& directory, std::int64_t epoch,
                    std::span<const std::byte> bytes) {
-  const auto name = "handmade-" + std::to_string(epoch);
-  const auto temporary = directory / (name + ".tmp");
-  create_on_root(comm, temporary, "hand-made save");
-  int status = 0;
-  try {
-    auto fd = open_regular_file_for_writing(temporary);
-    write_at(fd.get(), static_cast<std::uint64_t>(comm.rank()) * bytes.size(), bytes,
-             temporary.string());
-    sync_file(fd.get(), temporary.string());
-    fd.close(temporary.string());
-  } catch (const Error&) {
-    status = 1;
-  }
-  agree_by_gather(comm, status, "save",
-                  [&] { rename_durably(temporary, directory / (name + ".done")); });
+  commit_by_hand(comm, directory, "handmade-" + std::to_string(epoch), "save",
+                 [&](const fs::path& file) {
+                   auto fd = open_regular_file_for_writing(file);
+                   write_at(fd.get(), static_cast<std::uint64_t>(comm.rank()) * bytes.size(), bytes,
+                            file.string());
+                   sync_file(fd.get(), file.string());
+                   fd.close(file.string());
+                 });
 }
 
 // The design's floor for a global array of interleaved blocks: the bare collective MPI-IO save
-// of the same array, as scripts/collective_floor.c makes it outside the program. Rank 0 creates
-// the file and broadcasts that it did; one collective open; each rank's block in one
-// MPI_File_write_all over its subarray view; MPI_File_sync, each rank's written pages dropped
-// (as a save drops them), close; then the hand-made commit's gather, durable rename and
-// broadcast. No HDF5 lay-out, no checksum, no agreement: what the job's save costs beyond this
-// is its own. (Bands of whole rows take the same calls; the job's save writes them directly.)
+// of the same array, as scripts/collective_floor.c makes it outside the program. One collective
+// open; each rank's block in one MPI_File_write_all over its subarray view; MPI_File_sync, each
+// rank's written pages dropped (as a save drops them), close; around it the hand-made commit.
+// No HDF5 lay-out, no checksum, no agreement: what the job's save costs beyond this is its own.
+// (Bands of whole rows take the same calls; the job's save writes them directly.)
 void collective_floor_save(const Communicator& comm, const fs::path& directory, std::int64_t epoch,
                            const ScaleArray& array) {
-  const auto name = "floor-" + std::to_string(epoch);
-  const auto temporary = directory / (name + ".tmp");
-  create_on_root(comm, temporary, "collective floor save");
-  int status = 0;
-  try {
-    MpiIoFile file(comm, temporary, MpiIoFile::Access::kWrite, {});
-    file.write_block_all(StoredArray{0, array.shape, sizeof(double)},
-                         array.blocks->at(static_cast<std::size_t>(comm.rank())),
-                         array.workspace.get("field").raw());
-    file.sync_and_close();
-  } catch (const Error&) {
-    status = 1;
-  }
-  agree_by_gather(comm, status, "collective floor save",
-                  [&] { rename_durably(temporary, directory / (name + ".done")); });
+  commit_by_hand(comm, directory, "floor-" + std::to_string(epoch), "collective floor save",
+                 [&](const fs::path& file) {
+                   MpiIoFile mpi_file(comm, file, MpiIoFile::Access::kWrite, {});
+                   mpi_file.write_block_all(StoredArray{0, array.shape, sizeof(double)},
+                                            array.blocks->at(static_cast<std::size_t>(comm.rank())),
+                                            array.workspace.get("field").raw());
+                   mpi_file.sync_and_close();
+                 });
 }
 
 void handmade_load(const Communicator& comm, const fs::path& directory, std::int64_t epoch,
