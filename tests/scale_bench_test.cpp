@@ -95,6 +95,15 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
   // The floor is the collective MPI-IO write itself, even for bands.
   EXPECT_EQ(steps.at("collective floor array save").at("rank0_mpi_calls").value("MPI_File_open", 0),
             1);
+  // Its steps, named as the save's own collective write names them, so that the two read side
+  // by side: what the save adds is in the steps the floor does not have.
+  std::vector<std::string> floor_steps;
+  for (const auto& step : steps.at("collective floor array save").at("steps")) {
+    floor_steps.push_back(step.at("step").get<std::string>());
+  }
+  EXPECT_EQ(floor_steps, (std::vector<std::string>{"create", "open", "collective write",
+                                                   "sync and close", "commit"}))
+      << steps.at("collective floor array save").dump();
   // A load's rank 0 reads the layout from the file's layout record: it opens no file with HDF5
   // (which it did, once per load, before the record). Its collectives: the broadcast of its
   // step's outcome, which carries a small layout too, and the reduction after every rank read

@@ -136,6 +136,7 @@ void agree_by_gather(const Communicator& comm, int status, const char* step,
 void commit_by_hand(const Communicator& comm, const fs::path& directory, const std::string& name,
                     const char* step, const std::function<void(const fs::path&)>& write) {
   const auto temporary = directory / (name + ".tmp");
+  auto started = step_times::Clock::now();
   int created = 1;
   if (comm.is_root()) {
     try {
@@ -145,6 +146,7 @@ void commit_by_hand(const Communicator& comm, const fs::path& directory, const s
     }
   }
   comm.broadcast(created);
+  step_times::add_since("create", started);
   if (created == 0) {
     throw Error(std::string("hand-made ") + step + ": rank 0 could not create " +
                 temporary.string());
@@ -155,19 +157,23 @@ void commit_by_hand(const Communicator& comm, const fs::path& directory, const s
   } catch (const Error&) {
     status = 1;
   }
+  started = step_times::Clock::now();
   agree_by_gather(comm, status, step,
                   [&] { rename_durably(temporary, directory / (name + ".done")); });
+  step_times::add_since("commit", started);
 }
 
 void handmade_save(const Communicator& comm, const fs::path& directory, std::int64_t epoch,
                    std::span<const std::byte> bytes) {
   commit_by_hand(comm, directory, "handmade-" + std::to_string(epoch), "save",
                  [&](const fs::path& file) {
+                   const auto started = step_times::Clock::now();
                    auto fd = open_regular_file_for_writing(file);
                    write_at(fd.get(), static_cast<std::uint64_t>(comm.rank()) * bytes.size(), bytes,
                             file.string());
                    sync_file(fd.get(), file.string());
                    fd.close(file.string());
+                   step_times::add_since("write and fsync", started);
                  });
 }
 
@@ -181,11 +187,17 @@ void collective_floor_save(const Communicator& comm, const fs::path& directory, 
                            const ScaleArray& array) {
   commit_by_hand(comm, directory, "floor-" + std::to_string(epoch), "collective floor save",
                  [&](const fs::path& file) {
+                   auto started = step_times::Clock::now();
                    MpiIoFile mpi_file(comm, file, MpiIoFile::Access::kWrite, {});
+                   step_times::add_since("open", started);
+                   started = step_times::Clock::now();
                    mpi_file.write_block_all(StoredArray{0, array.shape, sizeof(double)},
                                             array.blocks->at(static_cast<std::size_t>(comm.rank())),
                                             array.workspace.get("field").raw());
+                   step_times::add_since("collective write", started);
+                   started = step_times::Clock::now();
                    mpi_file.sync_and_close();
+                   step_times::add_since("sync and close", started);
                  });
 }
 
