@@ -7,13 +7,15 @@
 // when its own host writes to the file, or when it sees the modification time change. So: a rank
 // with nothing to write never opens the file, and rank 0 marks it modified after every rank's bytes
 // are durable and before the rename. The race itself is too rare to catch in a test; these tests
-// watch the system calls (strace) that close it, on one host.
+// watch the system calls (strace) that close it, on one host. The same traces show in what order
+// the ranks' writes of a collective save reach the file against their fsyncs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -37,15 +39,17 @@ std::string& last_run_errors() {
   return err;
 }
 
-// Runs `args` on 3 ranks under strace -f (every rank is a child of mpiexec), tracing the calls
-// that touch a checkpoint's temporary file, and returns them in order (a call another thread
+// The calls most tests trace: those by which a rank opens, syncs, marks and commits a file.
+constexpr const char* kCommitCalls = "openat,utimensat,fsync,rename";
+
+// Runs `args` on 3 ranks under strace -f (every rank is a child of mpiexec), tracing the
+// system calls `traced` (strace's -e trace=), and returns them in order (a call another thread
 // interrupts is its "<unfinished ...>" line, where it began).
-std::vector<Call> traced_once(const std::vector<std::string>& args) {
+std::vector<Call> traced_once(const std::vector<std::string>& args, const std::string& traced) {
   ScratchDir cwd;
   const auto trace = cwd / "trace";
-  std::vector<std::string> argv = {
-      STRACE_BINARY, "-f",           "-y", "-qq",
-      "-o",          trace.string(), "-e", "trace=openat,utimensat,fsync,rename"};
+  std::vector<std::string> argv = {STRACE_BINARY, "-f",           "-y", "-qq",
+                                   "-o",          trace.string(), "-e", "trace=" + traced};
   const auto launched = epochrun_on_ranks(3, args);
   argv.insert(argv.end(), launched.begin(), launched.end());
   const auto result = run_within(argv, cwd.path(), 240);
@@ -85,14 +89,15 @@ std::string what_was_traced(const std::vector<Call>& calls) {
   return named + "standard error:\n" + last_run_errors();
 }
 
-std::vector<Call> traced_run(const std::vector<std::string>& args) {
-  auto calls = traced_once(args);
+std::vector<Call> traced_run(const std::vector<std::string>& args,
+                             const std::string& traced = kCommitCalls) {
+  auto calls = traced_once(args, traced);
   if (!ranks_traced(calls)) {
     // A trace without any call naming a checkpoint says nothing about who opens it (strace
     // may have failed to follow the ranks): trace once more, and say so.
     std::cout << "the trace holds no call naming a checkpoint (" << calls.size()
               << " calls); tracing once more\n";
-    calls = traced_once(args);
+    calls = traced_once(args, traced);
   }
   if (!ranks_traced(calls)) {
     std::string first;
@@ -211,6 +216,52 @@ TEST(ClientCache, TheCommitMarksTheFileModifiedAfterEveryRanksBytes) {
     ASSERT_TRUE(marked) << "the file was never marked modified";
     EXPECT_GT(*marked, *last_fsync);
     EXPECT_LT(*marked, *renamed);
+  }
+}
+
+// The byte count of a traced pwrite64 call, past its (escaped, perhaps cut) buffer.
+std::optional<std::uint64_t> bytes_written_by(const std::string& text) {
+  static const std::regex pwrite(
+      R"re(^pwrite64\(\d+<[^>]*>, "(?:[^"\\]|\\.)*"(?:\.\.\.)?, (\d+),)re");
+  std::smatch match;
+  if (!std::regex_search(text, match, pwrite)) {
+    return std::nullopt;
+  }
+  return std::stoull(match[1].str());
+}
+
+// A global array written with collective MPI-IO: every rank writes its block's checksum into
+// the file before the collective write, so that no rank's checksum lands after the first
+// block's bytes. No rank leaves the collective write before every rank has entered it, so no
+// checksum can dirty the file's pages again once a rank has begun to fsync them. Written after
+// its block, each rank's checksum came between the other ranks' fsyncs, and each of those
+// fsyncs wrote the page once more (at 96 ranks a quarter of the save's sync).
+TEST(ClientCache, ACollectiveSaveWritesEveryChecksumBeforeAnyBlock) {
+  // 96 x 64 f64 cells in bands of 32 rows: 16,384 bytes a block.
+  constexpr std::uint64_t kBlockBytes = 16384;
+  const auto calls =
+      traced_run({"run", "--job", "heat_diffusion", "--heat_diffusion.rows", "96",
+                  "--heat_diffusion.columns", "64", "--heat_diffusion.max_epochs", "2",
+                  "--array-io", "mpiio", "--checkpoint-dir", "ck", "--log-level", "warn"},
+                 "openat,pwrite64,fsync");
+  for (int epoch = 0; epoch <= 2; ++epoch) {
+    SCOPED_TRACE("epoch " + std::to_string(epoch));
+    std::size_t blocks = 0;
+    std::size_t checksums_after = 0;
+    for (const auto& call : calls) {
+      const auto bytes = bytes_written_by(call.text);
+      if (!bytes || temporary_in(call.text, epoch).empty()) {
+        continue;
+      }
+      if (*bytes == kBlockBytes) {
+        ++blocks;
+      } else if (blocks > 0 && *bytes == 8) {
+        ++checksums_after;
+        ADD_FAILURE() << "a checksum written after a block: " << call.thread << " " << call.text;
+      }
+    }
+    EXPECT_EQ(blocks, 3u) << what_was_traced(calls);
+    EXPECT_EQ(checksums_after, 0u);
   }
 }
 
