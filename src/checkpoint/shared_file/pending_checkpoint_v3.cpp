@@ -627,21 +627,20 @@ void PendingCheckpointV3::write_arrays() {
   // those fsyncs wrote it once more: at 96 ranks, sync and close took 33 ms against the bare
   // collective save's 21, and 24.5 written first (docs/benchmarks-history.md). Large blocks
   // are hashed on a thread of their own while the open and its agreement take place.
+  // The hash phase holds what the save waited for: all of an inline hash, and of one on the
+  // thread only what was left of it after the open.
   std::vector<std::uint64_t> sums(described.size());
-  double hashing_seconds = 0;
   std::uint64_t collective_bytes = 0;
   for (std::size_t i = 0; i < described.size(); ++i) {
     collective_bytes += written_collectively(i) ? blobs_[i].view.bytes.size() : 0;
   }
   const auto hash_blocks = [&] {
-    const auto hashing = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < described.size(); ++i) {
       const auto& view = blobs_[i].view;
       if (written_collectively(i)) {
         sums[i] = view.xxh64 ? *view.xxh64 : XXH64(view.bytes.data(), view.bytes.size(), 0);
       }
     }
-    hashing_seconds = seconds_since(hashing);
   };
   std::jthread hasher;
   if (collective_bytes >= kHashBesideFrom) {
@@ -652,7 +651,9 @@ void PendingCheckpointV3::write_arrays() {
     }
   }
   if (!hasher.joinable()) {
+    const auto hashing = std::chrono::steady_clock::now();
     hash_blocks();
+    phases_.add(SavePhase::kHash, seconds_since(hashing));
   }
   std::optional<MpiIoFile> file;
   agreed_step("open for collective writes", SavePhase::kWrite, false, [&] {
@@ -679,9 +680,10 @@ void PendingCheckpointV3::write_arrays() {
     }
   });
   if (hasher.joinable()) {
+    const auto waiting = std::chrono::steady_clock::now();
     hasher.join();
+    phases_.add(SavePhase::kHash, seconds_since(waiting));
   }
-  phases_.add(SavePhase::kHash, hashing_seconds);
   const auto checksum_offsets = array_checksum_offsets();
   // The first failure of this rank, the data step's included, is the one finish() agrees on.
   // Each call in its own try: a rank whose checksum could not be written still makes the
