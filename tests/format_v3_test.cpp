@@ -4,6 +4,7 @@
 // pack; the reader refuses a file whose parts do not match, and h5py reads the whole array.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -12,6 +13,10 @@
 #include "checkpoint_layout_v3.hpp"
 #include "epochrun/errors.hpp"
 #include "file_descriptor.hpp"
+#include "hdf5_checksum.hpp"
+#include "layout_replay.hpp"
+#include "regular_file.hpp"
+#include "step_times.hpp"
 #include "stored_file_codec.hpp"
 #include "test_support.hpp"
 
@@ -154,6 +159,95 @@ TEST_F(FormatV3, AFileSealedAfterItsDataStepReadsBackTheSame) {
   const auto now = directory / "now.h5";
   write_file(now, description());
   EXPECT_EQ(read_back(now).layout.extents.size(), written.extents.size());
+}
+
+// HDF5 keeps a closed file's metadata cache (528 KiB in HDF5 1.10) on its free list for the
+// next file's, instead of giving it back to the system and faulting in fresh pages for every
+// save's lay-out (h5_library.cpp); with HDF5's default limits a list keeps at most 64 KiB.
+// HDF5 counts the bytes its regular free lists have allocated, in use or kept.
+std::int64_t regular_free_list_bytes() {
+  std::size_t regular = 0;
+  std::size_t array = 0;
+  std::size_t block = 0;
+  std::size_t factory = 0;
+  EXPECT_GE(H5get_free_list_sizes(&regular, &array, &block, &factory), 0);
+  return static_cast<std::int64_t>(regular);
+}
+
+TEST_F(FormatV3, AClosedFileLeavesItsMetadataCacheForTheNextFile) {
+  write_file(file, description());  // the library's HDF5 set up, as in a save
+  const auto next = directory / "next.h5";
+  const hid_t open = H5Fcreate(next.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(open, 0);
+  const auto while_open = regular_free_list_bytes();
+  ASSERT_GE(H5Fclose(open), 0);
+  const auto given_back = while_open - regular_free_list_bytes();
+  EXPECT_LT(given_back, std::int64_t{512} << 10)
+      << "closing a file gave " << given_back << " bytes of HDF5's free lists back";
+}
+
+// The H5Fcreate calls of `lay_out`, and the layout it returns.
+template <typename LayOut>
+std::pair<LayoutV3, std::int64_t> counted(LayOut&& lay_out) {
+  step_times::record_on_this_thread(true);
+  auto layout = lay_out();
+  std::int64_t creates = 0;
+  for (const auto& [call, count] : step_times::take_calls()) {
+    creates += call == "H5Fcreate" ? count : 0;
+  }
+  step_times::record_on_this_thread(false);
+  return {std::move(layout), creates};
+}
+
+std::pair<LayoutV3, std::int64_t> replayed(const std::filesystem::path& path,
+                                           const FileDescription& file) {
+  FileDescriptor fd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644));
+  int created = 0;
+  auto result = counted([&] { return lay_out_or_replay_v3(fd.get(), file, [&] { ++created; }); });
+  EXPECT_EQ(created, 1) << path;
+  return result;
+}
+
+FileDescription at_epoch(std::int64_t epoch, const std::string& job) {
+  auto file = description();
+  file.epoch = epoch;
+  file.job = job;
+  return file;
+}
+
+// A save whose description changed in its epoch alone lays its file out without HDF5, and the
+// file is byte for byte the one HDF5 lays out for that epoch.
+TEST_F(FormatV3, ALayOutReplayedForAnotherEpochIsTheFileHdf5LaysOut) {
+  EXPECT_EQ(replayed(directory / "7.h5", at_epoch(7, "replay_test")).second, 1);
+  EXPECT_EQ(replayed(directory / "8.h5", at_epoch(8, "replay_test")).second, 1);
+  // The two HDF5 lay-outs showed which bytes the epoch changes: the third is replayed.
+  const auto [layout, creates] = replayed(directory / "300.h5", at_epoch(300, "replay_test"));
+  EXPECT_EQ(creates, 0);
+  const auto made = directory / "made.h5";
+  {
+    FileDescriptor fd(open(made.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644));
+    EXPECT_EQ(lay_out_checkpoint_file_v3(fd.get(), at_epoch(300, "replay_test"), [] {}), layout);
+  }
+  const auto replayed_bytes = read_regular_file(directory / "300.h5", 1 << 24);
+  ASSERT_EQ(replayed_bytes.size(), read_regular_file(made, 1 << 24).size());
+  EXPECT_TRUE(replayed_bytes == read_regular_file(made, 1 << 24));
+  // Another description is laid out by HDF5 until two of its lay-outs prove its patch, and the
+  // first is still replayed in between (a process may save two kinds of checkpoint in turn).
+  auto other = at_epoch(301, "replay_test");
+  other.blobs.back().shape = {kWeights / 2};
+  EXPECT_EQ(replayed(directory / "301.h5", other).second, 1);
+  EXPECT_EQ(replayed(directory / "302.h5", at_epoch(302, "replay_test")).second, 0);
+  other.epoch = 303;
+  EXPECT_EQ(replayed(directory / "303.h5", other).second, 1);
+  other.epoch = 304;
+  EXPECT_EQ(replayed(directory / "304.h5", other).second, 0);
+}
+
+// HDF5's checksum of metadata (lookup3), as HDF5's own test vectors have it.
+TEST(Hdf5MetadataChecksum, MatchesLookup3) {
+  const std::string four_score = "Four score and seven years ago";
+  EXPECT_EQ(hdf5_metadata_checksum({}), 0xdeadbeefu);
+  EXPECT_EQ(hdf5_metadata_checksum(std::as_bytes(std::span(four_score))), 0x17770551u);
 }
 
 TEST_F(FormatV3, TheMetadataDoesNotGrowWithTheRankCount) {

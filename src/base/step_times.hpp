@@ -25,7 +25,7 @@ void add_since(const std::string& step, Clock::time_point since);
 std::vector<std::pair<std::string, double>> take();
 
 // Counts one call of the MPI function `call` (every checked MPI call passes here), or of
-// H5Fopen (h5::open_file_read_only).
+// H5Fopen (h5::open_file_read_only) or H5Fcreate (create_checkpoint_file).
 void count_call(const char* call);
 // The calls counted since recording started or since the last take, in order.
 std::vector<std::pair<std::string, std::int64_t>> take_calls();

@@ -6,6 +6,7 @@
 #include "epochrun/errors.hpp"
 #include "epochrun/names.hpp"
 #include "h5_attributes.hpp"
+#include "h5_library.hpp"
 #include "h5_types.hpp"
 #include "regular_file.hpp"
 
@@ -23,7 +24,7 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* names) {
 
 void write_blob_file(const std::filesystem::path& file, const std::map<std::string, Blob>& blobs,
                      const std::map<std::string, std::string>& attributes) {
-  h5::silence_error_printing();
+  h5::set_up_library();
   const auto temporary = temporary_sibling(file);
   try {
     // Created with its final mode before HDF5 writes into it: never writable by others.
@@ -64,7 +65,7 @@ void write_blob_file(const std::filesystem::path& file, const std::map<std::stri
 }
 
 std::map<std::string, Blob> read_blob_file(const std::filesystem::path& file) {
-  h5::silence_error_printing();
+  h5::set_up_library();
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), "create file access list");
   h5::check(H5Pset_file_locking(fapl.get(), false, true), "disable file locking");
   Handle h5file(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), "open " + file.string());

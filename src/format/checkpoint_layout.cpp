@@ -12,6 +12,7 @@
 #include "h5_objects.hpp"
 #include "h5_types.hpp"
 #include "regular_file.hpp"
+#include "step_times.hpp"
 
 namespace epochrun {
 
@@ -69,6 +70,7 @@ h5::Handle create_checkpoint_file(int fd, std::uint64_t user_block_size) {
             "set the alignment");
   const auto fcpl = h5::untimed_creation_list(H5P_FILE_CREATE, "file creation list");
   h5::check(H5Pset_userblock(fcpl.get(), user_block_size), "reserve the user block");
+  step_times::count_call("H5Fcreate");
   return h5::Handle(H5Fcreate(descriptor_path(fd).c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
                     "create file");
 }

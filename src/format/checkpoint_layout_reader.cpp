@@ -11,6 +11,7 @@
 #include "epochrun/names.hpp"
 #include "error_table.hpp"
 #include "h5_handle.hpp"
+#include "h5_library.hpp"
 #include "regular_file.hpp"
 
 namespace epochrun {
@@ -34,7 +35,7 @@ std::uint64_t checked_byte_size(const BlobRecord& record, std::uint64_t file_byt
 }
 
 CheckpointLayout read_checkpoint_layout(int fd, const IntegrityHeader& integrity) {
-  h5::silence_error_printing();
+  h5::set_up_library();
   try {
     auto fapl = checkpoint_file_access();
     h5::Handle file(h5::open_file_read_only(descriptor_path(fd), fapl.get(), "open"));

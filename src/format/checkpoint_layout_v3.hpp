@@ -33,6 +33,7 @@ struct BlobDescription {
   // Bytes of one node's value (per-node), of the value (replicated), of the whole array
   // (global array) or of all nodes' values (ragged).
   std::uint64_t value_bytes() const;
+  friend bool operator==(const BlobDescription&, const BlobDescription&) = default;
 };
 
 // Everything rank 0 lays a version 3 file out from.
@@ -46,6 +47,7 @@ struct FileDescription {
   std::size_t ragged_dimensions = 1;
 
   std::uint64_t ranks() const { return node_names.size(); }
+  friend bool operator==(const FileDescription&, const FileDescription&) = default;
 };
 
 // Where a version 3 file's bytes go, the same on every rank.
@@ -75,6 +77,7 @@ struct LayoutV3 {
   std::uint64_t node_checksum_offset(std::uint64_t rank, std::uint64_t per_node_index) const {
     return checksums_offset + 8 * (rank * per_node_blobs + per_node_index);
   }
+  friend bool operator==(const LayoutV3&, const LayoutV3&) = default;
 };
 
 // Lays out the file `description` describes in the empty file open read-write as `fd`: user

@@ -18,6 +18,7 @@
 #include "error_table.hpp"
 #include "h5_attributes.hpp"
 #include "h5_handle.hpp"
+#include "h5_library.hpp"
 #include "h5_objects.hpp"
 #include "h5_types.hpp"
 #include "regular_file.hpp"
@@ -615,7 +616,7 @@ StoredFileV3 read_checkpoint_layout_v3(int fd, const IntegrityHeader& integrity)
 
 std::optional<StoredFileV3> read_checkpoint_layout_if_v3(int fd, const IntegrityHeader& integrity,
                                                          std::int64_t& version) {
-  h5::silence_error_printing();
+  h5::set_up_library();
   try {
     auto fapl = checkpoint_file_access();
     Handle file(h5::open_file_read_only(descriptor_path(fd), fapl.get(), "open"));

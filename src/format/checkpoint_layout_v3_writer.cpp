@@ -9,6 +9,7 @@
 #include "checkpoint_root_attributes.hpp"
 #include "h5_attributes.hpp"
 #include "h5_handle.hpp"
+#include "h5_library.hpp"
 #include "h5_types.hpp"
 #include "regular_file.hpp"
 #include "stored_file_codec.hpp"
@@ -184,7 +185,7 @@ std::vector<std::byte> ragged_index_row(const Shape& shape, std::size_t width, s
 
 LayoutV3 lay_out_checkpoint_file_v3(int fd, const FileDescription& description,
                                     const std::function<void()>& created) {
-  h5::silence_error_printing();
+  h5::set_up_library();
   const auto& blobs = description.blobs;
   LayoutV3 layout;
   layout.packed = packed_blobs(blobs);

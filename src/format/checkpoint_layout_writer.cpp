@@ -9,6 +9,7 @@
 #include "checkpoint_layout_internal.hpp"
 #include "checkpoint_root_attributes.hpp"
 #include "h5_handle.hpp"
+#include "h5_library.hpp"
 #include "h5_objects.hpp"
 #include "h5_types.hpp"
 #include "regular_file.hpp"
@@ -83,7 +84,7 @@ void lay_out_node(hid_t nodes, hid_t index, const std::string& node, hid_t dcpl,
 
 CheckpointLayout lay_out_checkpoint_file(int fd, CheckpointHeader header,
                                          const std::function<void()>& created) {
-  h5::silence_error_printing();
+  h5::set_up_library();
   CheckpointLayout layout;
   layout.header = std::move(header);  // thousands of records: moved, not copied
   layout.header.format_version = kFormatVersion2;

@@ -26,6 +26,8 @@ namespace epochrun {
 struct DataExtent {
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
+
+  friend bool operator==(const DataExtent&, const DataExtent&) = default;
 };
 
 struct IntegrityHeader {

@@ -7,6 +7,7 @@
 #include "epochrun/errors.hpp"
 #include "h5_creation.hpp"
 #include "h5_handle.hpp"
+#include "h5_library.hpp"
 #include "h5_objects.hpp"
 #include "h5_types.hpp"
 
@@ -100,7 +101,7 @@ CollectiveTransfer transfer(MPI_Comm comm, const std::filesystem::path& file, un
 std::uint64_t create_array_file(const std::filesystem::path& file, const std::string& dataset,
                                 DType dtype, const Shape& global_shape,
                                 std::uint64_t user_block_bytes) {
-  silence_error_printing();
+  set_up_library();
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), "create file access list");
   check(H5Pset_file_locking(fapl.get(), false, true), "disable file locking");
   // As a checkpoint's large datasets: page-aligned (relative to the user block), so that no

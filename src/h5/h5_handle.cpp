@@ -1,7 +1,5 @@
 #include "h5_handle.hpp"
 
-#include <mutex>
-
 #include "epochrun/errors.hpp"
 #include "step_times.hpp"
 
@@ -41,11 +39,6 @@ herr_t close_any(hid_t id) {
 }
 
 }  // namespace
-
-void silence_error_printing() {
-  static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
-}
 
 std::string take_error_stack() {
   std::string text;

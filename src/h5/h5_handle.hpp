@@ -9,10 +9,6 @@
 
 namespace epochrun::h5 {
 
-// Turns off HDF5's printing of error stacks to stderr (we report them in exceptions). Safe
-// to call many times.
-void silence_error_printing();
-
 // The current HDF5 error stack as one line, and clears it.
 std::string take_error_stack();
 

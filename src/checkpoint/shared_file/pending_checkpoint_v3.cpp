@@ -21,6 +21,7 @@
 #include "global_array_io.hpp"
 #include "h5_objects.hpp"
 #include "integrity_header.hpp"
+#include "layout_replay.hpp"
 #include "page_cache.hpp"
 #include "regular_file.hpp"
 #include "seconds_since.hpp"
@@ -391,7 +392,7 @@ PendingCheckpointV3 PendingCheckpointV3::begin(const std::filesystem::path& file
             pending.file_, estimated_file_bytes(pending.description_), pending.epoch_,
             [&](int fd, const std::function<void()>& created) {
               carried[safe_at] = direct_writes_safe(file_system_kind(fd)) ? 1 : 0;
-              return lay_out_checkpoint_file_v3(fd, pending.description_, created);
+              return lay_out_or_replay_v3(fd, pending.description_, created);
             });
         pending.created_.seal_before_data(pending.layout_.user_block_size, pending.layout_.extents,
                                           layout_record_for(pending.description_, pending.layout_));
