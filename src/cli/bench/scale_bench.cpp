@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "bench/bench_rounds.hpp"
 #include "bench/median.hpp"
@@ -337,7 +338,7 @@ void print_scale(const nlohmann::json& rows) {
           calls +=
               (calls.empty() ? "" : ", ") + call + " " + std::to_string(count.get<long long>());
         }
-        std::printf("  MPI calls and HDF5 file opens: %s\n", calls.c_str());
+        std::printf("  MPI calls and HDF5 file opens and creates: %s\n", calls.c_str());
       }
     } else if (row.contains("layout_ranks")) {
       std::printf(
@@ -363,9 +364,11 @@ nlohmann::json measure_scale(const Communicator& comm, const fs::path& directory
   });
   const auto workspace = random_workspace(bytes_per_rank, 1, comm.rank());
   const auto& state = workspace.get(workspace.names().front());
-  JobSavePath path(comm, ours, workspace);
+  // Destroyed before the clean-up: their index and removal threads then have ended.
+  std::optional<JobSavePath> path(std::in_place, comm, ours, workspace);
   const ScaleArray array(comm, state.raw());
-  JobSavePath array_path(comm, arrays, array.workspace, array.shape, array.blocks);
+  std::optional<JobSavePath> array_path(std::in_place, comm, arrays, array.workspace, array.shape,
+                                        array.blocks);
 
   Series save{"scale_save", "the job's save of a tiny state: fixed cost", {}};
   Series save_limit{"scale_save_limit", "hand-made save of the same bytes", {}};
@@ -397,7 +400,7 @@ nlohmann::json measure_scale(const Communicator& comm, const fs::path& directory
     const std::int64_t epoch = round + 1;
     alternate(
         round,
-        measured(save, saves, "save", [&] { save_through_the_job_path(path, epoch, workspace); }),
+        measured(save, saves, "save", [&] { save_through_the_job_path(*path, epoch, workspace); }),
         measured(save_limit, handmade_saves, "hand-made save",
                  [&] { handmade_save(comm, handmade, epoch, state.raw()); }));
     alternate(
@@ -409,7 +412,7 @@ nlohmann::json measure_scale(const Communicator& comm, const fs::path& directory
     in_turn(round, {measured(array_save, array_saves, "array save",
                              [&] {
                                recorded_seconds =
-                                   save_through_the_job_path(array_path, epoch, array.workspace);
+                                   save_through_the_job_path(*array_path, epoch, array.workspace);
                              }),
                     measured(array_save_limit, handmade_array_saves, "hand-made array save",
                              [&] {
@@ -442,6 +445,8 @@ nlohmann::json measure_scale(const Communicator& comm, const fs::path& directory
                   {"array save", median_steps(array_saves)},
                   {"hand-made array save", median_steps(handmade_array_saves)},
                   {"collective floor array save", median_steps(floor_array_saves)}});
+  path.reset();
+  array_path.reset();
   run_on_root_then_agree(comm, "scale bench clean-up", [&] {
     fs::remove_all(ours);
     fs::remove_all(handmade);
