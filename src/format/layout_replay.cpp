@@ -4,12 +4,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <optional>
-#include <system_error>
 
+#include "durable_file.hpp"
 #include "epochrun/errors.hpp"
 #include "hdf5_checksum.hpp"
 #include "regular_file.hpp"
@@ -116,16 +115,17 @@ bool same_but_epoch(FileDescription a, const FileDescription& b) {
   return a == b;
 }
 
-std::vector<Region> patched(const Image& image, const EpochPatch& patch, std::int64_t epoch) {
-  auto regions = image.regions;
-  auto& bytes = regions[patch.region].bytes;
+// The bytes of the region that holds the epoch, rewritten for `epoch`; every other region is
+// the same at every epoch (epoch_patch checked it).
+std::vector<std::byte> patched(const Image& image, const EpochPatch& patch, std::int64_t epoch) {
+  auto bytes = image.regions[patch.region].bytes;
   const auto value = little_endian(epoch);
   std::copy(value.begin(), value.end(),
             bytes.begin() + static_cast<std::ptrdiff_t>(patch.epoch_at));
   const auto sum = hdf5_metadata_checksum(
       std::span(bytes).subspan(patch.chunk_begin, patch.checksum_at - patch.chunk_begin));
   std::memcpy(bytes.data() + patch.checksum_at, &sum, 4);
-  return regions;
+  return bytes;
 }
 
 bool is_chunk_signature(std::span<const std::byte> bytes, std::size_t at) {
@@ -224,11 +224,13 @@ Memory& memory() {
 
 void replay(int fd, const Image& image, const EpochPatch& patch, std::int64_t epoch) {
   const std::string what = "the checkpoint file's lay-out";
-  for (const auto& region : patched(image, patch, epoch)) {
-    write_at(fd, region.offset, region.bytes, what);
+  for (std::size_t r = 0; r < image.regions.size(); ++r) {
+    const auto& region = image.regions[r];
+    write_at(fd, region.offset, r == patch.region ? patched(image, patch, epoch) : region.bytes,
+             what);
   }
   if (file_size(fd) < image.size && ::ftruncate(fd, static_cast<off_t>(image.size)) != 0) {
-    throw Error(what + ": ftruncate: " + std::error_code(errno, std::generic_category()).message());
+    throw Error(errno_message(what + ": ftruncate"));
   }
 }
 
@@ -259,7 +261,8 @@ LayoutV3 lay_out_or_replay_v3(int fd, const FileDescription& description,
       if (before) {
         const auto patch = epoch_patch(before->image, now.image);
         // Proven only when the replay of the first rebuilds the second, byte for byte.
-        if (patch && patched(before->image, *patch, description.epoch) == now.image.regions) {
+        if (patch && patched(before->image, *patch, description.epoch) ==
+                         now.image.regions[patch->region].bytes) {
           now.patch = patch;
         }
       }
