@@ -26,7 +26,7 @@ rounds=${3:-5}
 ranks=${4:-3}
 mib=${5:-256}
 epochs=${6:-3}
-[ $# -gt 6 ] && shift 6 || shift $#
+if [ $# -gt 6 ]; then shift 6; else shift $#; fi
 [ "${1:-}" = -- ] && shift
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 epochrun=$(cd "$build" && pwd)/epochrun

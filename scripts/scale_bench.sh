@@ -28,6 +28,8 @@ for ranks in $counts; do
   layout=()
   # The one-process lay-out does not depend on the ranks running: once is enough.
   if [[ $first == 1 ]]; then
+    # One operand whose value is a comma-separated list.
+    # shellcheck disable=SC2054
     layout=(--layout-ranks 1000,10000,100000)
     first=0
   else

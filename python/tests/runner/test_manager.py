@@ -41,8 +41,7 @@ def expected_values(epochs):
 
 
 def test_async_saves_from_the_loop_commit_what_the_reader_reads(tmp_path):
-    done = run_ok(3, LOOP, ["--dir", "ck", "--epochs", "6", "--async", "--keep-last", "2"],
-                  tmp_path)
+    run_ok(3, LOOP, ["--dir", "ck", "--epochs", "6", "--async", "--keep-last", "2"], tmp_path)
     seen = events(tmp_path)
     saved = [event for event in seen if event["event"] == "saved"]
     assert [event["epoch"] for event in saved] == list(range(1, 7))

@@ -35,9 +35,7 @@ def state(directory):
 
 
 def test_torch_ddp_killed_and_resumed_is_bit_identical(tmp_path):
-    started = time.monotonic()
     run_ok(3, EXAMPLE, ["--checkpoint-dir", "whole", *OPTIONS], tmp_path)
-    whole_seconds = time.monotonic() - started
     epoch, expected, loss = state(tmp_path / "whole")
     assert epoch == 20 and len(expected) == 4 + 3 * 4
     import epochrun
