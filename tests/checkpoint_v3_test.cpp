@@ -12,6 +12,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <numeric>
 #include <thread>
@@ -22,8 +24,10 @@
 #include "epochrun/errors.hpp"
 #include "fault_injection.hpp"
 #include "file_system_kind.hpp"
+#include "mpi_io_file.hpp"
 #include "pending_checkpoint_v3.hpp"
 #include "regular_file.hpp"
+#include "step_times.hpp"
 #include "stored_file_codec.hpp"
 #include "test_support.hpp"
 
@@ -341,6 +345,35 @@ TEST_F(CheckpointV3Test, ARankFailingAtTheDirectWriteOfItsBlockFailsTheSaveEvery
   EXPECT_THROW(save(9, ArrayIo::kDirect), Error);
   world.barrier();
   EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+// A collective open that fails on one rank fails on every rank under ROMIO (epochrun selects it):
+// the collective write of a global array then follows the lay-out with no agreement of its own,
+// and the save's reductions are the describe step's and the write's. Under another MPI-IO
+// component (checkpoint_v3_ompio_tests runs this under OMPIO) an agreement follows the open, so
+// that a rank that could not open stops the save everywhere before any rank writes.
+TEST_F(CheckpointV3Test, TheCollectiveWriteAgreesAfterItsOpenOnlyWhereMpiIoDoesNotItself) {
+  const char* chosen = std::getenv("OMPI_MCA_io");
+  const bool romio = chosen != nullptr && std::string(chosen) == "romio321";
+  EXPECT_EQ(MpiIoFile::failed_open_fails_everywhere(), romio) << chosen;
+  step_times::record_on_this_thread(true);
+  EXPECT_EQ(save(20, ArrayIo::kMpiIo), ArrayPath::kMpiIo);
+  std::int64_t reductions = 0;
+  for (const auto& [call, count] : step_times::take_calls()) {
+    reductions += call == "MPI_Iallreduce" ? count : 0;
+  }
+  std::vector<std::string> steps;
+  for (const auto& [step, seconds] : step_times::take()) {
+    steps.push_back(step);
+  }
+  step_times::record_on_this_thread(false);
+  EXPECT_EQ(reductions, romio ? 2 : 3);
+  EXPECT_NE(std::find(steps.begin(), steps.end(), "open for collective writes"), steps.end());
+  EXPECT_EQ(std::count(steps.begin(), steps.end(), "open for collective writes (agree)"),
+            romio ? 0 : 1);
+  Workspace loaded;
+  load_checkpoint_v3(file, world, request(20, world.size()), loaded, kTimeout);
+  EXPECT_TRUE(loaded.get("field") == workspace_of(world.rank(), world.size()).get("field"));
 }
 
 // The field's blocks at 3 ranks are bands of whole rows: the direct path writes them, each rank

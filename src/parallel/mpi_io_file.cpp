@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <exception>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "epochrun/errors.hpp"
@@ -83,6 +85,12 @@ MpiIoFile::MpiIoFile(const Communicator& comm, const std::filesystem::path& file
   step_times::count_call("MPI_File_open");
   check_mpi(MPI_File_open(comm.raw(), file.c_str(), mode, info.info, &file_),
             ("MPI_File_open " + file.string()).c_str());
+}
+
+bool MpiIoFile::failed_open_fails_everywhere() {
+  const char* component = std::getenv("OMPI_MCA_io");
+  return component != nullptr && std::string_view(component).starts_with("romio") &&
+         std::string_view(component).find_first_of(",^") == std::string_view::npos;
 }
 
 MpiIoFile::~MpiIoFile() {

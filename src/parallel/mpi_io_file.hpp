@@ -51,6 +51,13 @@ class MpiIoFile {
             const MpiIoHints& hints);
   // Closes the file when it is still open (collective too: see the header comment).
   ~MpiIoFile();
+
+  // Whether an open that fails on one rank fails on every rank of the communicator, by this
+  // process's MPI-IO component: ROMIO agrees on the outcome inside MPI_File_open (it reduces
+  // the ranks' error codes); Open MPI's OMPIO does not, and a rank that could not open leaves
+  // the others in the next collective call. True only when OMPI_MCA_io names ROMIO alone, as
+  // epochrun and its Python package set it unless the user chose.
+  static bool failed_open_fails_everywhere();
   MpiIoFile(const MpiIoFile&) = delete;
   MpiIoFile& operator=(const MpiIoFile&) = delete;
 

@@ -50,8 +50,11 @@ std::int64_t declaration_hash(const std::vector<SavedBlob>& blobs) {
   return hash_of(text);
 }
 
-// Describe step, this rank alone: the blobs are valid and hold the bytes their shapes say.
-void check_blobs(const std::vector<SavedBlob>& blobs, int ranks) {
+// Describe step, this rank alone: the blobs are valid and hold the bytes their shapes say, and
+// each global array's block on this rank (`rank` of `ranks`) the bytes of its block: a rank
+// whose block could not go into the collective write must say so here, before any rank enters
+// the collective calls.
+void check_blobs(const std::vector<SavedBlob>& blobs, int rank, int ranks) {
   for (std::size_t i = 0; i < blobs.size(); ++i) {
     const auto& blob = blobs[i];
     validate_name(blob.view.name, "blob name");
@@ -73,6 +76,14 @@ void check_blobs(const std::vector<SavedBlob>& blobs, int ranks) {
     if (blob.kind == StorageKind::kGlobalArray &&
         (!blob.blocks || blob.blocks->size() != static_cast<std::size_t>(ranks))) {
       throw UsageError("global array '" + blob.view.name + "' has no block for every rank");
+    }
+    if (blob.kind == StorageKind::kGlobalArray) {
+      const auto& block = (*blob.blocks)[static_cast<std::size_t>(rank)];
+      if (blob.view.bytes.size() != block.element_count() * element_size(blob.view.dtype)) {
+        throw UsageError("global array '" + blob.view.name + "': a block " +
+                         block_to_string(block) + " of " + std::to_string(blob.view.bytes.size()) +
+                         " bytes");
+      }
     }
     if (blob.kind == StorageKind::kRagged) {
       throw UsageError("blob '" + blob.view.name + "': the ranks decide which blobs are ragged");
@@ -212,18 +223,21 @@ constexpr std::uint64_t kHashBesideFrom = std::uint64_t{1} << 20;
 
 // What the describe step's reduction carries, of a fixed size whatever the blobs: their count,
 // their declarations' hash, one hash over every per-node shape and one over every replicated
-// checksum, with their complements. When the shapes and the checksums agree everywhere -- no
-// ragged blob, no replicated blob that differs: the usual save -- the ranks agree on their
-// blobs with no reduction of their own.
-constexpr std::size_t kSummaryValues = 4;
+// checksum, and whether a failed collective open fails on this rank's every peer
+// (MpiIoFile::failed_open_fails_everywhere), with their complements. When the shapes and the
+// checksums agree everywhere -- no ragged blob, no replicated blob that differs: the usual
+// save -- the ranks agree on their blobs with no reduction of their own.
+constexpr std::size_t kSummaryValues = 5;
+constexpr std::size_t kOpenFailsEverywhere = 4;
 
 std::vector<std::int64_t> blob_summary(const std::vector<std::int64_t>& hashes) {
   const std::size_t count = (hashes.size() - 1) / 3;
   const auto hash_range = [&](std::size_t first) {
     return static_cast<std::int64_t>(XXH64(hashes.data() + first, 8 * count, 0));
   };
-  return with_complements(
-      {static_cast<std::int64_t>(count), hashes[0], hash_range(1), hash_range(1 + 2 * count)});
+  return with_complements({static_cast<std::int64_t>(count), hashes[0], hash_range(1),
+                           hash_range(1 + 2 * count),
+                           MpiIoFile::failed_open_fails_everywhere() ? 1 : 0});
 }
 
 // Collective when it must be: the ranks agree on their declarations by the max and min of
@@ -328,7 +342,7 @@ void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated)
         }
         std::sort(blobs_.begin(), blobs_.end(),
                   [](const SavedBlob& a, const SavedBlob& b) { return a.view.name < b.view.name; });
-        check_blobs(blobs_, ranks);
+        check_blobs(blobs_, comm_.rank(), ranks);
         hashes = blob_hashes(blobs_, check_replicated);
         // Into the agreement's own buffer, which it holds already.
         const auto made = blob_summary(hashes);
@@ -338,6 +352,8 @@ void PendingCheckpointV3::describe(const SavedFile& root, bool check_replicated)
   const auto agreeing = step_times::Clock::now();
   const PhaseTimer timer(phases_, SavePhase::kDescribe);
   const auto agreed = agree_on_blobs(comm_, context_, blobs_, hashes, summary);
+  // Every rank's MPI-IO agrees on a failed open (the least of the ranks' answers is 1).
+  open_needs_agreement_ = ~summary[kSummaryValues + kOpenFailsEverywhere] != 1;
   step_times::add_since("agree on blobs", agreeing);
   // Per-node blobs whose shape differs between nodes are ragged: each node's bytes go back to
   // back in rank order, at the offset a prefix sum gives.
@@ -612,14 +628,16 @@ void PendingCheckpointV3::write_arrays() {
   if (!any) {
     return;  // no collective open, write or sync: the data step wrote every array
   }
-  // One agreement before the collective calls, which then follow one another with none between
-  // them: the open, each array's write with its checksum written beside it, the sync and the
-  // close. Every rank checks its blocks first (a rank that cannot take part says so) and opens
-  // the file all the same, since every other rank does; the agreement after the open stops the
-  // save everywhere when any rank failed, before any rank writes. From there on a rank whose
-  // write or sync fails keeps the error and still makes every collective call, and finish()
-  // agrees on it: at 96 ranks on 2 cores each agreement costs about as much as the writes of a
-  // small array (docs/benchmarks-history.md, "Inside a job").
+  // The collective calls follow one another with no agreement between them: the open, each
+  // array's write with its checksum written beside it, the sync and the close. Every rank checked
+  // its blocks in the describe step and opens the file whatever its data step did; a rank whose
+  // fault point, write or sync fails from here on keeps the error and still makes every
+  // collective call, and finish() agrees on it. An open that fails on one rank fails on every
+  // rank under ROMIO, which agrees on the open's outcome inside MPI_File_open; under another
+  // MPI-IO component (OMPIO leaves the other ranks in the collective write) an agreement after
+  // the open stops the save everywhere first. At 96 ranks on 2 cores each agreement costs about
+  // as much as the writes of a small array (docs/benchmarks.md, "The fixed cost at any rank
+  // count").
   const auto rank = static_cast<std::size_t>(comm_.rank());
   // Each block's hash is known before the collective calls, so that its checksum goes into the
   // file before the collective write. No rank leaves that write before every rank has entered
@@ -656,30 +674,33 @@ void PendingCheckpointV3::write_arrays() {
     hash_blocks();
     phases_.add(SavePhase::kHash, seconds_since(hashing));
   }
+  const auto keep = [&] { write_error_ = write_error_ ? write_error_ : std::current_exception(); };
   std::optional<MpiIoFile> file;
-  agreed_step("open for collective writes", SavePhase::kWrite, false, [&] {
-    std::exception_ptr unable;
-    try {
-      for (std::size_t i = 0; i < described.size(); ++i) {
-        if (written_collectively(i)) {
+  const auto open = [&] {
+    for (std::size_t i = 0; i < described.size(); ++i) {
+      if (written_collectively(i)) {
+        try {
           fault_point("save-write-array", epoch_);
-          const auto& where = described[i];
-          if (blobs_[i].view.bytes.size() !=
-              where.writer_blocks[rank].element_count() * element_size(where.dtype)) {
-            throw UsageError("global array '" + where.name + "': a block " +
-                             block_to_string(where.writer_blocks[rank]) + " of " +
-                             std::to_string(blobs_[i].view.bytes.size()) + " bytes");
-          }
+        } catch (...) {
+          keep();
         }
       }
-    } catch (...) {
-      unable = std::current_exception();
     }
     file.emplace(comm_, file_, MpiIoFile::Access::kWrite, arrays_.hints);
-    if (unable) {
-      std::rethrow_exception(unable);
+  };
+  if (open_needs_agreement_) {
+    agreed_step("open for collective writes", SavePhase::kWrite, false, open);
+  } else {
+    const auto opening = step_times::Clock::now();
+    const PhaseTimer timer(phases_, SavePhase::kWrite);
+    try {
+      open();  // failed on every rank when it failed on one
+    } catch (...) {
+      created_.remove();
+      rethrow_with_context(std::current_exception(), context_ + ": open for collective writes");
     }
-  });
+    step_times::add_since("open for collective writes", opening);
+  }
   if (hasher.joinable()) {
     const auto waiting = std::chrono::steady_clock::now();
     hasher.join();
@@ -689,7 +710,6 @@ void PendingCheckpointV3::write_arrays() {
   // The first failure of this rank, the data step's included, is the one finish() agrees on.
   // Each call in its own try: a rank whose checksum could not be written still makes the
   // collective write that every other rank makes.
-  const auto keep = [&] { write_error_ = write_error_ ? write_error_ : std::current_exception(); };
   auto started = step_times::Clock::now();
   for (std::size_t i = 0; i < described.size(); ++i) {
     if (!written_collectively(i)) {

@@ -147,6 +147,9 @@ class PendingCheckpointV3 {
   std::vector<std::uint64_t> ragged_offsets_;
   UnsealedFile created_;  // rank 0's, from its creation until every rank's data is durable
   std::exception_ptr write_error_;
+  // Whether write_arrays agrees after its collective open: unless every rank's MPI-IO makes a
+  // failed open fail on every rank itself (the describe step's reduction said).
+  bool open_needs_agreement_ = true;
   std::uint64_t bytes_written_ = 0;  // of blob data by this rank, for the direct-I/O log line
   SavePhases phases_;
 };
