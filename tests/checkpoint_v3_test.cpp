@@ -348,16 +348,19 @@ TEST_F(CheckpointV3Test, ARankFailingAtTheDirectWriteOfItsBlockFailsTheSaveEvery
 }
 
 // A collective open that fails on one rank fails on every rank under ROMIO (epochrun selects it):
-// the collective write of a global array then follows the lay-out with no agreement of its own,
-// and the save's reductions are the describe step's and the write's. Under another MPI-IO
-// component (checkpoint_v3_ompio_tests runs this under OMPIO) an agreement follows the open, so
-// that a rank that could not open stops the save everywhere before any rank writes.
+// once this process has opened a file with ROMIO and no other MPI-IO component, the collective
+// write of a global array follows the lay-out with no agreement of its own, and the save's
+// reductions are the describe step's and the write's. Under another MPI-IO component
+// (checkpoint_v3_ompio_tests runs this under OMPIO), and before the first open, an agreement
+// follows the open, so that a rank that could not open stops the save everywhere before any rank
+// writes.
 TEST_F(CheckpointV3Test, TheCollectiveWriteAgreesAfterItsOpenOnlyWhereMpiIoDoesNotItself) {
   const char* chosen = std::getenv("OMPI_MCA_io");
   const bool romio = chosen != nullptr && std::string(chosen) == "romio321";
+  EXPECT_EQ(save(20, ArrayIo::kMpiIo), ArrayPath::kMpiIo);  // MPI-IO's component loaded now
   EXPECT_EQ(MpiIoFile::failed_open_fails_everywhere(), romio) << chosen;
   step_times::record_on_this_thread(true);
-  EXPECT_EQ(save(20, ArrayIo::kMpiIo), ArrayPath::kMpiIo);
+  EXPECT_EQ(save(21, ArrayIo::kMpiIo, directory / "second.h5"), ArrayPath::kMpiIo);
   std::int64_t reductions = 0;
   for (const auto& [call, count] : step_times::take_calls()) {
     reductions += call == "MPI_Iallreduce" ? count : 0;
@@ -372,7 +375,7 @@ TEST_F(CheckpointV3Test, TheCollectiveWriteAgreesAfterItsOpenOnlyWhereMpiIoDoesN
   EXPECT_EQ(std::count(steps.begin(), steps.end(), "open for collective writes (agree)"),
             romio ? 0 : 1);
   Workspace loaded;
-  load_checkpoint_v3(file, world, request(20, world.size()), loaded, kTimeout);
+  load_checkpoint_v3(directory / "second.h5", world, request(21, world.size()), loaded, kTimeout);
   EXPECT_TRUE(loaded.get("field") == workspace_of(world.rank(), world.size()).get("field"));
 }
 

@@ -131,13 +131,13 @@ TEST(ScaleBench, ReportsTheFixedCostItsStepsAndTheLayOutWithRankZeroMakingNoPoin
 }
 
 // At 4 ranks the global array is split in a 2 x 2 grid, interleaved blocks, which take the
-// collective MPI-IO write. Its agreements: one after the collective open; the writes, the
-// checksums written beside them, the sync and the close follow with none between them, and
-// finish()'s agreement is the save's own. So three reductions (describe, open, write) and the
-// two broadcasts of every save. (Before: eight reductions, an agreement after each of the open,
-// the fault check, the block check, the write, the sync and the checksums, for which each rank
-// opened the file again and synced it.)
-TEST(ScaleBench, AnArrayOfInterleavedBlocksAddsOnlyTheCollectiveOpenAndOneAgreement) {
+// collective MPI-IO write. Under ROMIO, loaded by the bench's earlier rounds, it makes no
+// agreement of its own: the open, the writes, the checksums written beside them, the sync and
+// the close follow one another, and finish()'s agreement is the save's own. So the two
+// reductions (describe, write) and the two broadcasts of every save. (Before: three reductions,
+// one after the open; before that eight, an agreement after each of the open, the fault check,
+// the block check, the write, the sync and the checksums.)
+TEST(ScaleBench, AnArrayOfInterleavedBlocksAddsOnlyTheCollectiveOpen) {
   ScratchDir cwd;
   auto result = bench({"--rounds", "5", "--layout-ranks", "none", "--json", "F", "--dir", "work"},
                       cwd.path(), 4);
@@ -145,7 +145,7 @@ TEST(ScaleBench, AnArrayOfInterleavedBlocksAddsOnlyTheCollectiveOpenAndOneAgreem
   const auto rows = nlohmann::json::parse(read_file(cwd / "F"));
   const auto& calls = rows.at(5).at("array save").at("rank0_mpi_calls");
   EXPECT_EQ(calls.value("MPI_File_open", 0), 1) << calls;
-  EXPECT_EQ(calls.value("MPI_Iallreduce", 0), 3) << calls;
+  EXPECT_EQ(calls.value("MPI_Iallreduce", 0), 2) << calls;
   EXPECT_EQ(calls.value("MPI_Ibcast", 0), 2) << calls;
   for (const char* point_to_point : {"MPI_Recv", "MPI_Isend", "MPI_Send", "MPI_Allreduce"}) {
     EXPECT_FALSE(calls.contains(point_to_point)) << calls;

@@ -1,9 +1,11 @@
 #include "mpi_io_file.hpp"
 
 #include <fcntl.h>
+#include <link.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <atomic>
+#include <cstddef>
 #include <exception>
 #include <memory>
 #include <string_view>
@@ -88,9 +90,28 @@ MpiIoFile::MpiIoFile(const Communicator& comm, const std::filesystem::path& file
 }
 
 bool MpiIoFile::failed_open_fails_everywhere() {
-  const char* component = std::getenv("OMPI_MCA_io");
-  return component != nullptr && std::string_view(component).starts_with("romio") &&
-         std::string_view(component).find_first_of(",^") == std::string_view::npos;
+  // Components stay loaded until MPI_Finalize: once seen, the answer holds.
+  static std::atomic<bool> romio_alone{false};
+  if (romio_alone) {
+    return true;
+  }
+  struct Loaded {
+    bool romio = false;
+    bool other = false;
+  } loaded;
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* object, std::size_t, void* data) {
+        auto& seen = *static_cast<Loaded*>(data);
+        const std::string_view name = object->dlpi_name;
+        const auto at = name.rfind("/mca_io_");
+        if (at != std::string_view::npos) {
+          (name.substr(at).starts_with("/mca_io_romio") ? seen.romio : seen.other) = true;
+        }
+        return 0;
+      },
+      &loaded);
+  romio_alone = loaded.romio && !loaded.other;
+  return romio_alone;
 }
 
 MpiIoFile::~MpiIoFile() {

@@ -55,8 +55,11 @@ class MpiIoFile {
   // Whether an open that fails on one rank fails on every rank of the communicator, by this
   // process's MPI-IO component: ROMIO agrees on the outcome inside MPI_File_open (it reduces
   // the ranks' error codes); Open MPI's OMPIO does not, and a rank that could not open leaves
-  // the others in the next collective call. True only when OMPI_MCA_io names ROMIO alone, as
-  // epochrun and its Python package set it unless the user chose.
+  // the others in the next collective call. Open MPI loads its MPI-IO components at the
+  // process's first MPI_File_open (from OMPI_MCA_io as it is then, which epochrun and its Python
+  // package set to ROMIO unless the user chose) and keeps them: true once ROMIO's component is
+  // loaded and no other, false before this process's first open and wherever the components
+  // are not libraries of their own. No MPI call.
   static bool failed_open_fails_everywhere();
   MpiIoFile(const MpiIoFile&) = delete;
   MpiIoFile& operator=(const MpiIoFile&) = delete;
